@@ -1,0 +1,52 @@
+# labkit: the two commands a user needs are `make lab` and `make test`.
+# Both create the virtual environment on first use (only Python 3.10+ and make needed).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.labkit-installed
+LAB_PORT ?= 8888
+LAB_IP ?= 127.0.0.1
+NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
+
+.PHONY: lab test notebooks doctor bench docs student-copy clean help
+
+help:
+	@echo "make lab        create the venv if missing, start JupyterLab on notebooks/ (prints the URL)"
+	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
+	@echo "make notebooks  re-execute every notebook in place, storing outputs and widget state"
+	@echo "make doctor     preflight check for a lab or a workshop"
+	@echo "make bench      reproduce every performance figure (BENCH_ARGS=--quick for a short run)"
+	@echo "make docs       build the static HTML site into build/site"
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lab: $(STAMP)
+	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab (the token is printed below; Ctrl-C stops it)"
+	$(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(TEST_ARGS)
+
+notebooks: $(STAMP)
+	$(PY) -m labkit.nbrun $(NOTEBOOKS)
+
+doctor: $(STAMP)
+	$(PY) -m labkit doctor
+
+bench: $(STAMP)
+	$(PY) -m labkit bench --json build/bench.json $(BENCH_ARGS)
+
+docs: $(STAMP)
+	$(PY) -m labkit.docs build/site
+
+student-copy: $(STAMP)
+	$(PY) -m labkit student-copy build/student
+
+clean:
+	rm -rf build .pytest_cache

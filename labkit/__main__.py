@@ -1,0 +1,45 @@
+"""The labkit command line: ``python -m labkit <command>``.
+
+Each command lives in its own module, which provides ``add_arguments(parser)``
+and ``run(args) -> int``; this file only wires them together. Only the module of
+the command being run is imported, so ``doctor`` stays fast even though
+``bench`` pulls in half of torchvision.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMANDS = {
+    "doctor": ("labkit.doctor", "check that this machine is ready for the labs"),
+    "profile": ("labkit.profile_cli", "profile a torchvision model node by node with torch.fx"),
+    "bench": ("labkit.bench", "reproduce every performance figure the labs claim"),
+    "student-copy": ("labkit.student_copy", "write notebook copies for students (no solutions, no outputs)"),
+}
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """The CLI parser; only ``selected`` (if any) gets its full set of options."""
+    parser = argparse.ArgumentParser(prog="python -m labkit", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module_name, help_text) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == selected:
+            module = importlib.import_module(module_name)
+            module.add_arguments(command_parser)
+            command_parser.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(selected if selected in COMMANDS else None).parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

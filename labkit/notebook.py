@@ -1,0 +1,33 @@
+"""One call at the top of every notebook: seeds, quiet torch, and the device.
+
+Why: nbval re-runs each notebook and compares its outputs with the stored ones,
+so anything random must be seeded the same way every time, and the known
+harmless torch warnings must not reach stderr. Learners call
+``labkit.setup_notebook()`` first; it prints one line saying where they run.
+"""
+from __future__ import annotations
+
+import random
+
+import torch
+
+from labkit._noise import silence_known_warnings
+from labkit.device import pick_device
+
+DEFAULT_SEED = 0
+
+
+def seed_everything(seed: int = DEFAULT_SEED) -> None:
+    """Seed Python's ``random`` and torch (CPU and every GPU)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def setup_notebook(seed: int = DEFAULT_SEED, *, quiet: bool = False) -> torch.device:
+    """Seed, silence known noise, pick the device; return the device."""
+    seed_everything(seed)
+    silence_known_warnings()
+    device = pick_device()
+    if not quiet:
+        print(f"labkit ready: seed {seed}, device type {device.type}")
+    return device

@@ -1,0 +1,58 @@
+"""Rows -> text and HTML tables, for notebooks and the CLI.
+
+Why: every result object in labkit (a profile, a layout description, a
+benchmark) renders through this one module, so tables look alike everywhere and
+the notebook's stored text output is stable for nbval. Rendering is tabulate's;
+this module only fixes the conventions (headers, number format, a title).
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulate import tabulate
+
+Row = Sequence[Any]
+
+
+def render_text(rows: Iterable[Row], headers: Sequence[str], *, floatfmt: str = ".4g") -> str:
+    """Plain-text table (tabulate's ``simple`` format)."""
+    return tabulate(list(rows), headers=list(headers), floatfmt=floatfmt, tablefmt="simple")
+
+
+def render_html(rows: Iterable[Row], headers: Sequence[str], *, floatfmt: str = ".4g") -> str:
+    """HTML ``<table>`` with every cell escaped."""
+    return tabulate(list(rows), headers=list(headers), floatfmt=floatfmt, tablefmt="html")
+
+
+@dataclass
+class Table:
+    """A titled table that shows itself as text (``print``) and HTML (Jupyter)."""
+
+    headers: Sequence[str]
+    rows: list[Row] = field(default_factory=list)
+    title: str = ""
+    floatfmt: str = ".4g"
+
+    def to_text(self) -> str:
+        body = render_text(self.rows, self.headers, floatfmt=self.floatfmt)
+        return f"{self.title}\n{body}" if self.title else body
+
+    def to_html(self) -> str:
+        body = render_html(self.rows, self.headers, floatfmt=self.floatfmt)
+        if self.title:
+            return f"<p><strong>{html.escape(self.title)}</strong></p>\n{body}"
+        return body
+
+    def column(self, header: str) -> list[Any]:
+        """All values of one column, by header name."""
+        index = list(self.headers).index(header)
+        return [row[index] for row in self.rows]
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.to_html()

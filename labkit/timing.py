@@ -1,0 +1,178 @@
+"""Sync-aware timers and run statistics.
+
+Why: a time is only honest if the device has finished the work before the clock
+is read, and a single number hides the spread. Everything here synchronizes the
+device (see :mod:`labkit.device`) and reports mean, median, min, max, IQR and
+count. For whole-function timings we build on ``torch.utils.benchmark``, which
+handles warm-up, CUDA sync and thread settings; the hand-written pieces are the
+small per-run timer that the FX profiler needs and :func:`compare`, which
+interleaves candidates so that machine noise hits all of them alike.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+
+from labkit._noise import import_benchmark
+from labkit.device import synchronize
+from labkit.errors import LabkitValueError
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """Summary statistics of repeated timings, in seconds."""
+
+    mean: float
+    median: float
+    min: float
+    max: float
+    iqr: float
+    count: int
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float]) -> RunStats:
+        if len(samples) == 0:
+            raise LabkitValueError("RunStats needs at least one sample; run the measurement first.")
+        ordered = sorted(float(s) for s in samples)
+        if len(ordered) >= 2:
+            q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+        else:
+            q1 = q3 = ordered[0]
+        return cls(
+            mean=statistics.fmean(ordered),
+            median=statistics.median(ordered),
+            min=ordered[0],
+            max=ordered[-1],
+            iqr=q3 - q1,
+            count=len(ordered),
+        )
+
+    def ratio_to(self, other: RunStats) -> float:
+        """How many times faster ``self`` is than ``other`` (by median)."""
+        return other.median / self.median
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return (
+            f"median {format_seconds(self.median)} "
+            f"(IQR {format_seconds(self.iqr)}, min {format_seconds(self.min)}, n={self.count})"
+        )
+
+
+def format_seconds(seconds: float) -> str:
+    """Readable duration: ``1.23 ms``, ``45.6 µs``."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+class SyncTimer:
+    """Context manager that times a block, synchronizing ``device`` at both ends.
+
+    >>> with SyncTimer("cpu") as t:
+    ...     _ = sum(range(10))
+    >>> t.elapsed >= 0
+    True
+    """
+
+    def __init__(self, device: str | torch.device = "cpu") -> None:
+        self.device = torch.device(device)
+        self.elapsed: float = float("nan")
+        self._start = 0.0
+
+    def __enter__(self) -> SyncTimer:
+        synchronize(self.device)
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        synchronize(self.device)
+        self.elapsed = time.perf_counter() - self._start
+
+
+def _check_counts(warmup: int, runs: int) -> None:
+    if runs < 1:
+        raise LabkitValueError(f"runs must be at least 1 (got {runs}); use runs=5 or more for stable statistics.")
+    if warmup < 0:
+        raise LabkitValueError(f"warmup cannot be negative (got {warmup}); use warmup=0 to skip it.")
+
+
+def measure(
+    fn: Callable[[], object],
+    *,
+    warmup: int = 2,
+    runs: int = 10,
+    device: str | torch.device = "cpu",
+) -> RunStats:
+    """Call ``fn`` ``warmup`` times untimed, then ``runs`` times timed one by one."""
+    _check_counts(warmup, runs)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(runs):
+        with SyncTimer(device) as timer:
+            fn()
+        samples.append(timer.elapsed)
+    return RunStats.from_samples(samples)
+
+
+def benchmark(
+    fn: Callable[[], object],
+    *,
+    label: str = "",
+    min_run_time: float = 0.2,
+    num_threads: int | None = None,
+) -> RunStats:
+    """Time ``fn`` with ``torch.utils.benchmark.Timer.blocked_autorange``.
+
+    The benchmark Timer warms up, synchronizes CUDA and picks how many calls to
+    put in each block; we return per-call statistics over the blocks.
+    """
+    bench = import_benchmark()
+    timer = bench.Timer(
+        stmt="fn()",
+        globals={"fn": fn},
+        label=label,
+        num_threads=num_threads or torch.get_num_threads(),
+    )
+    measurement = timer.blocked_autorange(min_run_time=min_run_time)
+    return RunStats.from_samples(measurement.times)
+
+
+def compare(
+    candidates: Mapping[str, Callable[[], object]],
+    *,
+    rounds: int = 10,
+    warmup: int = 2,
+    number: int = 1,
+    device: str | torch.device = "cpu",
+) -> dict[str, RunStats]:
+    """Time several candidates side by side, interleaved round by round.
+
+    Why interleave: on a noisy shared machine a burst of background load would
+    otherwise land on one candidate only and fake a speedup. Each sample is the
+    mean of ``number`` back-to-back calls.
+    """
+    _check_counts(warmup, rounds)
+    if number < 1:
+        raise LabkitValueError(f"number must be at least 1 (got {number}).")
+    if not candidates:
+        raise LabkitValueError("compare() needs at least one candidate, e.g. {'eager': fn}.")
+    for fn in candidates.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            with SyncTimer(device) as timer:
+                for _ in range(number):
+                    fn()
+            samples[name].append(timer.elapsed / number)
+    return {name: RunStats.from_samples(values) for name, values in samples.items()}
