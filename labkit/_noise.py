@@ -22,10 +22,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
-KNOWN_WARNING_MESSAGES = (
-    r".*torch\.jit\.script.*deprecated.*",
-    r".*`torch\.jit\.script` is deprecated.*",
-)
+KNOWN_WARNING_MESSAGES = (r"`torch\.jit\.script` is deprecated",)
 KNOWN_NATIVE_LINES = re.compile(
     r"^(USDT:|.*gpuGetDeviceCount failed|.*No CUDA runtime is found|"
     r".*\[W\d+ .*(kineto|CUPTI|cupti).*|STAGE:.*ActivityProfilerController.*)"

@@ -1,0 +1,80 @@
+import math
+import time
+
+import pytest
+
+from labkit.errors import LabkitValueError
+from labkit.timing import RunStats, SyncTimer, benchmark, compare, format_seconds, measure
+
+
+def test_run_stats_from_known_samples():
+    stats = RunStats.from_samples([4.0, 1.0, 3.0, 2.0, 5.0])
+    assert (stats.mean, stats.median, stats.min, stats.max, stats.count) == (3.0, 3.0, 1.0, 5.0, 5)
+    assert stats.iqr == pytest.approx(2.0)  # quartiles 2 and 4 (inclusive method)
+
+
+def test_run_stats_single_sample_has_zero_iqr():
+    stats = RunStats.from_samples([0.5])
+    assert stats.iqr == 0.0 and stats.median == 0.5
+
+
+def test_run_stats_needs_samples():
+    with pytest.raises(LabkitValueError, match="at least one sample"):
+        RunStats.from_samples([])
+
+
+def test_ratio_uses_medians():
+    fast, slow = RunStats.from_samples([1.0, 1.0]), RunStats.from_samples([3.0, 3.0])
+    assert fast.ratio_to(slow) == pytest.approx(3.0)
+
+
+def test_format_seconds_picks_a_readable_unit():
+    assert format_seconds(1.5) == "1.5 s"
+    assert format_seconds(0.00123) == "1.23 ms"
+    assert format_seconds(4.56e-5) == "45.6 µs"
+    assert format_seconds(2e-9) == "2 ns"
+
+
+def test_sync_timer_measures_elapsed_time():
+    with SyncTimer("cpu") as timer:
+        time.sleep(0.01)
+    assert 0.009 < timer.elapsed < 1.0
+
+
+def test_measure_calls_warmup_plus_runs():
+    calls = []
+    stats = measure(lambda: calls.append(1), warmup=3, runs=4)
+    assert len(calls) == 7 and stats.count == 4
+
+
+@pytest.mark.parametrize("kwargs, message", [({"runs": 0}, "runs must be at least 1"), ({"warmup": -1}, "warmup cannot be negative")])
+def test_measure_rejects_bad_counts(kwargs, message):
+    with pytest.raises(LabkitValueError, match=message):
+        measure(lambda: None, **kwargs)
+
+
+def test_compare_interleaves_and_sees_the_slower_candidate():
+    order = []
+
+    def fast():
+        order.append("fast")
+
+    def slow():
+        order.append("slow")
+        time.sleep(0.002)
+
+    result = compare({"fast": fast, "slow": slow}, rounds=3, warmup=1)
+    assert order == ["fast", "slow"] + ["fast", "slow"] * 3  # warm-up, then round robin
+    assert result["slow"].median > result["fast"].median
+    assert result["fast"].ratio_to(result["slow"]) > 1
+
+
+def test_compare_needs_candidates():
+    with pytest.raises(LabkitValueError, match="at least one candidate"):
+        compare({})
+
+
+def test_benchmark_wraps_torch_utils_benchmark(capfd):
+    stats = benchmark(lambda: sum(range(100)), min_run_time=0.01)
+    assert stats.count >= 1 and stats.median > 0 and math.isfinite(stats.iqr)
+    assert "No CUDA runtime" not in capfd.readouterr().err
