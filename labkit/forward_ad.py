@@ -1,0 +1,358 @@
+"""Jacobian-vector products with PyTorch's dual-tensor API, and ways to check them.
+
+Why hand-written: ``torch.func.jvp`` already computes JVPs. This module shows
+what it does underneath, with the public ``torch.autograd.forward_ad`` API
+(``dual_level``, ``make_dual``, ``unpack_dual``), and turns the mistakes a
+learner makes (an integer primal, a tangent of the wrong shape, an operator
+without a forward formula, a nested level) into one clear labkit error instead
+of a silent wrong answer or a deep torch traceback. Everything else is torch:
+``torch.func`` for the functional versions, for reverse mode and for Hessians.
+
+- :func:`jvp` - ``(output, tangent_out)`` from the dual API; agrees with ``torch.func.jvp``.
+- :func:`module_jvp` - the JVP of a module with respect to its parameters, two ways.
+- :func:`check_jvp` - dual API vs ``torch.func.jvp`` vs reverse mode vs finite differences.
+- :func:`hvp` - Hessian-vector product, forward-over-reverse.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+import torch
+import torch.autograd.forward_ad as fwAD
+from torch import nn
+
+from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.tables import Table
+
+Tensors = Union[torch.Tensor, Sequence[torch.Tensor]]
+
+
+class ForwardADUnsupportedError(LabkitError, RuntimeError):
+    """An operator in the function has no forward-mode (JVP) formula in this torch."""
+
+
+class NestedForwardADError(LabkitError, RuntimeError):
+    """A forward-AD level was opened inside another one."""
+
+
+# ---------------------------------------------------------------------------
+# Input checks shared by every entry point
+# ---------------------------------------------------------------------------
+def _as_tuple(value: Tensors, what: str) -> tuple[torch.Tensor, ...]:
+    items = (value,) if isinstance(value, torch.Tensor) else tuple(value)
+    for index, item in enumerate(items):
+        if not isinstance(item, torch.Tensor):
+            raise LabkitTypeError(
+                f"{what} {index} is a {type(item).__name__}, not a torch.Tensor; "
+                f"pass a tensor or a tuple of tensors (e.g. torch.tensor([1.0]))."
+            )
+    return items
+
+
+def _check_pairs(primals: tuple[torch.Tensor, ...], tangents: tuple[torch.Tensor, ...]) -> None:
+    if len(primals) != len(tangents):
+        raise LabkitValueError(
+            f"Got {len(primals)} primal(s) but {len(tangents)} tangent(s); give exactly one tangent per primal."
+        )
+    for index, (primal, tangent) in enumerate(zip(primals, tangents)):
+        if not (primal.is_floating_point() or primal.is_complex()):
+            raise LabkitTypeError(
+                f"Primal {index} has dtype {primal.dtype}; forward-mode AD needs a floating-point "
+                f"(or complex) primal, because an integer has no derivative. Convert it first, "
+                f"e.g. x.float() or x.double()."
+            )
+        if tangent.shape != primal.shape:
+            raise LabkitValueError(
+                f"Tangent {index} has shape {tuple(tangent.shape)} but its primal has shape "
+                f"{tuple(primal.shape)}; a tangent must have exactly its primal's shape."
+            )
+        if tangent.dtype != primal.dtype:
+            raise LabkitValueError(
+                f"Tangent {index} has dtype {tangent.dtype} (shape {tuple(tangent.shape)}) but its primal "
+                f"has dtype {primal.dtype} (shape {tuple(primal.shape)}); torch would silently convert it. "
+                f"Use tangent.to(primal.dtype)."
+            )
+
+
+_OP_NAME = re.compile(r"forward AD with (\S+)")
+
+
+def _unsupported(exc: NotImplementedError) -> ForwardADUnsupportedError:
+    found = _OP_NAME.search(str(exc))
+    operator = f"The operator {found.group(1)!r}" if found else "An operator in your function"
+    return ForwardADUnsupportedError(
+        f"{operator} has no forward-mode AD formula in torch {torch.__version__.split('+')[0]}, so no JVP "
+        f"can be computed through it. Use reverse mode instead: torch.func.jacrev(fn) for the "
+        f"Jacobian (then multiply by the tangent), or torch.func.vjp for vector-Jacobian products."
+    )
+
+
+@contextmanager
+def forward_level() -> Iterator[None]:
+    """``fwAD.dual_level()`` with labkit errors for nesting and unsupported operators."""
+    try:
+        level = fwAD.dual_level()
+        level.__enter__()
+    except RuntimeError as exc:
+        if "Nested forward mode AD" not in str(exc):
+            raise
+        raise NestedForwardADError(
+            "A forward-AD level is already open: torch does not support nested forward-mode AD "
+            "(dual_level inside dual_level, or labkit.jvp inside a dual_level block). Compute the JVP "
+            "outside the other level, or use torch.func.jvp / torch.func.jacfwd, which nest with each other."
+        ) from None
+    try:
+        yield
+    except NotImplementedError as exc:
+        if "forward AD" not in str(exc):
+            raise
+        raise _unsupported(exc) from exc
+    finally:
+        level.__exit__(None, None, None)
+
+
+def _split_output(output: Any) -> tuple[tuple[torch.Tensor, ...], bool]:
+    is_tensor = isinstance(output, torch.Tensor)
+    if not is_tensor and not isinstance(output, (tuple, list)):
+        raise LabkitTypeError(
+            f"The function returned a {type(output).__name__}; jvp needs a tensor or a tuple of tensors."
+        )
+    return _as_tuple(output, "Output"), is_tensor
+
+
+def _unpack(outputs: tuple[torch.Tensor, ...]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    primals_out, tangents_out = [], []
+    for out in outputs:
+        primal, tangent = fwAD.unpack_dual(out)
+        primals_out.append(primal)
+        # A result that does not depend on the inputs has no tangent: its derivative is zero.
+        tangents_out.append(torch.zeros_like(primal) if tangent is None else tangent)
+    return primals_out, tangents_out
+
+
+# ---------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------
+def jvp(fn: Callable[..., Any], primals: Tensors, tangents: Tensors) -> tuple[Any, Any]:
+    """Return ``(fn(*primals), J @ tangents)`` computed with dual tensors.
+
+    ``primals`` and ``tangents`` are a tensor each, or tuples of the same
+    length; the result mirrors ``fn``'s output (a tensor or a tuple). Agrees
+    with ``torch.func.jvp(fn, primals, tangents)``.
+    """
+    primal_tuple = _as_tuple(primals, "Primal")
+    tangent_tuple = _as_tuple(tangents, "Tangent")
+    _check_pairs(primal_tuple, tangent_tuple)
+    with forward_level():
+        duals = [fwAD.make_dual(p, t) for p, t in zip(primal_tuple, tangent_tuple)]
+        outputs, single = _split_output(fn(*duals))
+        primals_out, tangents_out = _unpack(outputs)
+    if single:
+        return primals_out[0], tangents_out[0]
+    return tuple(primals_out), tuple(tangents_out)
+
+
+Method = Literal["swap", "functional_call"]
+
+
+def module_jvp(
+    model: nn.Module,
+    inputs: Tensors,
+    tangents: Mapping[str, torch.Tensor],
+    method: Method = "swap",
+) -> tuple[Any, Any]:
+    """JVP of ``model(*inputs)`` with respect to its parameters, in direction ``tangents``.
+
+    ``tangents`` maps parameter names (as in ``model.named_parameters()``) to
+    tangent tensors; parameters not named are held constant.
+
+    - ``method="swap"``: the classic tutorial's way. Each named parameter is
+      removed (``delattr``) and replaced by a dual tensor (``setattr``) for one
+      forward pass; the original parameters are put back afterwards, even when
+      the forward pass raises.
+    - ``method="functional_call"``: ``torch.func.functional_call`` runs the
+      model with the dual tensors in place of its parameters, leaving the
+      module untouched.
+    """
+    if not isinstance(model, nn.Module):
+        raise LabkitTypeError(f"module_jvp needs an nn.Module, got {type(model).__name__}; for a plain function use labkit.forward_ad.jvp.")
+    if method not in ("swap", "functional_call"):
+        raise LabkitValueError(f"method must be 'swap' or 'functional_call', got {method!r}.")
+    parameters = dict(model.named_parameters())
+    unknown = sorted(set(tangents) - set(parameters))
+    if unknown:
+        raise LabkitValueError(f"{unknown} are not parameters of this model; names are e.g. {list(parameters)[:4]}.")
+    if not tangents:
+        raise LabkitValueError("tangents is empty; map at least one parameter name to a tangent, e.g. {'0.weight': v}.")
+    names = list(tangents)
+    _check_pairs(tuple(parameters[n].detach() for n in names), _as_tuple([tangents[n] for n in names], "Tangent"))
+    input_tuple = _as_tuple(inputs, "Input")
+    with forward_level():
+        duals = {n: fwAD.make_dual(parameters[n].detach(), tangents[n]) for n in names}
+        if method == "swap":
+            with _swapped_parameters(model, duals):
+                outputs, single = _split_output(model(*input_tuple))
+        else:
+            outputs, single = _split_output(torch.func.functional_call(model, duals, input_tuple))
+        primals_out, tangents_out = _unpack(outputs)
+    if single:
+        return primals_out[0], tangents_out[0]
+    return tuple(primals_out), tuple(tangents_out)
+
+
+@contextmanager
+def _swapped_parameters(model: nn.Module, replacements: Mapping[str, torch.Tensor]) -> Iterator[None]:
+    """Replace parameters by plain tensors for the block; always restore them."""
+    originals: dict[str, nn.Parameter] = {}
+    owners = {name.rpartition(".")[0] for name in replacements}
+    orders = {owner: list(model.get_submodule(owner)._parameters) for owner in owners}
+    try:
+        for name, value in replacements.items():
+            owner_name, _, attr = name.rpartition(".")
+            owner = model.get_submodule(owner_name)
+            originals[name] = getattr(owner, attr)
+            delattr(owner, attr)
+            setattr(owner, attr, value)  # a plain tensor attribute, not a Parameter: keeps its tangent
+        yield
+    finally:
+        for name, parameter in originals.items():
+            owner_name, _, attr = name.rpartition(".")
+            owner = model.get_submodule(owner_name)
+            if attr in owner.__dict__:
+                delattr(owner, attr)
+            owner.register_parameter(attr, parameter)
+        for owner_name, order in orders.items():  # keep model.parameters() in its original order
+            parameters = model.get_submodule(owner_name)._parameters
+            for key in order:
+                parameters[key] = parameters.pop(key)
+
+
+def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Hessian of scalar ``f`` at ``x`` times ``v``, forward-over-reverse: ``jvp(grad(f), x, v)``.
+
+    Costs a small constant times one gradient, never the full Hessian.
+    """
+    primal_tuple, tangent_tuple = _as_tuple(x, "x"), _as_tuple(v, "v")
+    if len(primal_tuple) != 1:
+        raise LabkitValueError("hvp takes one tensor x and one tensor v of the same shape.")
+    _check_pairs(primal_tuple, tangent_tuple)
+    value = f(x)
+    if not isinstance(value, torch.Tensor) or value.numel() != 1:
+        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        raise LabkitValueError(f"hvp needs f to return a scalar (one element); it returned {shape}. Reduce it, e.g. f(x).sum().")
+    try:
+        return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
+    except NotImplementedError as exc:
+        if "forward AD" not in str(exc):
+            raise
+        raise _unsupported(exc) from exc
+
+
+# ---------------------------------------------------------------------------
+# check_jvp: four ways to the same numbers
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JvpCheckReport:
+    """Maximum absolute difference of each method from the dual-tensor JVP (float64)."""
+
+    errors: dict[str, float]
+    scale: float
+    exact_tolerance: float
+    fd_tolerance: float
+
+    @property
+    def max_error(self) -> float:
+        return max(self.errors.values())
+
+    @property
+    def ok(self) -> bool:
+        """Exact methods agree to rounding error; finite differences to their truncation error."""
+        return all(
+            err <= (self.fd_tolerance if name == FINITE_DIFFERENCES else self.exact_tolerance) * self.scale
+            for name, err in self.errors.items()
+        )
+
+    def table(self) -> Table:
+        rows = [[name, err, "yes" if self._agrees(name, err) else "NO"] for name, err in self.errors.items()]
+        return Table(
+            ["method", "max |error| vs dual API", "agrees"],
+            rows,
+            title=f"JVP check in float64 (|jvp| up to {self.scale:.3g})",
+            floatfmt=".1e",
+        )
+
+    def _agrees(self, name: str, err: float) -> bool:
+        tolerance = self.fd_tolerance if name == FINITE_DIFFERENCES else self.exact_tolerance
+        return err <= tolerance * self.scale
+
+    def to_text(self) -> str:
+        return self.table().to_text()
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.table().to_html()
+
+
+FINITE_DIFFERENCES = "central finite differences"
+
+
+def check_jvp(
+    fn: Callable[..., Any],
+    primals: Tensors,
+    tangents: Tensors,
+    *,
+    eps: float = 1e-6,
+    exact_tolerance: float = 1e-10,
+    fd_tolerance: float = 1e-6,
+) -> JvpCheckReport:
+    """Compare the dual-API JVP with ``torch.func.jvp``, reverse mode and finite differences.
+
+    Everything runs in float64 on copies (a module ``fn`` is deep-copied and
+    converted), so the differences show the methods, not float32 rounding.
+    Reverse mode builds the Jacobian with ``torch.func.jacrev`` and applies it
+    to the tangent; finite differences use ``(f(x + eps t) - f(x - eps t)) / 2 eps``.
+    Tolerances are relative to the largest JVP entry.
+    """
+    primal_tuple = _as_tuple(primals, "Primal")
+    tangent_tuple = _as_tuple(tangents, "Tangent")
+    _check_pairs(primal_tuple, tangent_tuple)
+    if isinstance(fn, nn.Module):
+        fn = copy.deepcopy(fn).double()
+    xs = tuple(p.detach().double() for p in primal_tuple)
+    ts = tuple(t.detach().double() for t in tangent_tuple)
+
+    def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return _split_output(fn(*args))[0]
+
+    _, reference = jvp(outputs_of, xs, ts)
+    reference = tuple(r.detach() for r in reference)
+    _, functional = torch.func.jvp(outputs_of, xs, ts)
+    jacobians = torch.func.jacrev(outputs_of, argnums=tuple(range(len(xs))))(*xs)
+    reverse = tuple(
+        sum(torch.tensordot(jac_oi, t, dims=t.ndim) for jac_oi, t in zip(jac_o, ts)) for jac_o in jacobians
+    )
+    plus = outputs_of(*(x + eps * t for x, t in zip(xs, ts)))
+    minus = outputs_of(*(x - eps * t for x, t in zip(xs, ts)))
+    finite = tuple((p - m) / (2 * eps) for p, m in zip(plus, minus))
+
+    def max_diff(candidate: tuple[torch.Tensor, ...]) -> float:
+        return max(float((c.detach() - r).abs().max()) if r.numel() else 0.0 for c, r in zip(candidate, reference))
+
+    scale = max(max((float(r.abs().max()) if r.numel() else 0.0) for r in reference), 1.0)
+    return JvpCheckReport(
+        errors={
+            "torch.func.jvp": max_diff(functional),
+            "reverse mode (jacrev @ tangent)": max_diff(reverse),
+            FINITE_DIFFERENCES: max_diff(finite),
+        },
+        scale=scale,
+        exact_tolerance=exact_tolerance,
+        fd_tolerance=fd_tolerance,
+    )
