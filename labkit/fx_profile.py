@@ -1,0 +1,619 @@
+"""Profile a model node by node with ``torch.fx``: where does the time go?
+
+Why this module exists: ``torch.profiler`` answers "which aten kernels are slow",
+but a learner thinks in layers ("is it the BatchNorms?"). ``torch.fx`` traces a
+model into a graph whose nodes *are* those layers, so timing each node answers
+the learner's question directly. Two ways to time the nodes:
+
+- :class:`ProfilingInterpreter` (``mode="interpreter"``) is the classic tutorial's
+  teaching version, kept API-compatible: a ``torch.fx.Interpreter`` that wraps
+  every ``run_node`` in a timer. Easy to read, but the interpreter itself adds a
+  few microseconds per node, which is more than a small op costs.
+- :class:`InstrumentedModule` (``mode="fast"``) generates a new ``GraphModule``
+  whose code reads the clock after every node. The graph runs as compiled Python,
+  so each node pays one clock read and one list append (well under a microsecond).
+
+Both feed the same result object, :class:`ProfileReport` (per-node statistics,
+by-type breakdown, text/HTML/CSV/JSON). :func:`measure_overhead` measures what
+each mode costs per node, side by side. Fusion lives in :mod:`labkit.fx_fusion`
+and the ``torch.profiler`` cross-check in :mod:`labkit.fx_crosscheck`.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import linecache
+import statistics
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tabulate
+import torch
+import torch.fx
+
+from labkit.device import synchronize
+from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.tables import Table
+from labkit.timing import RunStats, compare, format_seconds
+
+MODES = ("fast", "interpreter")
+SUMMARY_HEADERS = ["Op type", "Op", "Average runtime (s)", "Pct total runtime"]
+
+
+class TraceFailedError(LabkitError):
+    """``torch.fx.symbolic_trace`` could not trace the model."""
+
+
+class NotRunYetError(LabkitError, RuntimeError):
+    """A summary or report was asked for before any timed run."""
+
+
+# --------------------------------------------------------------------------- tracing
+
+
+def _describe_trace_failure(exc: BaseException) -> str:
+    """'Block.forward, line 12 of model.py: `if x.sum() > 0:`' for the innermost user frame."""
+    torch_dir = str(Path(torch.__file__).parent)
+    where = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if code.co_filename.startswith(torch_dir) or code.co_filename == __file__:
+            continue
+        owner = frame.f_locals.get("self")
+        name = f"{type(owner).__name__}.{code.co_name}" if isinstance(owner, torch.nn.Module) else code.co_name
+        line = linecache.getline(code.co_filename, lineno).strip()
+        where = f"{name}, line {lineno} of {Path(code.co_filename).name}" + (f": `{line}`" if line else "")
+    return where or "an unknown place (no user frame in the traceback)"
+
+
+def trace(model: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.GraphModule:
+    """Symbolically trace ``model`` (an ``nn.Module`` or a function) into a ``GraphModule``.
+
+    Raises :class:`LabkitTypeError` for something that is not callable, and
+    :class:`TraceFailedError` naming the module and line where tracing failed
+    (typically Python control flow that depends on tensor values).
+    """
+    if isinstance(model, torch.fx.GraphModule) and concrete_args is None:
+        return model
+    if not callable(model):
+        raise LabkitTypeError(
+            f"Expected a torch.nn.Module (or a function) to trace, got {type(model).__name__}. "
+            "Pass the model itself, e.g. profile_model(torchvision.models.resnet18(), x)."
+        )
+    try:
+        return torch.fx.symbolic_trace(model, concrete_args=concrete_args)
+    except Exception as exc:  # noqa: BLE001 - fx raises TraceError, TypeError, RuntimeError...
+        raise TraceFailedError(
+            f"torch.fx could not trace the model: {type(exc).__name__}: {exc}\n"
+            f"It failed in {_describe_trace_failure(exc)}.\n"
+            "Symbolic tracing cannot follow Python control flow that depends on tensor values. "
+            "Options: fix the branch with concrete_args (e.g. trace(model, concrete_args={'flag': True})), "
+            "make the offending submodule a leaf (a custom torch.fx.Tracer with is_leaf_module), "
+            "or profile the eager model with torch.profiler instead."
+        ) from exc
+
+
+def _model_device(module: torch.nn.Module) -> torch.device | None:
+    for tensor in (*module.parameters(), *module.buffers()):
+        return tensor.device
+    return None
+
+
+def _check_input_devices(module: torch.nn.Module, inputs: Sequence[Any]) -> torch.device:
+    """The device to synchronize; raises if an input tensor sits elsewhere than the model."""
+    model_device = _model_device(module)
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    for index, tensor in enumerate(tensors):
+        if model_device is not None and tensor.device != model_device:
+            raise LabkitValueError(
+                f"Input {index} is on {tensor.device} but the model is on {model_device}. "
+                f"Move one of them, e.g. x = x.to({str(model_device)!r}) or model.to(x.device)."
+            )
+    if model_device is not None:
+        return model_device
+    return tensors[0].device if tensors else torch.device("cpu")
+
+
+# --------------------------------------------------------------- the teaching version
+
+
+class ProfilingInterpreter(torch.fx.Interpreter):
+    """The classic FX profiling tutorial's interpreter, with honest timers.
+
+    Same API as the tutorial: ``.run(*args)``, ``.summary(should_sort=False)``,
+    ``total_runtime_sec`` and ``runtimes_sec``. Differences: ``time.perf_counter``
+    instead of ``time.time`` and a device synchronization around each node, so
+    GPU times are the kernels' and not just their launches.
+    """
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        graph_module = trace(module)
+        super().__init__(graph_module)
+        self.device = _model_device(graph_module) or torch.device("cpu")
+        self.total_runtime_sec: list[float] = []
+        self.runtimes_sec: dict[torch.fx.Node, list[float]] = {}
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        synchronize(self.device)
+        start = time.perf_counter()
+        result = super().run(*args, **kwargs)
+        synchronize(self.device)
+        self.total_runtime_sec.append(time.perf_counter() - start)
+        return result
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        synchronize(self.device)
+        start = time.perf_counter()
+        result = super().run_node(n)
+        synchronize(self.device)
+        self.runtimes_sec.setdefault(n, []).append(time.perf_counter() - start)
+        return result
+
+    def summary(self, should_sort: bool = False) -> str:
+        """One row per node: op kind, node, mean seconds, percent of the mean total run."""
+        if not self.total_runtime_sec:
+            raise NotRunYetError("No runs recorded yet: call .run(*inputs) at least once before .summary().")
+        mean_total = statistics.mean(self.total_runtime_sec)
+        rows = []
+        for node, runtimes in self.runtimes_sec.items():
+            mean_runtime = statistics.mean(runtimes)
+            rows.append([node.op, str(node), mean_runtime, mean_runtime / mean_total * 100])
+        if should_sort:
+            rows.sort(key=lambda row: row[2], reverse=True)
+        return tabulate.tabulate(rows, headers=SUMMARY_HEADERS)
+
+
+# ----------------------------------------------------------------- the low-overhead mode
+
+_STAMPS_ATTR = "_labkit_stamps"
+
+
+def _cuda_stamp() -> float:
+    torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def _mps_stamp() -> float:
+    torch.mps.synchronize()
+    return time.perf_counter()
+
+
+def _stamp_function(device: torch.device) -> Callable[[], float]:
+    return {"cuda": _cuda_stamp, "mps": _mps_stamp}.get(device.type, time.perf_counter)
+
+
+class InstrumentedModule:
+    """A copy of a ``GraphModule`` whose generated code reads the clock after every node.
+
+    The generated ``forward`` looks like::
+
+        stamps = self._labkit_stamps
+        append = stamps.append(perf_counter())
+        conv1 = self.conv1(x)
+        append_1 = stamps.append(perf_counter())
+        ...
+
+    so node ``i`` took ``stamps[i + 1] - stamps[i]`` seconds. The output is not
+    touched; calling the instance returns what the model returns.
+    """
+
+    def __init__(self, graph_module: torch.fx.GraphModule, device: torch.device | str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.timed_nodes: list[torch.fx.Node] = [
+            n for n in graph_module.graph.nodes if n.op not in ("placeholder", "output")
+        ]
+        self.module = self._instrument(graph_module, _stamp_function(self.device))
+        self.stamps: list[float] = getattr(self.module, _STAMPS_ATTR)
+
+    @staticmethod
+    def _instrument(graph_module: torch.fx.GraphModule, stamp: Callable[[], float]) -> torch.fx.GraphModule:
+        instrumented = torch.fx.GraphModule(graph_module, copy.deepcopy(graph_module.graph))
+        setattr(instrumented, _STAMPS_ATTR, [])
+        graph = instrumented.graph
+        timed = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
+        first = timed[0] if timed else next(n for n in graph.nodes if n.op == "output")
+        with warnings.catch_warnings():  # a plain list attribute is fine for get_attr here
+            warnings.filterwarnings("ignore", message="Attempted to insert a get_attr Node")
+            with graph.inserting_before(first):
+                stamps = graph.get_attr(_STAMPS_ATTR)
+                graph.call_method("append", (stamps, graph.call_function(stamp)))
+        for node in timed:
+            with graph.inserting_after(node):
+                clock = graph.call_function(stamp)
+            with graph.inserting_after(clock):
+                graph.call_method("append", (stamps, clock))
+        instrumented.recompile()
+        return instrumented
+
+    def __call__(self, *inputs: Any) -> Any:
+        self.stamps.clear()
+        return self.module(*inputs)
+
+    def last_durations(self) -> list[float]:
+        """Seconds per timed node for the most recent call, in graph order."""
+        return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
+
+
+
+
+# --------------------------------------------------------------------- result objects
+
+
+@dataclass(frozen=True)
+class NodeTiming:
+    """One graph node's timings."""
+
+    op: str  # call_module, call_function, call_method, get_attr
+    name: str  # node name, e.g. "layer1_0_conv1"
+    target: str  # "layer1.0.conv1" or "add"
+    op_type: str  # module class ("Conv2d") or function/method name ("add")
+    stats: RunStats
+    pct: float  # mean as percent of the mean total run
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "name": self.name,
+            "target": self.target,
+            "op_type": self.op_type,
+            "mean_s": self.stats.mean,
+            "median_s": self.stats.median,
+            "min_s": self.stats.min,
+            "iqr_s": self.stats.iqr,
+            "runs": self.stats.count,
+            "pct_total": self.pct,
+        }
+
+
+REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
+
+
+@dataclass(frozen=True)
+class OpTypeBreakdown:
+    """Time per op type (module class or function name), slowest first."""
+
+    rows: list[tuple[str, int, float, float]]  # (op_type, nodes, seconds, pct)
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        return {op_type: seconds for op_type, _, seconds, _ in self.rows}
+
+    @property
+    def pct(self) -> dict[str, float]:
+        return {op_type: pct for op_type, _, _, pct in self.rows}
+
+    def table(self) -> Table:
+        return Table(
+            ["type", "nodes", "mean per run", "% total"],
+            [[t, n, format_seconds(s), f"{p:.1f}"] for t, n, s, p in self.rows],
+            title="Time by op type",
+        )
+
+    def to_text(self) -> str:
+        return self.table().to_text()
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.table().to_html()
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    """Per-node timings of repeated runs; renders as text, HTML, CSV and JSON."""
+
+    rows: list[NodeTiming]  # graph order
+    total: RunStats  # whole runs
+    mode: str
+    warmup: int
+
+    @property
+    def runs(self) -> int:
+        return self.total.count
+
+    def sorted(self, key: str = "mean", descending: bool = True) -> list[NodeTiming]:
+        """Rows sorted by ``mean``, ``median``, ``min``, ``iqr``, ``pct`` or ``name``."""
+        if key == "name":
+            return sorted(self.rows, key=lambda r: r.name, reverse=descending)
+        if key == "pct":
+            return sorted(self.rows, key=lambda r: r.pct, reverse=descending)
+        if key not in ("mean", "median", "min", "iqr"):
+            raise LabkitValueError(f"Cannot sort by {key!r}; use mean, median, min, iqr, pct or name.")
+        return sorted(self.rows, key=lambda r: getattr(r.stats, key), reverse=descending)
+
+    def top(self, k: int = 10, key: str = "mean") -> ProfileReport:
+        """A report with only the ``k`` slowest nodes (percentages stay of the whole run)."""
+        if k < 1:
+            raise LabkitValueError(f"k must be at least 1 (got {k}).")
+        return ProfileReport(self.sorted(key)[:k], self.total, self.mode, self.warmup)
+
+    def by_op_type(self) -> OpTypeBreakdown:
+        """Sum of mean node times per module class / function name, slowest first."""
+        groups: dict[str, list[NodeTiming]] = {}
+        for row in self.rows:
+            groups.setdefault(row.op_type, []).append(row)
+        rows = [
+            (op_type, len(members), sum(r.stats.mean for r in members), sum(r.pct for r in members))
+            for op_type, members in groups.items()
+        ]
+        return OpTypeBreakdown(sorted(rows, key=lambda r: r[2], reverse=True))
+
+    def table(self) -> Table:
+        rows = [
+            [
+                r.op,
+                r.name,
+                r.op_type,
+                format_seconds(r.stats.mean),
+                format_seconds(r.stats.median),
+                format_seconds(r.stats.min),
+                format_seconds(r.stats.iqr),
+                f"{r.pct:.1f}",
+            ]
+            for r in self.rows
+        ]
+        title = (
+            f"{len(self.rows)} nodes, mode={self.mode}, {self.runs} runs after {self.warmup} warm-up; "
+            f"total {self.total}"
+        )
+        return Table(REPORT_HEADERS, rows, title=title)
+
+    def to_text(self) -> str:
+        return self.table().to_text()
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.table().to_html()
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [r.as_dict() for r in self.rows]
+
+    def to_csv(self, path: str | Path) -> Path:
+        """One line per node; seconds as floats. Returns the path written."""
+        path = Path(path)
+        rows = self.to_dicts()
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        return path
+
+    def to_json(self, path: str | Path) -> Path:
+        """``{"mode", "warmup", "total": {...}, "nodes": [...]}``. Returns the path written."""
+        path = Path(path)
+        payload = {"mode": self.mode, "warmup": self.warmup, "total": self.total.as_dict(), "nodes": self.to_dicts()}
+        path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        return path
+
+
+# ---------------------------------------------------------------------- the profiler
+
+
+def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
+    if node.op == "call_module":
+        return type(graph_module.get_submodule(node.target)).__name__
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", str(node.target))
+    return str(node.target)
+
+
+def _target(node: torch.fx.Node) -> str:
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", str(node.target))
+    return str(node.target)
+
+
+class NodeProfiler:
+    """Times a traced model run by run; :func:`profile_model` and the LiveProfile widget use it.
+
+    ``run_once()`` adds one timed run, ``report()`` summarizes all runs so far,
+    so a widget can redraw after every run.
+    """
+
+    def __init__(self, model: Any, *inputs: Any, mode: str = "fast") -> None:
+        if mode not in MODES:
+            raise LabkitValueError(f"mode must be one of {MODES} (got {mode!r}).")
+        self.graph_module = trace(model)
+        self.inputs = inputs
+        self.device = _check_input_devices(self.graph_module, inputs)
+        self.mode = mode
+        self.warmup_runs = 0
+        self.nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
+        self.samples: dict[str, list[float]] = {n.name: [] for n in self.nodes}
+        self.totals: list[float] = []
+        if mode == "fast":
+            self._instrumented = InstrumentedModule(self.graph_module, self.device)
+        else:
+            self._interpreter = ProfilingInterpreter(self.graph_module)
+
+    def _timed_call(self) -> tuple[float, list[float]]:
+        with torch.no_grad():
+            if self.mode == "fast":
+                synchronize(self.device)
+                start = time.perf_counter()
+                self._instrumented(*self.inputs)
+                synchronize(self.device)
+                return time.perf_counter() - start, self._instrumented.last_durations()
+            interpreter = self._interpreter
+            interpreter.run(*self.inputs)
+            return interpreter.total_runtime_sec[-1], [interpreter.runtimes_sec[n][-1] for n in self.nodes]
+
+    def warmup(self, runs: int = 2) -> None:
+        """Run ``runs`` times without recording (first calls allocate and pick kernels)."""
+        if runs < 0:
+            raise LabkitValueError(f"warmup cannot be negative (got {runs}); use warmup=0 to skip it.")
+        for _ in range(runs):
+            self._timed_call()
+        self.warmup_runs += runs
+
+    def run_once(self) -> None:
+        """One recorded run."""
+        total, durations = self._timed_call()
+        self.totals.append(total)
+        for node, seconds in zip(self.nodes, durations):
+            self.samples[node.name].append(seconds)
+
+    def report(self) -> ProfileReport:
+        if not self.totals:
+            raise NotRunYetError("No timed runs yet: call run_once() (or profile_model(..., runs=5)) first.")
+        total = RunStats.from_samples(self.totals)
+        rows = []
+        for node in self.nodes:
+            stats = RunStats.from_samples(self.samples[node.name])
+            rows.append(
+                NodeTiming(
+                    op=node.op,
+                    name=node.name,
+                    target=_target(node),
+                    op_type=_op_type(node, self.graph_module),
+                    stats=stats,
+                    pct=stats.mean / total.mean * 100,
+                )
+            )
+        return ProfileReport(rows, total, self.mode, self.warmup_runs)
+
+
+def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode: str = "fast") -> ProfileReport:
+    """Trace ``model``, run it ``warmup`` times untimed and ``runs`` times timed; time every node.
+
+    ``mode="fast"`` (default) times with an instrumented GraphModule (see
+    :class:`InstrumentedModule`); ``mode="interpreter"`` with the tutorial's
+    :class:`ProfilingInterpreter`. Runs happen under ``torch.no_grad()``.
+    """
+    if runs < 1:
+        raise LabkitValueError(f"runs must be at least 1 (got {runs}); use runs=5 or more for stable statistics.")
+    if warmup < 0:
+        raise LabkitValueError(f"warmup cannot be negative (got {warmup}); use warmup=0 to skip it.")
+    profiler = NodeProfiler(model, *inputs, mode=mode)
+    profiler.warmup(warmup)
+    for _ in range(runs):
+        profiler.run_once()
+    return profiler.report()
+
+
+# ---------------------------------------------------------------------- overhead
+
+
+class TinyOpsChain(torch.nn.Module):
+    """``num_ops`` additions on a tiny tensor: a model where per-node overhead dominates."""
+
+    def __init__(self, num_ops: int = 1000) -> None:
+        super().__init__()
+        self.num_ops = num_ops
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.num_ops):
+            x = x + 1.0
+        return x
+
+
+@dataclass(frozen=True)
+class OverheadResult:
+    """What each profiling mode adds per node over the plain GraphModule."""
+
+    num_nodes: int
+    plain: RunStats  # seconds per call
+    interpreter: RunStats
+    fast: RunStats
+
+    def _added_us(self, stats: RunStats) -> float:
+        return (stats.median - self.plain.median) / self.num_nodes * 1e6
+
+    def _spread_us(self, stats: RunStats) -> float:
+        return (stats.iqr + self.plain.iqr) / self.num_nodes * 1e6
+
+    @property
+    def plain_us_per_node(self) -> float:
+        return self.plain.median / self.num_nodes * 1e6
+
+    @property
+    def interpreter_us_per_node(self) -> float:
+        return self._added_us(self.interpreter)
+
+    @property
+    def fast_us_per_node(self) -> float:
+        return self._added_us(self.fast)
+
+    @property
+    def interpreter_spread_us(self) -> float:
+        return self._spread_us(self.interpreter)
+
+    @property
+    def fast_spread_us(self) -> float:
+        return self._spread_us(self.fast)
+
+    def table(self) -> Table:
+        return Table(
+            ["variant", "µs per node", "added µs per node", "± (IQR)"],
+            [
+                ["plain GraphModule", f"{self.plain_us_per_node:.2f}", "-", "-"],
+                ["interpreter mode", f"{self.plain_us_per_node + self.interpreter_us_per_node:.2f}",
+                 f"{self.interpreter_us_per_node:.2f}", f"{self.interpreter_spread_us:.2f}"],
+                ["fast mode", f"{self.plain_us_per_node + self.fast_us_per_node:.2f}",
+                 f"{self.fast_us_per_node:.2f}", f"{self.fast_spread_us:.2f}"],
+            ],
+            title=f"Profiling overhead on {self.num_nodes} tiny ops (medians, measured side by side)",
+        )
+
+    def to_text(self) -> str:
+        return self.table().to_text()
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.table().to_html()
+
+
+def measure_overhead(num_ops: int = 1000, *, rounds: int = 15, warmup: int = 2, size: int = 16) -> OverheadResult:
+    """Time the plain GraphModule, the interpreter mode and the fast mode interleaved.
+
+    The model is :class:`TinyOpsChain` (``num_ops`` additions on ``size`` floats),
+    where each op costs about a microsecond, so any per-node overhead shows.
+    """
+    if num_ops < 1:
+        raise LabkitValueError(f"num_ops must be at least 1 (got {num_ops}).")
+    graph_module = trace(TinyOpsChain(num_ops))
+    x = torch.zeros(size)
+    interpreter = ProfilingInterpreter(graph_module)
+    instrumented = InstrumentedModule(graph_module)
+
+    def run_interpreter() -> None:
+        interpreter.run(x)
+        interpreter.total_runtime_sec.clear()  # keep memory flat over many rounds
+        interpreter.runtimes_sec.clear()
+
+    with torch.no_grad():
+        stats = compare(
+            {"plain": lambda: graph_module(x), "interpreter": run_interpreter, "fast": lambda: instrumented(x)},
+            rounds=rounds,
+            warmup=warmup,
+        )
+    return OverheadResult(num_ops, stats["plain"], stats["interpreter"], stats["fast"])
+
+
+__all__ = [
+    "MODES",
+    "InstrumentedModule",
+    "NodeProfiler",
+    "NodeTiming",
+    "NotRunYetError",
+    "OpTypeBreakdown",
+    "OverheadResult",
+    "ProfileReport",
+    "ProfilingInterpreter",
+    "TinyOpsChain",
+    "TraceFailedError",
+    "measure_overhead",
+    "profile_model",
+    "trace",
+]
