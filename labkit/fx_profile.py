@@ -313,6 +313,7 @@ class ProfileReport:
     total: RunStats  # whole runs
     mode: str
     warmup: int
+    graph_nodes: int = 0  # timed nodes in the whole graph (``top`` keeps fewer rows)
 
     @property
     def runs(self) -> int:
@@ -332,7 +333,7 @@ class ProfileReport:
         """A report with only the ``k`` slowest nodes (percentages stay of the whole run)."""
         if k < 1:
             raise LabkitValueError(f"k must be at least 1 (got {k}).")
-        return ProfileReport(self.sorted(key)[:k], self.total, self.mode, self.warmup)
+        return ProfileReport(self.sorted(key)[:k], self.total, self.mode, self.warmup, self.graph_nodes)
 
     def by_op_type(self) -> OpTypeBreakdown:
         """Sum of mean node times per module class / function name, slowest first."""
@@ -359,8 +360,11 @@ class ProfileReport:
             ]
             for r in self.rows
         ]
+        shown = f"{len(self.rows)} nodes" if len(self.rows) == self.graph_nodes else (
+            f"top {len(self.rows)} of {self.graph_nodes} nodes"
+        )
         title = (
-            f"{len(self.rows)} nodes, mode={self.mode}, {self.runs} runs after {self.warmup} warm-up; "
+            f"{shown}, mode={self.mode}, {self.runs} runs after {self.warmup} warm-up; "
             f"total {self.total}"
         )
         return Table(REPORT_HEADERS, rows, title=title)
@@ -479,7 +483,7 @@ class NodeProfiler:
                     pct=stats.mean / total.mean * 100,
                 )
             )
-        return ProfileReport(rows, total, self.mode, self.warmup_runs)
+        return ProfileReport(rows, total, self.mode, self.warmup_runs, len(rows))
 
 
 def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode: str = "fast") -> ProfileReport:
