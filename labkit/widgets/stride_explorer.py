@@ -1,0 +1,160 @@
+"""StrideExplorer: move N, C, H, W sliders and watch strides and memory order change.
+
+Why: channels_last keeps the shape and changes only the strides, which is hard
+to believe from a printed tuple. This widget draws each element of a small
+tensor at its logical (n, c, h, w) place, labelled and coloured by its offset
+in memory, next to the flat memory itself, so the learner sees the channel
+dimension become the densest one. Every number comes from
+:mod:`labkit.memory_format`; this module only renders it.
+"""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from labkit.errors import LabkitError
+from labkit.memory_format import (
+    CONVERSION_METHODS,
+    FORMATS,
+    LayoutDescription,
+    convert,
+    describe,
+    elements_in_memory_order,
+    memory_offsets,
+)
+from labkit.plots import new_figure, to_png
+
+MEMORY_ROW = 16  # elements per row in the flat-memory panel
+
+
+def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+    """Offsets laid out as blocks: one block row per n, one block column per channel (and depth).
+
+    Returns the grid (NaN in the gaps between blocks) and, per block, (row, column, n, c).
+    """
+    offsets = memory_offsets(tensor)
+    if offsets.dim() == 4:
+        offsets = offsets.unsqueeze(2)  # treat NCHW as NCDHW with D = 1
+    n_size, c_size, d_size, h_size, w_size = offsets.shape
+    columns = c_size * d_size
+    grid = np.full((n_size * (h_size + 1) - 1, columns * (w_size + 1) - 1), np.nan)
+    blocks = []
+    for n in range(n_size):
+        for c in range(c_size):
+            for d in range(d_size):
+                row, col = n * (h_size + 1), (c * d_size + d) * (w_size + 1)
+                grid[row : row + h_size, col : col + w_size] = offsets[n, c, d].numpy()
+                blocks.append((row, col, n, c))
+    return grid, blocks
+
+
+def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
+    """Each element at its logical place, labelled and coloured by its memory offset."""
+    grid, blocks = _block_grid(tensor)
+    five_d = tensor.dim() == 5
+    figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.2), max(1.8, 0.42 * grid.shape[0] + 0.9))
+    axes = figure.add_subplot()
+    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(tensor.numel() - 1, 1))
+    for (row, col), value in np.ndenumerate(grid):
+        if not np.isnan(value):
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
+                      color="white" if value < 0.6 * tensor.numel() else "black")
+    width = tensor.shape[-1]
+    depth = tensor.shape[2] if five_d else 1
+    for row, col, n, c in blocks:
+        if row == 0:
+            label = f"c={c}, d={(col // (width + 1)) % depth}" if five_d else f"c={c}"
+            axes.text(col + (width - 1) / 2, -0.9, label, ha="center", va="center", fontsize=8)
+        if col == 0:
+            axes.text(-0.9, row + (tensor.shape[-2] - 1) / 2, f"n={n}", ha="center", va="center", rotation=90, fontsize=8)
+    axes.set_xlim(-1.5, grid.shape[1] - 0.5)
+    axes.set_ylim(grid.shape[0] - 0.5, -1.5)
+    axes.set_axis_off()
+    figure.colorbar(image, ax=axes, shrink=0.8, label="offset in memory")
+    axes.set_title(title or "logical layout, number = offset in memory", fontsize=9)
+    return figure
+
+
+def memory_figure(tensor: torch.Tensor) -> Figure:
+    """The flat memory, in order, each cell coloured and numbered by its element's channel."""
+    channels = [index[1] for index in elements_in_memory_order(tensor)]
+    rows = -(-len(channels) // MEMORY_ROW)
+    strip = np.full((rows, MEMORY_ROW), np.nan)
+    strip.flat[: len(channels)] = channels
+    figure = new_figure(0.42 * MEMORY_ROW + 0.6, 0.42 * rows + 0.8)
+    axes = figure.add_subplot()
+    axes.imshow(strip, cmap="tab10", vmin=0, vmax=9)
+    for (row, col), value in np.ndenumerate(strip):
+        if not np.isnan(value):
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8, color="white")
+    axes.set_xticks(range(MEMORY_ROW))
+    axes.set_yticks(range(rows), [f"{MEMORY_ROW * r}" for r in range(rows)])
+    axes.tick_params(labelsize=7, length=0)
+    axes.set_title("flat memory, offset 0 top left; colour and number = channel c", fontsize=9)
+    return figure
+
+
+class StrideExplorer(widgets.VBox):
+    """Sliders for N, C, H, W (and D), format and method dropdowns, and live pictures."""
+
+    def __init__(self, shape: tuple[int, ...] = (2, 3, 2, 2), memory_format: str = "channels_last", method: str = "to") -> None:
+        five_d = len(shape) == 5
+        n, c, *spatial = shape
+        h, w = spatial[-2:]
+        depth = spatial[0] if five_d else 2
+        slider = lambda name, value, top: widgets.IntSlider(value=value, min=1, max=top, description=name, continuous_update=True)  # noqa: E731
+        self.n, self.c, self.h, self.w = slider("N", n, 3), slider("C", c, 4), slider("H", h, 4), slider("W", w, 4)
+        self.d = slider("D", depth, 3)
+        self.five_d = widgets.Checkbox(value=five_d, description="5-D (add D)")
+        self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description="format")
+        self.method = widgets.Dropdown(options=list(CONVERSION_METHODS), value=method, description="method")
+        self.strides = widgets.HTML()
+        self.strides.add_class("labkit-strides")
+        self.description = widgets.HTML()
+        self.layout_image = widgets.Image(format="png")
+        self.memory_image = widgets.Image(format="png")
+        self.tensor: torch.Tensor | None = None
+        self.layout_description: LayoutDescription | None = None
+        self.error = ""
+        controls = widgets.HBox([
+            widgets.VBox([self.n, self.c, self.h, self.w]),
+            widgets.VBox([self.five_d, self.d, self.format, self.method]),
+        ])
+        super().__init__([controls, self.strides, self.description, self.layout_image, self.memory_image])
+        self.add_class("labkit-stride-explorer")
+        for control in (self.n, self.c, self.h, self.w, self.d, self.five_d, self.format, self.method):
+            control.observe(self._on_change, names="value")
+        self.redraw()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The logical shape the sliders describe."""
+        spatial = (self.d.value, self.h.value, self.w.value) if self.five_d.value else (self.h.value, self.w.value)
+        return (self.n.value, self.c.value, *spatial)
+
+    def _on_change(self, _change: dict) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Convert a fresh tensor of the chosen shape and re-render every panel."""
+        self.d.disabled = not self.five_d.value
+        source = torch.arange(int(np.prod(self.shape)), dtype=torch.float32).reshape(self.shape)
+        try:
+            self.tensor = convert(source, self.format.value, self.method.value)
+        except LabkitError as exc:
+            self.tensor, self.layout_description, self.error = None, None, str(exc)
+            self.strides.value = "<b>strides:</b> —"
+            self.description.value = f'<p class="labkit-error">⚠ {html.escape(self.error)}</p>'
+            self.layout_image.value = b""
+            self.memory_image.value = b""
+            return
+        self.error = ""
+        self.layout_description = describe(self.tensor)
+        self.strides.value = f"<b>strides:</b> <code>{self.layout_description.strides}</code>"
+        self.description.value = self.layout_description.to_html()
+        self.layout_image.value = to_png(layout_figure(self.tensor), dpi=72)
+        self.memory_image.value = to_png(memory_figure(self.tensor), dpi=72)
