@@ -1,0 +1,61 @@
+import pytest
+import torch
+from torch import nn
+
+from labkit.capstone import (
+    CHANNELS_LAST, EAGER, FUSED, FUSED_CHANNELS_LAST, build_variants, challenge_input, challenge_model, compare_variants,
+)
+from labkit.errors import LabkitTypeError, LabkitValueError
+from labkit.plots import to_png, variant_bars
+
+
+@pytest.fixture(scope="module")
+def small():
+    return challenge_model(), challenge_input(batch=2)
+
+
+def test_variants_are_copies_with_the_right_layouts(small):
+    model, x = small
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    variants = build_variants(model, x)
+    assert [v.name for v in variants] == [EAGER, CHANNELS_LAST, FUSED, FUSED_CHANNELS_LAST]
+    assert variants[0].model is model
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items()), "the original model must not change"
+    assert model[0].weight.is_contiguous()
+    assert variants[1].model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert variants[1].inputs[0].is_contiguous(memory_format=torch.channels_last)
+    fused_types = {type(m) for m in variants[2].model.modules()}
+    assert nn.BatchNorm2d not in fused_types
+
+
+def test_compare_variants_checks_outputs_and_reports_speedups(small):
+    model, x = small
+    comparison = compare_variants(build_variants(model, x), rounds=2, warmup=1)
+    assert comparison.all_close
+    assert comparison[EAGER].speedup == pytest.approx(1.0)
+    assert all(r.stats.count == 2 and r.stats.median > 0 for r in comparison.results)
+    assert "fused + channels_last" in comparison.to_text()
+    assert comparison.correctness_table().column("allclose to eager (rtol=0.001)") == ["yes"] * 4
+    assert to_png(variant_bars(comparison)).startswith(b"\x89PNG")
+
+
+def test_a_wrong_variant_is_caught(small):
+    model, x = small
+    variants = build_variants(model, x)
+    variants[2].model = nn.Sequential(model, nn.Hardtanh(-0.01, 0.01))  # computes something else
+    comparison = compare_variants(variants, rounds=1, warmup=0)
+    assert not comparison[FUSED].allclose and not comparison.all_close
+    with pytest.raises(KeyError, match="no variant named"):
+        comparison["nope"]
+
+
+def test_bad_inputs_get_labkit_errors(small):
+    model, x = small
+    with pytest.raises(LabkitTypeError, match="needs an nn.Module"):
+        build_variants(lambda t: t, x)
+    with pytest.raises(LabkitValueError, match=r"model.eval\(\) first"):
+        build_variants(nn.Sequential(nn.Conv2d(3, 3, 1), nn.BatchNorm2d(3)), x)
+    with pytest.raises(LabkitValueError, match="at least one example input"):
+        build_variants(model)
+    with pytest.raises(LabkitValueError, match="at least one variant"):
+        compare_variants([])
