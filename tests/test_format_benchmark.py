@@ -1,0 +1,71 @@
+"""Tests for labkit.format_benchmark.benchmark_formats (structure, not speed)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from labkit.errors import LabkitTypeError, LabkitValueError
+from labkit.format_benchmark import benchmark_formats
+
+
+@pytest.fixture(scope="module")
+def result():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    return benchmark_formats(model, torch.randn(1, 3, 8, 8), device="cpu", min_run_time=0.02, rounds=2, warmup=1)
+
+
+def test_cpu_measures_fp32_and_bf16(result):
+    precisions = [t.precision for t in result.timings] + list(result.skipped)
+    assert precisions[:1] == ["fp32"] and "bf16" in precisions
+    timing = result.timing("fp32")
+    for stats in (timing.contiguous, timing.channels_last):
+        assert stats.count >= 2 and stats.median > 0 and stats.iqr >= 0
+    assert timing.speedup == pytest.approx(timing.contiguous.median / timing.channels_last.median)
+    assert result.speedup("fp32") == timing.speedup
+
+
+def test_renders_text_html_and_json(result):
+    text = str(result)
+    assert "contiguous median" in text and "speedup" in text and "fp32" in text
+    assert "<table>" in result._repr_html_()
+    data = json.loads(json.dumps(result.as_dict()))
+    assert data["input_shape"] == [1, 3, 8, 8]
+    assert set(data["timings"]["fp32"]) == {"contiguous", "channels_last", "speedup"}
+    with pytest.raises(LabkitValueError, match="No timing"):
+        result.timing("fp8")
+
+
+def test_model_and_input_left_untouched():
+    model = nn.Conv2d(3, 4, 3)
+    x = torch.randn(1, 3, 6, 6)
+    benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=0)
+    assert model.weight.is_contiguous() and model.weight.dtype == torch.float32 and model.training
+    assert x.is_contiguous()
+
+
+def test_unrunnable_precision_is_skipped():
+    class Fussy(nn.Module):
+        def forward(self, x):
+            if x.dtype != torch.float32:
+                raise RuntimeError("only fp32 here")
+            return x
+
+    res = benchmark_formats(Fussy(), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
+    assert [t.precision for t in res.timings] == ["fp32"]
+    assert res.skipped == {"bf16": "only fp32 here"}
+    assert "bf16 skipped: only fp32 here" in str(res)
+
+
+def test_bad_arguments():
+    model = nn.Conv2d(3, 4, 3)
+    with pytest.raises(LabkitTypeError):
+        benchmark_formats(lambda x: x, torch.randn(1, 3, 4, 4))
+    with pytest.raises(LabkitValueError, match="4-D"):
+        benchmark_formats(model, torch.randn(3, 4, 4))
+    with pytest.raises(LabkitValueError, match="Unknown precision"):
+        benchmark_formats(model, torch.randn(1, 3, 4, 4), precisions=["fp8"], device="cpu")
+    with pytest.raises(LabkitValueError, match="rounds"):
+        benchmark_formats(model, torch.randn(1, 3, 4, 4), rounds=0, device="cpu")

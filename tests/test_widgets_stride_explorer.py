@@ -1,0 +1,81 @@
+"""Headless tests for labkit.widgets.StrideExplorer: set controls, check strides and plotted data."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from labkit.widgets import StrideExplorer
+from labkit.widgets.stride_explorer import layout_figure, memory_figure
+
+
+@pytest.fixture
+def explorer():
+    return StrideExplorer(shape=(2, 3, 2, 2), memory_format="channels_last", method="to")
+
+
+def _cell_numbers(figure):
+    return sorted(int(t.get_text()) for t in figure.axes[0].texts if t.get_text().isdigit())
+
+
+def test_initial_state(explorer):
+    assert "labkit-stride-explorer" in explorer._dom_classes
+    assert "labkit-strides" in explorer.strides._dom_classes
+    assert "(12, 1, 6, 3)" in explorer.strides.value
+    assert "NHWC" in explorer.description.value
+    assert bytes(explorer.layout_image.value).startswith(b"\x89PNG")
+    assert bytes(explorer.memory_image.value).startswith(b"\x89PNG")
+
+
+def test_sliders_update_strides_and_pictures(explorer):
+    before = explorer.layout_image.value
+    explorer.c.value = 4
+    explorer.h.value = 3
+    assert explorer.shape == (2, 4, 3, 2)
+    assert "(24, 1, 8, 4)" in explorer.strides.value
+    assert explorer.layout_image.value != before
+    explorer.format.value = "contiguous_format"
+    assert "(24, 6, 2, 1)" in explorer.strides.value
+    assert "NCHW" in explorer.description.value
+
+
+def test_ambiguity_warning_and_methods(explorer):
+    explorer.c.value = 1
+    assert "Ambiguous" in explorer.description.value
+    assert "(4, 1, 2, 1)" in explorer.strides.value  # .to re-strides N1HW
+    explorer.method.value = "contiguous"
+    assert "(4, 4, 2, 1)" in explorer.strides.value  # .contiguous keeps it
+    explorer.method.value = "permute"
+    assert "(4, 4, 2, 1)" in explorer.strides.value
+
+
+def test_five_d_with_channels_last_shows_the_error_then_channels_last_3d(explorer):
+    explorer.five_d.value = True
+    assert explorer.tensor is None
+    assert "channels_last_3d" in explorer.description.value and "labkit-error" in explorer.description.value
+    assert bytes(explorer.layout_image.value) == b""
+    explorer.format.value = "channels_last_3d"
+    assert explorer.shape == (2, 3, 2, 2, 2)
+    assert "(24, 1, 12, 6, 3)" in explorer.strides.value
+    assert not explorer.d.disabled
+    explorer.five_d.value = False
+    assert explorer.d.disabled
+
+
+def test_plotted_data_are_the_memory_offsets(explorer):
+    explorer.n.value = 1
+    tensor = explorer.tensor
+    figure = layout_figure(tensor)
+    grid = figure.axes[0].images[0].get_array()
+    # block of channel 1 starts after channel 0's block and a one-cell gap
+    assert grid[0, 0] == 0 and grid[0, 3] == 1 and grid[0, 1] == 3  # w=1 in channel 0 is 3 cells on
+    assert _cell_numbers(figure) == list(range(tensor.numel()))
+    strip = memory_figure(tensor).axes[0].images[0].get_array()
+    assert np.asarray(strip).flatten()[:6].tolist() == [0, 1, 2, 0, 1, 2]  # channels interleave
+
+
+def test_contiguous_memory_strip_keeps_channels_together():
+    explorer = StrideExplorer(shape=(1, 2, 2, 2), memory_format="contiguous_format")
+    strip = np.asarray(memory_figure(explorer.tensor).axes[0].images[0].get_array())
+    assert strip.flatten()[:8].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert torch.equal(explorer.tensor, torch.arange(8.0).reshape(1, 2, 2, 2))
