@@ -82,7 +82,17 @@ def _check_pairs(primals: tuple[torch.Tensor, ...], tangents: tuple[torch.Tensor
 _OP_NAME = re.compile(r"forward AD with (\S+)")
 
 
+def _is_missing_forward_formula(exc: NotImplementedError) -> bool:
+    return "forward AD" in str(exc) or "forward mode AD" in str(exc)
+
+
 def _unsupported(exc: NotImplementedError) -> ForwardADUnsupportedError:
+    if "custom autograd.Function" in str(exc):
+        return ForwardADUnsupportedError(
+            "A custom torch.autograd.Function in your function has no jvp staticmethod, so forward mode "
+            "cannot pass through it. Add jvp(ctx, *tangents) (see labkit.custom_function_example.Exp), "
+            "or use reverse mode: torch.func.jacrev(fn) or torch.func.vjp."
+        )
     found = _OP_NAME.search(str(exc))
     operator = f"The operator {found.group(1)!r}" if found else "An operator in your function"
     return ForwardADUnsupportedError(
@@ -109,7 +119,7 @@ def forward_level() -> Iterator[None]:
     try:
         yield
     except NotImplementedError as exc:
-        if "forward AD" not in str(exc):
+        if not _is_missing_forward_formula(exc):
             raise
         raise _unsupported(exc) from exc
     finally:
@@ -248,7 +258,7 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
     try:
         return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
     except NotImplementedError as exc:
-        if "forward AD" not in str(exc):
+        if not _is_missing_forward_formula(exc):
             raise
         raise _unsupported(exc) from exc
 
