@@ -1,0 +1,66 @@
+"""Tests for labkit.checks.memory_format: each checker accepts the solution, rejects wrong answers."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+
+from labkit.checks import Status
+from labkit.checks import memory_format as checks
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "notebooks" / "solutions"
+
+
+def _solution(stem: str, name: str):
+    spec = importlib.util.spec_from_file_location(stem, SOLUTIONS / f"{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def _stub(*_args):
+    raise NotImplementedError("Exercise 2.x: write your code here")
+
+
+def test_predict_strides():
+    assert checks.check_predict_strides(_solution("02_1_predict_strides", "predict_strides")).solved
+    assert checks.check_predict_strides(_stub).status is Status.NOT_YET
+    wrong = checks.check_predict_strides(lambda shape, fmt: torch.empty(shape).stride())  # ignores the format
+    assert wrong.status is Status.WRONG and "channels_last" in wrong.message and "innermost" in wrong.message
+
+
+def test_find_format_dropper():
+    assert checks.check_find_format_dropper(_solution("02_2_find_format_dropper", "find_format_dropper")).solved
+    assert checks.check_find_format_dropper(_stub).status is Status.NOT_YET
+    wrong = checks.check_find_format_dropper(lambda model, x: "relu")
+    assert wrong.status is Status.WRONG and "'layer_norm'" in wrong.message
+    solution = _solution("02_2_find_format_dropper", "find_format_dropper")
+
+    def full_name(model, x):
+        short = solution(model, x)
+        return f"torch.nn.functional.{short}" if short else None
+
+    assert checks.check_find_format_dropper(full_name).solved
+
+
+def test_find_format_dropper_without_converting_the_input_fails():
+    from labkit.memory_format import FormatTracker
+
+    def forgets_to_convert(model, x):
+        with FormatTracker() as tracker:
+            model(x)
+        lost = tracker.lost()
+        return lost[0].operator if lost else None
+
+    result = checks.check_find_format_dropper(forgets_to_convert)
+    assert result.status is Status.WRONG and "convert the input" in result.message
+
+
+def test_convert_conv3d():
+    assert checks.check_convert_conv3d(_solution("02_3_convert_conv3d", "convert_with_conv3d")).solved
+    assert checks.check_convert_conv3d(_stub).status is Status.NOT_YET
+    crashed = checks.check_convert_conv3d(lambda model: model.to(memory_format=torch.channels_last))
+    assert crashed.status is Status.WRONG and "RuntimeError" in crashed.message
+    only_2d = checks.check_convert_conv3d(lambda model: torch.nn.utils.convert_conv2d_weight_memory_format(model, torch.channels_last))
+    assert only_2d.status is Status.WRONG and "channels_last_3d" in only_2d.message
