@@ -109,10 +109,10 @@ def compare_with_torch_profiler(
     """
     from torch.profiler import ProfilerActivity, profile
 
-    silence_known_warnings()
-    profiler = NodeProfiler(model, *inputs, mode=mode)
     if runs < 1:
         raise LabkitValueError(f"runs must be at least 1 (got {runs}).")
+    silence_known_warnings()
+    profiler = NodeProfiler(model, *inputs, mode=mode)
     profiler.warmup(warmup)
     use_cuda = profiler.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
