@@ -1,0 +1,65 @@
+"""Smoke test of `python -m labkit bench`: tiny sizes, every field present and plausible.
+
+This is not a performance test: the figures of a tiny run mean nothing, and no
+speed goal is asserted here.
+"""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from labkit.bench import STEPS, machine_line
+
+
+@pytest.fixture(scope="module")
+def smoke_json(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "bench.json"
+    result = subprocess.run([sys.executable, "-m", "labkit", "bench", "--smoke", "--json", str(path)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "JSON written to" in result.stdout
+    return json.loads(path.read_text()), result.stdout
+
+
+EXPECTED = [
+    "P1.interpreter", "P1.fast", "P2.max_difference", "P2.max_difference_all", "P3.channels_last", "P3.fused",
+    "P3.fused_channels_last", "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
+    "P5.crossover_out", "notebook.00_start_here", "import.labkit_over_torch",
+]
+
+
+@pytest.mark.slow
+def test_every_figure_is_present_with_a_plausible_value(smoke_json):
+    data, stdout = smoke_json
+    figures = data["figures"]
+    assert sorted(figures) == sorted(EXPECTED)
+    assert figures["P1.interpreter"]["value"] > 0 and figures["P1.interpreter"]["spread"] >= 0
+    assert figures["P1.interpreter"]["value"] > figures["P1.fast"]["value"]
+    for key in ("P3.channels_last", "P3.fused", "P3.fused_channels_last", "P5.raw_dual_over_forward"):
+        assert 0.05 < figures[key]["value"] < 50, key
+    assert 0.5 < figures["P5.labkit_over_raw"]["value"] < 2
+    assert 0 < figures["notebook.00_start_here"]["value"] < 300
+    assert 0 < figures["import.labkit_over_torch"]["value"] < 5
+    for key in ("P1.fast", "P2.max_difference", "P3.fused_channels_last", "P5.labkit_over_raw", "import.labkit_over_torch"):
+        assert figures[key]["goal"] and isinstance(figures[key]["meets"], bool), key
+    assert machine_line(data["machine"]) in stdout
+
+
+@pytest.mark.slow
+def test_shares_sum_to_100_and_variants_are_correct(smoke_json):
+    data, _ = smoke_json
+    assert math.isclose(data["details"]["P2"]["labkit_pct_sum"], 100, abs_tol=0.5)
+    assert math.isclose(data["details"]["P2"]["profiler_pct_sum"], 100, abs_tol=0.5)
+    assert data["details"]["P3"]["all_close"] is True
+    machine = data["machine"]
+    assert machine["threads"] >= 1 and machine["torch"] and machine["cpu"] and machine["device"]
+
+
+def test_only_runs_the_named_steps():
+    from labkit.bench import run_bench
+
+    result = run_bench("smoke", only=["import"], log=lambda _m: None)
+    assert [f.key for f in result.figures] == ["import.labkit_over_torch"]
+    assert set(STEPS) == {"P1", "P2", "P3", "P5", "notebooks", "import"}
