@@ -76,7 +76,7 @@ def gradcheck_forward(function: type[torch.autograd.Function], x: torch.Tensor, 
 
     Compares the hand-written ``jvp`` (and ``backward`` unless
     ``check_backward=False``) with finite differences; raises
-    ``torch.autograd.GradcheckError`` with the mismatching Jacobians when they differ.
+    ``torch.autograd.gradcheck.GradcheckError`` with the mismatching Jacobians when they differ.
     """
     x = x.detach().double().requires_grad_(True)
     return torch.autograd.gradcheck(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from torch.autograd.gradcheck import GradcheckError
 
 from labkit.checks import CheckResult, run_check
 
@@ -43,9 +44,13 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
                 f"a directional derivative is shaped like the output."
             )
             error = float((got.detach() - expected).abs().max())
+            assert error < 1e-5, (
+                f"For {name} your answer is off by {error:.1e}: it is not the derivative along v. "
+                f"Push the tangent v through f with one JVP: labkit.forward_ad.jvp(f, x, v)."
+            )
             assert error < 1e-10, (
-                f"For {name} your answer is off by {error:.1e}. Use one JVP (labkit.forward_ad.jvp(f, x, v)), "
-                f"which is exact; finite differences are only accurate to about 1e-7."
+                f"For {name} your answer is off by {error:.1e}, close but not exact. Use one JVP "
+                f"(labkit.forward_ad.jvp(f, x, v)), which is exact; finite differences are only accurate to about 1e-7."
             )
         return f"Your JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-10."
 
@@ -102,7 +107,7 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
         assert torch.allclose(functional, expected, atol=1e-12), "Under torch.func.jvp, your jvp does not return cos(x) * x_tangent."
         try:
             gradcheck_forward(sin_function, x, check_backward=False)
-        except torch.autograd.GradcheckError as exc:
+        except GradcheckError as exc:
             raise AssertionError(f"gradcheck(check_forward_ad=True) failed: {str(exc).splitlines()[0]}") from None
         return "forward and jvp are right, gradcheck(check_forward_ad=True) passes, and torch.func.jvp accepts it."
 
