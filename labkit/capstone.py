@@ -16,6 +16,7 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -25,6 +26,9 @@ from labkit._noise import filtered_native_stderr, silence_known_warnings
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.tables import Table
 from labkit.timing import RunStats, compare
+
+if TYPE_CHECKING:
+    from labkit.fx_profile import ProfileReport
 
 EAGER = "eager"
 CHANNELS_LAST = "channels_last"
@@ -108,7 +112,7 @@ class VariantResult:
     setup_seconds: float
 
 
-@dataclass
+@dataclass(repr=False)
 class VariantComparison:
     """Timings and correctness of every variant, relative to the first (eager)."""
 
@@ -143,6 +147,9 @@ class VariantComparison:
         return self.to_table().to_text()
 
     def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
         return self.to_text()
 
     def _repr_html_(self) -> str:
@@ -196,3 +203,21 @@ def challenge_input(batch: int = 8) -> torch.Tensor:
     """A fixed, seeded input for :func:`challenge_model` (batch x 3 x 64 x 64)."""
     generator = torch.Generator().manual_seed(1)
     return torch.randn(batch, 3, 64, 64, generator=generator)
+
+
+def profile_variants(variants: Sequence[Variant], *, warmup: int = 2, runs: int = 3) -> dict[str, ProfileReport]:
+    """Profile each variant node by node with labkit (fast mode), warm runs only."""
+    from labkit.fx_profile import profile_model
+
+    with torch.inference_mode():
+        return {v.name: profile_model(v.model, *v.inputs, warmup=warmup, runs=runs) for v in variants}
+
+
+def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | None = None) -> Table:
+    """Milliseconds per op type (rows) for each profiled variant (columns), side by side."""
+    breakdowns = {name: report.by_op_type().seconds for name, report in reports.items()}
+    if op_types is None:
+        first = next(iter(breakdowns.values()))
+        op_types = list(first)
+    rows = [[t, *(f"{b[t] * 1e3:.2f}" if t in b else "-" for b in breakdowns.values())] for t in op_types]
+    return Table(["op type", *(f"{name} (ms)" for name in breakdowns)], rows, title="Time per op type, per variant (means of warm runs)")

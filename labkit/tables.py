@@ -27,9 +27,9 @@ def render_html(rows: Iterable[Row], headers: Sequence[str], *, floatfmt: str = 
     return tabulate(list(rows), headers=list(headers), floatfmt=floatfmt, tablefmt="html")
 
 
-@dataclass
+@dataclass(repr=False)
 class Table:
-    """A titled table that shows itself as text (``print``) and HTML (Jupyter)."""
+    """A titled table that shows itself as text (``print``, plain repr) and HTML (Jupyter)."""
 
     headers: Sequence[str]
     rows: list[Row] = field(default_factory=list)
@@ -52,6 +52,9 @@ class Table:
         return [row[index] for row in self.rows]
 
     def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
         return self.to_text()
 
     def _repr_html_(self) -> str:

@@ -59,3 +59,16 @@ def test_bad_inputs_get_labkit_errors(small):
         build_variants(model)
     with pytest.raises(LabkitValueError, match="at least one variant"):
         compare_variants([])
+
+
+def test_profile_variants_and_op_type_table(small):
+    from labkit.capstone import op_type_table, profile_variants
+
+    model, x = small
+    variants = build_variants(model, x)
+    reports = profile_variants([variants[0], variants[2]], warmup=1, runs=1)
+    table = op_type_table(reports, ["Conv2d", "BatchNorm2d", "MaxPool2d"])
+    assert table.headers == ["op type", "eager (ms)", "fused (ms)"]
+    assert table.column("op type") == ["Conv2d", "BatchNorm2d", "MaxPool2d"]
+    assert table.column("fused (ms)")[1] == "-"  # fusion removed every BatchNorm2d
+    assert float(table.column("eager (ms)")[2]) > 0

@@ -17,3 +17,8 @@ def test_table_renders_title_in_text_and_html():
     assert str(table).startswith("Numbers\n")
     assert "<strong>Numbers</strong>" in table._repr_html_()
     assert table.column("b") == [2, 4]
+
+
+def test_plain_repr_is_the_text_table():
+    table = Table(["a"], [[1]])
+    assert repr(table) == table.to_text()
