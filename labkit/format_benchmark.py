@@ -61,7 +61,7 @@ class FormatTiming:
         return self.channels_last.ratio_to(self.contiguous)
 
 
-@dataclass
+@dataclass(repr=False)
 class FormatBenchmark:
     """The result of :func:`benchmark_formats`."""
 
@@ -116,6 +116,8 @@ class FormatBenchmark:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return self.table().to_html() + "".join(f"<p>{html.escape(line)}</p>" for line in self._skip_lines())

@@ -66,7 +66,7 @@ CONVERSIONS: dict[str, Callable[[nn.Module], nn.Module]] = {
 }
 
 
-@dataclass
+@dataclass(repr=False)
 class ConversionReport:
     """Per weighted layer: the weight's memory order after each conversion method."""
 
@@ -88,6 +88,8 @@ class ConversionReport:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         lines = "".join(f"<p>⚠ {html.escape(line)}</p>" for line in self._error_lines())

@@ -124,7 +124,7 @@ def satisfied_formats(tensor: torch.Tensor) -> tuple[str, ...]:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LayoutDescription:
     """What a tensor's strides say about where its elements live in memory."""
 
@@ -132,7 +132,7 @@ class LayoutDescription:
     strides: tuple[int, ...]
     formats: tuple[str, ...]
     memory_order: tuple[int, ...]
-    letters: str
+    dim_names: str
 
     @property
     def ambiguous(self) -> bool:
@@ -147,7 +147,7 @@ class LayoutDescription:
     @property
     def order(self) -> str:
         """The memory order as letters, outermost dimension first, e.g. ``"NHWC"``."""
-        return "".join(self.letters[d] for d in self.memory_order)
+        return "".join(self.dim_names[d] for d in self.memory_order)
 
     @property
     def warning(self) -> str:
@@ -180,6 +180,8 @@ class LayoutDescription:
     def __str__(self) -> str:
         return self.to_text()
 
+    __repr__ = __str__
+
     def _repr_html_(self) -> str:
         return self.to_html()
 
@@ -196,7 +198,7 @@ def describe(tensor: torch.Tensor) -> LayoutDescription:
         strides=tuple(tensor.stride()),
         formats=satisfied_formats(tensor),
         memory_order=tuple(tensor.dim_order()),
-        letters=dim_letters(tensor.dim()),
+        dim_names=dim_letters(tensor.dim()),
     )
 
 
@@ -257,7 +259,7 @@ class ConversionRow:
     copied: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ConversionComparison:
     """``.to``, ``.contiguous`` and a permute round trip, side by side, for one tensor."""
 
@@ -294,6 +296,8 @@ class ConversionComparison:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return f"{self.table().to_html()}\n<p>{html.escape(self.verdict)}</p>"

@@ -160,3 +160,10 @@ def test_offsets_agree_with_strides(shape, fmt_index, permuted, offset):
     assert sorted(offsets.flatten().tolist()) == list(range(numel))  # dense: each offset once
     order = elements_in_memory_order(x)
     assert [x[index].item() - offset for index in order] == list(range(numel))
+
+
+def test_result_objects_repr_as_readable_text():
+    layout = describe(torch.empty(2, 3, 4, 4))
+    assert repr(layout) == str(layout) and "memory order  NCHW" in repr(layout)
+    comparison = explain_conversion(torch.empty(2, 3, 4, 4), CL)
+    assert repr(comparison) == str(comparison)
