@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from labkit.device import device_line, pick_device
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 CROSSCHECK_TYPES = ("Conv2d", "BatchNorm2d", "MaxPool2d")
@@ -78,8 +78,8 @@ class BenchFigure:
     meets: bool | None = None
 
 
-@dataclass
-class BenchResult:
+@dataclass(repr=False)
+class BenchResult(ShowsAsTable):
     machine: dict[str, Any]
     mode: str
     figures: list[BenchFigure] = field(default_factory=list)
@@ -91,7 +91,7 @@ class BenchResult:
     def figure(self, key: str) -> BenchFigure:
         return next(f for f in self.figures if f.key == key)
 
-    def to_table(self) -> Table:
+    def table(self) -> Table:
         rows = []
         for f in self.figures:
             spread = "" if f.spread is None else f"± {f.spread:.3g}"
@@ -309,7 +309,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     result = run_bench(mode, args.only, log=lambda message: print(message, file=sys.stderr))
-    print(result.to_table().to_text())
+    print(result.to_text())
     print(f"JSON written to {result.to_json(args.json)}")
     missed = [f.key for f in result.figures if f.meets is False]
     if missed:

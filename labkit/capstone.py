@@ -24,7 +24,7 @@ from torch.fx.experimental.optimization import fuse
 
 from labkit._noise import filtered_native_stderr, silence_known_warnings
 from labkit.errors import LabkitTypeError, LabkitValueError
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 from labkit.timing import RunStats, compare
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class VariantResult:
 
 
 @dataclass(repr=False)
-class VariantComparison:
+class VariantComparison(ShowsAsTable):
     """Timings and correctness of every variant, relative to the first (eager)."""
 
     results: list[VariantResult] = field(default_factory=list)
@@ -134,7 +134,7 @@ class VariantComparison:
         rows = [(r.name, "yes" if r.allclose else "NO") for r in self.results]
         return Table(["variant", f"allclose to eager (rtol={self.rtol:g})"], rows, title="Same outputs?")
 
-    def to_table(self) -> Table:
+    def table(self) -> Table:
         rows = [
             (r.name, r.stats.median * 1e3, r.stats.iqr * 1e3, f"{r.speedup:.2f}x", "yes" if r.allclose else "NO",
              f"{r.setup_seconds:.1f} s" if r.setup_seconds else "")
@@ -142,18 +142,6 @@ class VariantComparison:
         ]
         headers = ["variant", "median (ms)", "IQR (ms)", "speedup", "allclose", "setup"]
         return Table(headers, rows, title="Variants side by side", floatfmt=".2f")
-
-    def to_text(self) -> str:
-        return self.to_table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def __repr__(self) -> str:
-        return self.to_text()
-
-    def _repr_html_(self) -> str:
-        return self.to_table().to_html()
 
 
 def compare_variants(

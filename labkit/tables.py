@@ -59,3 +59,25 @@ class Table:
 
     def _repr_html_(self) -> str:
         return self.to_html()
+
+
+class ShowsAsTable:
+    """Mixin for result objects: define ``table()``; get text, ``print``, repr and HTML from it.
+
+    Dataclasses using it must pass ``repr=False`` so the table stays their repr.
+    """
+
+    def table(self) -> Table:
+        raise NotImplementedError(f"{type(self).__name__} must define table()")
+
+    def to_text(self) -> str:
+        return self.table().to_text()
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return self.table().to_html()

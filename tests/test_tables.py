@@ -22,3 +22,20 @@ def test_table_renders_title_in_text_and_html():
 def test_plain_repr_is_the_text_table():
     table = Table(["a"], [[1]])
     assert repr(table) == table.to_text()
+
+
+def test_shows_as_table_mixin_renders_everything_from_table():
+    from dataclasses import dataclass
+
+    from labkit.tables import ShowsAsTable
+
+    @dataclass(repr=False)
+    class Result(ShowsAsTable):
+        value: int
+
+        def table(self):
+            return Table(["value"], [[self.value]])
+
+    result = Result(7)
+    assert str(result) == repr(result) == result.to_text() == Table(["value"], [[7]]).to_text()
+    assert "<td" in result._repr_html_()
