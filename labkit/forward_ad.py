@@ -266,7 +266,7 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
 # ---------------------------------------------------------------------------
 # check_jvp: four ways to the same numbers
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class JvpCheckReport:
     """Maximum absolute difference of each method from the dual-tensor JVP (float64)."""
 
@@ -305,6 +305,8 @@ class JvpCheckReport:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return self.table().to_html()

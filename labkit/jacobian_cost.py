@@ -64,7 +64,7 @@ def jacobian_problem(
     return mlp, x
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class JacobianCost:
     """jacfwd and jacrev timed on the same function ``R^in -> R^out``."""
 
@@ -112,6 +112,8 @@ class JacobianCost:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return self.table().to_html()
@@ -174,7 +176,7 @@ def default_out_dims(in_features: int, span: int = 8) -> list[int]:
     return sorted({max(1, round(in_features * 2.0**k)) for k in range(-steps, steps + 1)})
 
 
-@dataclass
+@dataclass(repr=False)
 class JacobianSweep:
     """jacfwd vs jacrev as the output size sweeps with the input size fixed."""
 
@@ -217,6 +219,8 @@ class JacobianSweep:
     def __str__(self) -> str:
         return self.to_text()
 
+    __repr__ = __str__
+
     def _repr_html_(self) -> str:
         return self.table().to_html()
 
@@ -252,7 +256,7 @@ def jacobian_sweep(
 # ---------------------------------------------------------------------------
 # JVP overhead relative to the forward pass
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class JvpOverhead:
     """A forward pass and three JVP paths, timed side by side (interleaved rounds)."""
 
@@ -288,6 +292,8 @@ class JvpOverhead:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return self.table().to_html()
