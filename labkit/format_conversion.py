@@ -100,7 +100,7 @@ def _weight_label(weight: torch.Tensor) -> str:
     if weight.dim() not in _FORMAT_FOR_RANK:
         return f"{weight.dim()}-D, unchanged"
     layout = describe(weight)
-    return f"{layout.order} ({layout.format})"
+    return f"{layout.memory_order} ({layout.format})"
 
 
 def conversion_report(model: nn.Module) -> ConversionReport:

@@ -131,7 +131,7 @@ class LayoutDescription:
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     formats: tuple[str, ...]
-    memory_order: tuple[int, ...]
+    dim_order: tuple[int, ...]
     dim_names: str
 
     @property
@@ -145,9 +145,9 @@ class LayoutDescription:
         return " or ".join(self.formats) if self.formats else "none"
 
     @property
-    def order(self) -> str:
+    def memory_order(self) -> str:
         """The memory order as letters, outermost dimension first, e.g. ``"NHWC"``."""
-        return "".join(self.dim_names[d] for d in self.memory_order)
+        return "".join(self.dim_names[d] for d in self.dim_order)
 
     @property
     def warning(self) -> str:
@@ -163,7 +163,7 @@ class LayoutDescription:
         return [
             ["shape", str(self.shape)],
             ["strides", str(self.strides)],
-            ["memory order", f"{self.order} (outermost to innermost)"],
+            ["memory order", f"{self.memory_order} (outermost to innermost)"],
             ["formats", self.format],
         ]
 
@@ -189,7 +189,7 @@ class LayoutDescription:
 def describe(tensor: torch.Tensor) -> LayoutDescription:
     """Describe ``tensor``'s layout: shape, strides, formats satisfied, memory order.
 
-    >>> describe(torch.empty(10, 3, 32, 32).to(memory_format=torch.channels_last)).order
+    >>> describe(torch.empty(10, 3, 32, 32).to(memory_format=torch.channels_last)).memory_order
     'NHWC'
     """
     tensor = _require_tensor(tensor)
@@ -197,7 +197,7 @@ def describe(tensor: torch.Tensor) -> LayoutDescription:
         shape=tuple(tensor.shape),
         strides=tuple(tensor.stride()),
         formats=satisfied_formats(tensor),
-        memory_order=tuple(tensor.dim_order()),
+        dim_order=tuple(tensor.dim_order()),
         dim_names=dim_letters(tensor.dim()),
     )
 

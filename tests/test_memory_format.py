@@ -24,11 +24,11 @@ CL = torch.channels_last
 def test_classic_strides_and_order():
     x = torch.empty(10, 3, 32, 32)
     assert describe(x).strides == (3072, 1024, 32, 1)
-    assert describe(x).order == "NCHW"
+    assert describe(x).memory_order == "NCHW"
     assert describe(x).formats == ("contiguous_format",)
     y = describe(x.to(memory_format=CL))
     assert y.strides == (3072, 1, 96, 3)
-    assert (y.order, y.format, y.ambiguous) == ("NHWC", "channels_last", False)
+    assert (y.memory_order, y.format, y.ambiguous) == ("NHWC", "channels_last", False)
 
 
 @pytest.mark.parametrize("shape", [(4, 1, 4, 4), (2, 3, 1, 1), (2, 1, 1, 1)])
@@ -41,7 +41,7 @@ def test_size_one_shapes_are_ambiguous(shape):
 
 def test_channels_last_3d_letters():
     layout = describe(torch.empty(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d))
-    assert (layout.order, layout.format) == ("NDHWC", "channels_last_3d")
+    assert (layout.memory_order, layout.format) == ("NDHWC", "channels_last_3d")
 
 
 def test_non_dense_tensor_satisfies_no_format():
@@ -145,7 +145,7 @@ def test_describe_agrees_with_torch(shape, fmt_index, permuted):
     assert (special_name in layout.formats) == x.is_contiguous(memory_format=special)
     assert layout.ambiguous == (x.is_contiguous() and x.is_contiguous(memory_format=special))
     assert layout.strides == x.stride() and layout.shape == tuple(x.shape)
-    assert sorted(layout.memory_order) == list(range(x.dim()))
+    assert sorted(layout.dim_order) == list(range(x.dim()))
 
 
 @settings(max_examples=60, deadline=None)

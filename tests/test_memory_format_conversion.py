@@ -24,9 +24,9 @@ def test_model_to_fails_on_conv3d_but_per_layer_converts():
     with pytest.raises(RuntimeError, match="rank 4"):
         _mixed_model().to(memory_format=torch.channels_last)
     assert convert_model_per_layer(model) is model
-    assert describe(model["conv2d"].weight).order == "NHWC"
-    assert describe(model["deconv"].weight).order == "NHWC"
-    assert describe(model["conv3d"].weight).order == "NDHWC"
+    assert describe(model["conv2d"].weight).memory_order == "NHWC"
+    assert describe(model["deconv"].weight).memory_order == "NHWC"
+    assert describe(model["conv3d"].weight).memory_order == "NDHWC"
     assert model["fc"].weight.is_contiguous()
 
 

@@ -98,6 +98,10 @@ def memory_figure(tensor: torch.Tensor) -> Figure:
     return figure
 
 
+def _slider(name: str, value: int, top: int) -> widgets.IntSlider:
+    return widgets.IntSlider(value=value, min=1, max=top, description=name, continuous_update=True)
+
+
 class StrideExplorer(widgets.VBox):
     """Sliders for N, C, H, W (and D), format and method dropdowns, and live pictures."""
 
@@ -106,9 +110,8 @@ class StrideExplorer(widgets.VBox):
         n, c, *spatial = shape
         h, w = spatial[-2:]
         depth = spatial[0] if five_d else 2
-        slider = lambda name, value, top: widgets.IntSlider(value=value, min=1, max=top, description=name, continuous_update=True)  # noqa: E731
-        self.n, self.c, self.h, self.w = slider("N", n, 3), slider("C", c, 4), slider("H", h, 4), slider("W", w, 4)
-        self.d = slider("D", depth, 3)
+        self.n, self.c, self.h, self.w = _slider("N", n, 3), _slider("C", c, 4), _slider("H", h, 4), _slider("W", w, 4)
+        self.d = _slider("D", depth, 3)
         self.five_d = widgets.Checkbox(value=five_d, description="5-D (add D)")
         self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description="format")
         self.method = widgets.Dropdown(options=list(CONVERSION_METHODS), value=method, description="method")
