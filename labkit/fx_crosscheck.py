@@ -73,6 +73,9 @@ class CrossCheck:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
+
     def _repr_html_(self) -> str:
         return self.table().to_html()
 

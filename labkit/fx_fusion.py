@@ -126,6 +126,9 @@ class FusionCheck:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
+
     def _repr_html_(self) -> str:
         return f"<p>{self.to_text()}</p>"
 
@@ -173,6 +176,9 @@ class FusionTimings:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
 
     def _repr_html_(self) -> str:
         return self.table().to_html()

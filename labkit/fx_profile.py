@@ -301,6 +301,9 @@ class OpTypeBreakdown:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
+
     def _repr_html_(self) -> str:
         return self.table().to_html()
 
@@ -374,6 +377,9 @@ class ProfileReport:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
 
     def _repr_html_(self) -> str:
         return self.table().to_html()
@@ -573,6 +579,9 @@ class OverheadResult:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
 
     def _repr_html_(self) -> str:
         return self.table().to_html()

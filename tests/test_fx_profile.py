@@ -204,3 +204,10 @@ def test_measure_overhead_reports_per_node_costs():
 
 def test_tiny_ops_chain_traces_to_one_node_per_op():
     assert len(trace(TinyOpsChain(7)).graph.nodes) == 9
+
+
+def test_results_show_as_their_text_in_ipython():
+    from IPython.lib.pretty import pretty
+
+    report = profile_model(small_cnn(), X, runs=1)
+    assert pretty(report) == report.to_text() and pretty(report.by_op_type()) == report.by_op_type().to_text()
