@@ -57,6 +57,9 @@ def test_five_d_with_channels_last_shows_the_error_then_channels_last_3d(explore
     explorer.format.value = "channels_last_3d"
     assert explorer.shape == (2, 3, 2, 2, 2)
     assert "(24, 1, 12, 6, 3)" in explorer.strides.value
+    grid = np.asarray(layout_figure(explorer.tensor).axes[0].images[0].get_array())
+    assert grid.shape == (2 * 2 * 3 - 1, 3 * 3 - 1)  # block rows per (n, d), block columns per c
+    assert grid[3, 0] == 12  # n=0, d=1, h=0, w=0 sits one D step (stride 12) into memory
     assert not explorer.d.disabled
     explorer.five_d.value = False
     assert explorer.d.disabled

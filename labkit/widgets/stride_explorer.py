@@ -31,46 +31,44 @@ from labkit.plots import new_figure, to_png
 MEMORY_ROW = 16  # elements per row in the flat-memory panel
 
 
-def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
-    """Offsets laid out as blocks: one block row per n, one block column per channel (and depth).
+def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+    """Offsets laid out as blocks of H x W cells: one block column per channel, one block row per n (and d).
 
-    Returns the grid (NaN in the gaps between blocks) and, per block, (row, column, n, c).
+    Returns the grid (NaN in the one-cell gaps between blocks) and the column and
+    row labels as (position, ..., text) for the picture.
     """
     offsets = memory_offsets(tensor)
-    if offsets.dim() == 4:
+    five_d = offsets.dim() == 5
+    if not five_d:
         offsets = offsets.unsqueeze(2)  # treat NCHW as NCDHW with D = 1
     n_size, c_size, d_size, h_size, w_size = offsets.shape
-    columns = c_size * d_size
-    grid = np.full((n_size * (h_size + 1) - 1, columns * (w_size + 1) - 1), np.nan)
-    blocks = []
+    grid = np.full((n_size * d_size * (h_size + 1) - 1, c_size * (w_size + 1) - 1), np.nan)
+    row_labels = []
     for n in range(n_size):
-        for c in range(c_size):
-            for d in range(d_size):
-                row, col = n * (h_size + 1), (c * d_size + d) * (w_size + 1)
+        for d in range(d_size):
+            row = (n * d_size + d) * (h_size + 1)
+            row_labels.append((row + (h_size - 1) / 2, f"n={n}, d={d}" if five_d else f"n={n}"))
+            for c in range(c_size):
+                col = c * (w_size + 1)
                 grid[row : row + h_size, col : col + w_size] = offsets[n, c, d].numpy()
-                blocks.append((row, col, n, c))
-    return grid, blocks
+    column_labels = [(c * (w_size + 1) + (w_size - 1) / 2, f"c={c}") for c in range(c_size)]
+    return grid, column_labels, row_labels
 
 
 def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
     """Each element at its logical place, labelled and coloured by its memory offset."""
-    grid, blocks = _block_grid(tensor)
-    five_d = tensor.dim() == 5
-    figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.2), max(1.8, 0.42 * grid.shape[0] + 0.9))
+    grid, column_labels, row_labels = _block_grid(tensor)
+    figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.6), max(1.8, 0.42 * grid.shape[0] + 0.9))
     axes = figure.add_subplot()
     image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(tensor.numel() - 1, 1))
     for (row, col), value in np.ndenumerate(grid):
         if not np.isnan(value):
             axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
                       color="white" if value < 0.6 * tensor.numel() else "black")
-    width = tensor.shape[-1]
-    depth = tensor.shape[2] if five_d else 1
-    for row, col, n, c in blocks:
-        if row == 0:
-            label = f"c={c}, d={(col // (width + 1)) % depth}" if five_d else f"c={c}"
-            axes.text(col + (width - 1) / 2, -0.9, label, ha="center", va="center", fontsize=8)
-        if col == 0:
-            axes.text(-0.9, row + (tensor.shape[-2] - 1) / 2, f"n={n}", ha="center", va="center", rotation=90, fontsize=8)
+    for x, label in column_labels:
+        axes.text(x, -0.9, label, ha="center", va="center", fontsize=8)
+    for y, label in row_labels:
+        axes.text(-0.9, y, label, ha="right", va="center", fontsize=8)
     axes.set_xlim(-1.5, grid.shape[1] - 0.5)
     axes.set_ylim(grid.shape[0] - 0.5, -1.5)
     axes.set_axis_off()
@@ -110,8 +108,8 @@ class StrideExplorer(widgets.VBox):
         n, c, *spatial = shape
         h, w = spatial[-2:]
         depth = spatial[0] if five_d else 2
-        self.n, self.c, self.h, self.w = _slider("N", n, 3), _slider("C", c, 4), _slider("H", h, 4), _slider("W", w, 4)
-        self.d = _slider("D", depth, 3)
+        self.n, self.c, self.h, self.w = _slider("N", n, 2), _slider("C", c, 4), _slider("H", h, 4), _slider("W", w, 4)
+        self.d = _slider("D", depth, 2)
         self.five_d = widgets.Checkbox(value=five_d, description="5-D (add D)")
         self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description="format")
         self.method = widgets.Dropdown(options=list(CONVERSION_METHODS), value=method, description="method")
