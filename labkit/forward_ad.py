@@ -251,16 +251,19 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
     if len(primal_tuple) != 1:
         raise LabkitValueError("hvp takes one tensor x and one tensor v of the same shape.")
     _check_pairs(primal_tuple, tangent_tuple)
-    value = f(x)
-    if not isinstance(value, torch.Tensor) or value.numel() != 1:
-        shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-        raise LabkitValueError(f"hvp needs f to return a scalar (one element); it returned {shape}. Reduce it, e.g. f(x).sum().")
     try:
         return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
     except NotImplementedError as exc:
         if not _is_missing_forward_formula(exc):
             raise
         raise _unsupported(exc) from exc
+    except RuntimeError as exc:
+        if "Expected f(*args) to return" not in str(exc):
+            raise
+        raise LabkitValueError(
+            "hvp needs f to return a scalar tensor (one element); reduce its output first, e.g. f(x).sum(). "
+            f"torch said: {str(exc).split(': ', 1)[-1]}"
+        ) from None
 
 
 # ---------------------------------------------------------------------------

@@ -243,3 +243,9 @@ def test_hvp_needs_a_scalar_function():
         hvp(torch.sin, x, v)
     with pytest.raises(LabkitValueError, match="shape"):
         hvp(lambda x: x.sum(), x, v[:2])
+
+
+def test_hvp_rejects_a_non_tensor_result():
+    x, v = _pair(3)
+    with pytest.raises(LabkitValueError, match="scalar tensor"):
+        hvp(lambda x: 3.0, x, v)
