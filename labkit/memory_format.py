@@ -253,6 +253,8 @@ def convert(tensor: torch.Tensor, memory_format: FormatLike, method: str = "to")
 
 @dataclass(frozen=True)
 class ConversionRow:
+    """One conversion method's result: its code, the layout it produced, whether it copied."""
+
     method: str
     code: str
     layout: LayoutDescription
@@ -286,10 +288,12 @@ class ConversionComparison:
     def verdict(self) -> str:
         if not self.differ:
             return "All three methods give the same strides."
-        return (
-            "The methods disagree: with a size-1 dimension the source already satisfies the "
-            "target format, so some methods return it unchanged while others re-stride it."
-        )
+        if self.source.ambiguous:
+            return (
+                "The methods disagree: with a size-1 dimension the source already satisfies the "
+                "target format, so some methods return it unchanged while others re-stride it."
+            )
+        return "The methods disagree; compare their strides above."
 
     def to_text(self) -> str:
         return f"{self.table().to_text()}\n{self.verdict}"
