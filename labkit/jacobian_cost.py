@@ -305,9 +305,14 @@ def jvp_overhead(
     *,
     rounds: int = 30,
     number: int = 5,
+    num_threads: int | None = None,
     device: str | torch.device = "cpu",
 ) -> JvpOverhead:
-    """Time ``model(x)`` against its JVP in a random input direction, three ways."""
+    """Time ``model(x)`` against its JVP in a random input direction, three ways.
+
+    ``num_threads`` sets torch's intra-op threads for the measurement only (the
+    previous setting is restored); ``None`` keeps the current one.
+    """
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(f"jvp_overhead needs an nn.Module, got {type(model).__name__}.")
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
@@ -318,17 +323,21 @@ def jvp_overhead(
         with fwAD.dual_level():
             return fwAD.unpack_dual(model(fwAD.make_dual(x, tangent))).tangent
 
-    stats = compare(
-        {
-            JvpOverhead.FORWARD: lambda: model(x),
-            JvpOverhead.RAW: raw_dual,
-            JvpOverhead.LABKIT: lambda: jvp(model, x, tangent),
-            JvpOverhead.FUNC: lambda: torch.func.jvp(model, (x,), (tangent,)),
-        },
-        rounds=rounds,
-        number=number,
-        device=device,
-    )
+    candidates = {
+        JvpOverhead.FORWARD: lambda: model(x),
+        JvpOverhead.RAW: raw_dual,
+        JvpOverhead.LABKIT: lambda: jvp(model, x, tangent),
+        JvpOverhead.FUNC: lambda: torch.func.jvp(model, (x,), (tangent,)),
+    }
+    previous_threads = torch.get_num_threads()
+    if num_threads is not None:
+        if num_threads < 1:
+            raise LabkitValueError(f"num_threads must be at least 1, got {num_threads}.")
+        torch.set_num_threads(num_threads)
+    try:
+        stats = compare(candidates, rounds=rounds, number=number, device=device)
+    finally:
+        torch.set_num_threads(previous_threads)
     return JvpOverhead(stats)
 
 

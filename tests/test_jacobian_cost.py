@@ -102,3 +102,12 @@ def test_mlp_layers():
     assert [type(m).__name__ for m in model] == ["Linear", "ReLU", "Linear", "ReLU", "Linear"]
     with pytest.raises(LabkitValueError):
         mlp((3,))
+
+
+def test_jvp_overhead_restores_the_thread_count():
+    before = torch.get_num_threads()
+    jvp_overhead(mlp((4, 4)), torch.randn(1, 4), rounds=1, number=1, num_threads=1)
+    assert torch.get_num_threads() == before
+    with pytest.raises(LabkitValueError, match="num_threads"):
+        jvp_overhead(mlp((4, 4)), torch.randn(1, 4), num_threads=0)
+    assert torch.get_num_threads() == before
