@@ -21,6 +21,8 @@ _LAZY = {
     "ProfileReport": "labkit.fx_profile",
     "describe": "labkit.memory_format",
     "FormatTracker": "labkit.memory_format",
+    "benchmark_formats": "labkit.memory_format",
+    "convert_model_per_layer": "labkit.memory_format",
     "jvp": "labkit.forward_ad",
     "hvp": "labkit.forward_ad",
     "pick_device": "labkit.device",

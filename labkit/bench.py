@@ -7,7 +7,7 @@ compared with its goal. The result prints as a table and is written as JSON
 together with the machine line (CPU, threads, torch version, device).
 
 Figures: P1 profiler overhead per node, P2 agreement with torch.profiler,
-P3 capstone speedups, P5 JVP overhead and the jacfwd/jacrev crossover, the
+P3 capstone speedups, P4 channels_last per precision, P5 JVP overhead and the jacfwd/jacrev crossover, the
 notebooks' run times, and the import time of labkit over torch.
 """
 from __future__ import annotations
@@ -47,6 +47,8 @@ class BenchConfig:
     crosscheck_runs: int = 10
     variant_rounds: int = 15
     include_compiled: bool = True
+    format_run_time: float = 2.0
+    format_rounds: int = 5
     mlp_sizes: tuple[int, ...] = (256, 512, 512, 10)
     mlp_batch: int = 64
     jvp_rounds: int = 30
@@ -57,10 +59,11 @@ class BenchConfig:
 
 FULL = BenchConfig()
 QUICK = BenchConfig(overhead_rounds=10, crosscheck_runs=5, variant_rounds=6, include_compiled=False,
+                    format_run_time=0.6, format_rounds=3,
                     jvp_rounds=10, notebooks=(), import_repeats=3)
 # For the smoke test only: tiny sizes, figures not meaningful.
 SMOKE = BenchConfig(overhead_ops=100, overhead_rounds=3, resnet_batch=1, image_size=64, crosscheck_runs=2,
-                    variant_rounds=2, include_compiled=False, mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3,
+                    variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1, mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3,
                     jacobian_in=4, notebooks=("00_start_here",), import_repeats=1)
 CONFIGS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
@@ -202,6 +205,19 @@ def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
     }
 
 
+def bench_memory_format(config: BenchConfig, result: BenchResult) -> None:
+    """P4: channels_last over contiguous for ResNet18 in each precision the device runs (lab 02)."""
+    from labkit.format_benchmark import benchmark_formats
+
+    model, x = _resnet18_and_input(config)
+    formats = benchmark_formats(model, x, min_run_time=config.format_run_time, rounds=config.format_rounds)
+    for timing in formats.timings:
+        result.add(BenchFigure(f"P4.channels_last_{timing.precision}",
+                               f"channels_last over contiguous, {timing.precision} (ResNet18, batch {config.resnet_batch})",
+                               timing.speedup, "x", _ratio_spread(timing.contiguous, timing.channels_last)))
+    result.details["P4"] = formats.as_dict()
+
+
 def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
     """P5: JVP cost over the forward pass, labkit.jvp over the raw dual API, jacfwd/jacrev crossover."""
     from labkit.jacobian_cost import JvpOverhead, jacobian_sweep, jvp_overhead, mlp
@@ -278,6 +294,7 @@ STEPS: dict[str, Callable[[BenchConfig, BenchResult], None]] = {
     "P1": bench_profiler_overhead,
     "P2": bench_profiler_fidelity,
     "P3": bench_capstone,
+    "P4": bench_memory_format,
     "P5": bench_forward_ad,
     "notebooks": bench_notebooks,
     "import": bench_import,
