@@ -24,7 +24,7 @@ from labkit._noise import import_benchmark
 from labkit.device import device_line, pick_device
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.format_conversion import convert_model_per_layer
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 from labkit.timing import RunStats, format_seconds
 
 
@@ -62,7 +62,7 @@ class FormatTiming:
 
 
 @dataclass(repr=False)
-class FormatBenchmark:
+class FormatBenchmark(ShowsAsTable):
     """The result of :func:`benchmark_formats`."""
 
     device: str
@@ -113,11 +113,6 @@ class FormatBenchmark:
             },
             "skipped": dict(self.skipped),
         }
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return self.table().to_html() + "".join(f"<p>{html.escape(line)}</p>" for line in self._skip_lines())

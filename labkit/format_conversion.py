@@ -21,7 +21,7 @@ from torch import nn
 
 from labkit.errors import LabkitTypeError
 from labkit.memory_format import describe
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 
 _FORMAT_FOR_RANK = {4: torch.channels_last, 5: torch.channels_last_3d}
 
@@ -67,7 +67,7 @@ CONVERSIONS: dict[str, Callable[[nn.Module], nn.Module]] = {
 
 
 @dataclass(repr=False)
-class ConversionReport:
+class ConversionReport(ShowsAsTable):
     """Per weighted layer: the weight's memory order after each conversion method."""
 
     headers: list[str]
@@ -85,11 +85,6 @@ class ConversionReport:
 
     def to_text(self) -> str:
         return "\n".join([self.table().to_text(), *self._error_lines()])
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         lines = "".join(f"<p>⚠ {html.escape(line)}</p>" for line in self._error_lines())

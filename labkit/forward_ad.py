@@ -27,7 +27,7 @@ import torch.autograd.forward_ad as fwAD
 from torch import nn
 
 from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 
 Tensors = Union[torch.Tensor, Sequence[torch.Tensor]]
 
@@ -270,7 +270,7 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
 # check_jvp: four ways to the same numbers
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True, repr=False)
-class JvpCheckReport:
+class JvpCheckReport(ShowsAsTable):
     """Maximum absolute difference of each method from the dual-tensor JVP (float64)."""
 
     errors: dict[str, float]
@@ -302,17 +302,6 @@ class JvpCheckReport:
     def _agrees(self, name: str, err: float) -> bool:
         tolerance = self.fd_tolerance if name == FINITE_DIFFERENCES else self.exact_tolerance
         return err <= tolerance * self.scale
-
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
 
 
 FINITE_DIFFERENCES = "central finite differences"

@@ -12,12 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 
 from labkit._noise import filtered_native_stderr, silence_known_warnings
 from labkit.errors import LabkitValueError
 from labkit.fx_profile import NodeProfiler
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 
 # Top-level aten operator -> the op type labkit reports for the node that issued it.
 ATEN_TO_OP_TYPE = {
@@ -34,8 +33,8 @@ ATEN_TO_OP_TYPE = {
 }
 
 
-@dataclass(frozen=True)
-class CrossCheck:
+@dataclass(frozen=True, repr=False)
+class CrossCheck(ShowsAsTable):
     """Per-op-type shares of the forward time (percent), labkit and torch.profiler side by side."""
 
     rows: list[tuple[str, float, float]]  # (op_type, labkit_pct, profiler_pct), largest labkit share first
@@ -66,18 +65,6 @@ class CrossCheck:
             [[t, f"{a:.1f}", f"{b:.1f}", f"{abs(a - b):.1f}"] for t, a, b in self.rows],
             title="Share of forward time per op type",
         )
-
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.to_text())
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
 
 
 def _shares(seconds: dict[str, float]) -> dict[str, float]:

@@ -22,7 +22,7 @@ from torch.fx.experimental.optimization import fuse
 
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.fx_profile import trace
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 from labkit.timing import RunStats, compare
 
 
@@ -153,8 +153,8 @@ def check_fusion(
     )
 
 
-@dataclass(frozen=True)
-class FusionTimings:
+@dataclass(frozen=True, repr=False)
+class FusionTimings(ShowsAsTable):
     """Forward-pass times of the original and the fused variants, measured interleaved."""
 
     stats: dict[str, RunStats]
@@ -170,18 +170,6 @@ class FusionTimings:
              for name, s in self.stats.items()],
             title="Forward pass before and after Conv-BN fusion",
         )
-
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.to_text())
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
 
 
 def fusion_timings(model: nn.Module, *inputs: Any, rounds: int = 10, warmup: int = 2) -> FusionTimings:

@@ -39,7 +39,7 @@ import torch.fx
 
 from labkit.device import synchronize
 from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 from labkit.timing import RunStats, compare, format_seconds
 
 MODES = ("fast", "interpreter")
@@ -277,8 +277,8 @@ class NodeTiming:
 REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
 
 
-@dataclass(frozen=True)
-class OpTypeBreakdown:
+@dataclass(frozen=True, repr=False)
+class OpTypeBreakdown(ShowsAsTable):
     """Time per op type (module class or function name), slowest first."""
 
     rows: list[tuple[str, int, float, float]]  # (op_type, nodes, seconds, pct)
@@ -298,21 +298,9 @@ class OpTypeBreakdown:
             title="Time by op type",
         )
 
-    def to_text(self) -> str:
-        return self.table().to_text()
 
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.to_text())
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
-
-
-@dataclass(frozen=True)
-class ProfileReport:
+@dataclass(frozen=True, repr=False)
+class ProfileReport(ShowsAsTable):
     """Per-node timings of repeated runs; renders as text, HTML, CSV and JSON."""
 
     rows: list[NodeTiming]  # graph order
@@ -374,18 +362,6 @@ class ProfileReport:
             f"total {self.total}"
         )
         return Table(REPORT_HEADERS, rows, title=title)
-
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.to_text())
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [r.as_dict() for r in self.rows]
@@ -529,8 +505,8 @@ class TinyOpsChain(torch.nn.Module):
         return x
 
 
-@dataclass(frozen=True)
-class OverheadResult:
+@dataclass(frozen=True, repr=False)
+class OverheadResult(ShowsAsTable):
     """What each profiling mode adds per node over the plain GraphModule.
 
     Added cost is computed from the *fastest* round of each variant: machine
@@ -582,18 +558,6 @@ class OverheadResult:
             ],
             title=f"Profiling overhead on {self.num_nodes} tiny ops (fastest of interleaved rounds)",
         )
-
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(self.to_text())
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
 
 
 def measure_overhead(num_ops: int = 1000, *, rounds: int = 20, warmup: int = 2, size: int = 16) -> OverheadResult:

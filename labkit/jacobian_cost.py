@@ -23,7 +23,7 @@ from torch import nn
 
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad import jvp
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 from labkit._noise import import_benchmark
 from labkit.timing import RunStats, compare, format_seconds
 
@@ -65,7 +65,7 @@ def jacobian_problem(
 
 
 @dataclass(frozen=True, repr=False)
-class JacobianCost:
+class JacobianCost(ShowsAsTable):
     """jacfwd and jacrev timed on the same function ``R^in -> R^out``."""
 
     in_features: int
@@ -106,17 +106,6 @@ class JacobianCost:
             ],
             title=self.summary(),
         )
-
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
 
 
 def jacobian_cost(
@@ -177,7 +166,7 @@ def default_out_dims(in_features: int, span: int = 8) -> list[int]:
 
 
 @dataclass(repr=False)
-class JacobianSweep:
+class JacobianSweep(ShowsAsTable):
     """jacfwd vs jacrev as the output size sweeps with the input size fixed."""
 
     in_features: int
@@ -213,17 +202,6 @@ class JacobianSweep:
         ]
         return Table(["out", "jacfwd", "jacrev", "faster", "by"], rows, title=self.summary())
 
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
-
 
 def jacobian_sweep(
     in_features: int,
@@ -257,7 +235,7 @@ def jacobian_sweep(
 # JVP overhead relative to the forward pass
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True, repr=False)
-class JvpOverhead:
+class JvpOverhead(ShowsAsTable):
     """A forward pass and three JVP paths, timed side by side (interleaved rounds)."""
 
     stats: dict[str, RunStats]
@@ -286,17 +264,6 @@ class JvpOverhead:
             rows,
             title=f"JVP cost (theory: about 2x a forward pass); labkit.jvp / raw dual = {self.labkit_over_raw:.3f}",
         )
-
-    def to_text(self) -> str:
-        return self.table().to_text()
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return self.table().to_html()
 
 
 def jvp_overhead(

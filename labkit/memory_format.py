@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from labkit.errors import LabkitTypeError, LabkitValueError
-from labkit.tables import Table
+from labkit.tables import ShowsAsTable, Table
 
 #: The three memory formats a dense tensor can be asked for, by name.
 FORMATS: dict[str, torch.memory_format] = {
@@ -262,7 +262,7 @@ class ConversionRow:
 
 
 @dataclass(frozen=True, repr=False)
-class ConversionComparison:
+class ConversionComparison(ShowsAsTable):
     """``.to``, ``.contiguous`` and a permute round trip, side by side, for one tensor."""
 
     source: LayoutDescription
@@ -297,11 +297,6 @@ class ConversionComparison:
 
     def to_text(self) -> str:
         return f"{self.table().to_text()}\n{self.verdict}"
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return f"{self.table().to_html()}\n<p>{html.escape(self.verdict)}</p>"

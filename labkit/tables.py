@@ -62,9 +62,10 @@ class Table:
 
 
 class ShowsAsTable:
-    """Mixin for result objects: define ``table()``; get text, ``print``, repr and HTML from it.
+    """Mixin for result objects: define ``table()``; get text, ``print``, IPython and HTML views.
 
-    Dataclasses using it must pass ``repr=False`` so the table stays their repr.
+    ``repr`` is the text table too, so IPython's plain-text view shows it;
+    dataclasses using the mixin pass ``repr=False`` to keep it.
     """
 
     def table(self) -> Table:
