@@ -169,7 +169,7 @@ def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
         (staging / "index.html").write_text(index, encoding="utf-8")
         shutil.copytree(VENDOR, staging / STATIC_DIR, ignore=shutil.ignore_patterns("README.md"))
         (staging / MARKER).write_text("built by python -m labkit.docs\n", encoding="utf-8")
-        _swap_in(staging, out_dir)
+        replace_folder(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -180,7 +180,8 @@ def _link(page: Page) -> dict[str, str]:
     return {"href": page.html_name, "title": html.escape(page.title)}
 
 
-def _swap_in(staging: Path, out_dir: Path) -> None:
+def replace_folder(staging: Path, out_dir: Path) -> None:
+    """Move the complete ``staging`` folder to ``out_dir``, replacing an older one (used by student_copy too)."""
     old = None
     if out_dir.exists():
         old = out_dir.with_name(f".{out_dir.name}-old-{os.getpid()}")
