@@ -121,9 +121,11 @@ def index_notebook(pages: Sequence[Page]) -> nbformat.NotebookNode:
     """The index page, written as a one-notebook learning path so it shares the pages' look."""
     parts = [
         f"# {SITE_TITLE}",
-        "Executable labs about PyTorch internals. Each page below is a notebook with its stored "
-        "outputs and live widgets shown in their last state; to run them yourself, clone the "
-        "repository and use `make lab`.",
+        (
+            "Executable labs about PyTorch internals. Each page below is a notebook with its stored "
+            "outputs and live widgets shown in their last state; to run them yourself, clone the "
+            "repository and use `make lab`."
+        ),
         "## Learning path",
     ]
     for number, page in enumerate(pages, start=1):

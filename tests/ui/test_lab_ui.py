@@ -125,12 +125,14 @@ def _menu_command(page, menu: str, command: str) -> None:
 
 def _wait_for_run_all(page, stem: str) -> None:
     """Run All queues every code cell (prompt ``[*]``); it is done when none is left queued."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
     try:
         page.wait_for_function(
             "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))",
             timeout=30_000,
         )
-    except Exception:  # playwright's TimeoutError
+    except PlaywrightTimeoutError:
         pytest.fail(f"Run All did not start any cell of {stem} within 30 s")
     page.wait_for_function(
         """() => {
@@ -193,6 +195,8 @@ def test_run_all_shows_no_error(lab_notebook: LabNotebook) -> None:
 
 @_lab_params(list(EXPECTED_NOTEBOOKS))
 def test_widgets_render_as_dom_elements(lab_notebook: LabNotebook) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
     page = lab_notebook.page
     texts = page.locator(".jp-OutputArea-output[data-mime-type='text/plain']").all_inner_texts()
     reprs = [t[:80] for t in texts if re.search(r"\b(" + "|".join(WIDGET_CLASSES) + r"|VBox|HBox)\(children=", t)]
@@ -203,7 +207,7 @@ def test_widgets_render_as_dom_elements(lab_notebook: LabNotebook) -> None:
         widget = lab_notebook.widget(name)
         try:
             widget.wait_for(state="visible", timeout=WIDGET_TIMEOUT_MS)
-        except Exception:  # playwright's TimeoutError
+        except PlaywrightTimeoutError:
             pytest.fail(f"{name} did not render: no visible .{WIDGET_CLASSES[name]} element in any output")
         box = widget.bounding_box()
         assert box and box["width"] > 50 and box["height"] > 20, f"{name} rendered with no size: {box}"
