@@ -8,7 +8,7 @@ LAB_PORT ?= 8888
 LAB_IP ?= 127.0.0.1
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 
-.PHONY: lab test notebooks doctor bench docs student-copy clean help
+.PHONY: lab test notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on notebooks/ (prints the URL)"
@@ -17,6 +17,7 @@ help:
 	@echo "make doctor     preflight check for a lab or a workshop"
 	@echo "make bench      reproduce every performance figure (BENCH_ARGS=--quick for a short run)"
 	@echo "make docs       build the static HTML site into build/site"
+	@echo "make student-copy  notebooks for students, without solutions, into build/student"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,7 +47,10 @@ docs: $(STAMP)
 	$(PY) -m labkit.docs build/site
 
 student-copy: $(STAMP)
-	$(PY) -m labkit student-copy build/student
+	$(PY) -m labkit student-copy build/student --force
+
+student-copy-solutions: $(STAMP)
+	$(PY) -m labkit student-copy build/student-solutions --with-solutions --force
 
 clean:
 	rm -rf build .pytest_cache

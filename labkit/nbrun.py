@@ -58,6 +58,7 @@ def _write_atomically(notebook: nbformat.NotebookNode, path: Path) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             nbformat.write(notebook, handle)
+        os.chmod(tmp_name, 0o644)  # mkstemp makes the file private; notebooks are shared documents
         os.replace(tmp_name, path)
     except BaseException:
         os.unlink(tmp_name)

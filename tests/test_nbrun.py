@@ -23,6 +23,7 @@ def test_execute_stores_outputs_in_the_notebooks_folder(tmp_path):
     assert seconds > 0
     assert nb.cells[0].outputs[0].text.strip() == "hello from the notebook's folder"
     assert [c.execution_count for c in nb.cells] == [1, 2]
+    assert path.stat().st_mode & 0o777 == 0o644, "a rewritten notebook stays readable by everyone"
 
 
 @pytest.mark.slow
