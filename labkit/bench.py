@@ -194,12 +194,18 @@ def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
         goal = (">= 1.5", r.speedup >= 1.5) if name == capstone.FUSED_CHANNELS_LAST else ("", None)
         result.add(BenchFigure(key, f"speedup of {name} over eager (ResNet18, batch {config.resnet_batch})",
                                r.speedup, "x", spread, *goal))
+    maxpool_ms = {name: report.by_op_type().seconds["MaxPool2d"] * 1e3
+                  for name, report in capstone.profile_variants(variants[:2]).items()}
+    collapse = maxpool_ms[capstone.EAGER] / maxpool_ms[capstone.CHANNELS_LAST]
+    result.add(BenchFigure("P3.maxpool_collapse", "MaxPool2d time, contiguous over channels_last (labkit profile)",
+                           collapse, "x"))
     if include_compiled:
         r = comparison[capstone.COMPILED]
         result.add(BenchFigure("P3.compiled", "speedup of torch.compile over eager", r.speedup, "x"))
         result.add(BenchFigure("P3.compile_seconds", "torch.compile time (first call)", r.setup_seconds, "s"))
     result.details["P3"] = {
         "all_close": comparison.all_close,
+        "maxpool_ms": maxpool_ms,
         "variants": [{"name": r.name, "median_s": r.stats.median, "iqr_s": r.stats.iqr, "speedup": r.speedup,
                       "allclose": r.allclose} for r in comparison.results],
     }

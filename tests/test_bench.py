@@ -25,7 +25,7 @@ def smoke_json(tmp_path_factory):
 
 EXPECTED = [
     "P1.interpreter", "P1.fast", "P2.max_difference", "P2.max_difference_all", "P3.channels_last", "P3.fused",
-    "P3.fused_channels_last", "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
+    "P3.fused_channels_last", "P3.maxpool_collapse", "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
     "P5.crossover_out", "notebook.00_start_here", "import.labkit_over_torch",
 ]
 
@@ -38,7 +38,7 @@ def test_every_figure_is_present_with_a_plausible_value(smoke_json):
     assert sorted(set(figures) - set(bf16)) == sorted(EXPECTED)
     assert figures["P1.interpreter"]["value"] > 0 and figures["P1.interpreter"]["spread"] >= 0
     assert figures["P1.interpreter"]["value"] > figures["P1.fast"]["value"]
-    for key in ("P3.channels_last", "P3.fused", "P3.fused_channels_last", "P4.channels_last_fp32", "P5.raw_dual_over_forward"):
+    for key in ("P3.channels_last", "P3.fused", "P3.fused_channels_last", "P3.maxpool_collapse", "P4.channels_last_fp32", "P5.raw_dual_over_forward"):
         assert 0.05 < figures[key]["value"] < 50, key
     assert 0.5 < figures["P5.labkit_over_raw"]["value"] < 2
     assert 0 < figures["notebook.00_start_here"]["value"] < 300
