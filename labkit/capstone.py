@@ -209,3 +209,14 @@ def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | N
         op_types = list(first)
     rows = [[t, *(f"{b[t] * 1e3:.2f}" if t in b else "-" for b in breakdowns.values())] for t in op_types]
     return Table(["op type", *(f"{name} (ms)" for name in breakdowns)], rows, title="Time per op type, per variant (means of warm runs)")
+
+
+def break_even_runs(comparison: VariantComparison, variant: str, baseline: str = FUSED_CHANNELS_LAST) -> float | None:
+    """How many forward passes ``variant`` needs before its setup time (a compile) pays off.
+
+    None when it is not faster per pass than ``baseline``: then it never pays off.
+    """
+    saved_per_run = comparison[baseline].stats.median - comparison[variant].stats.median
+    if saved_per_run <= 0:
+        return None
+    return comparison[variant].setup_seconds / saved_per_run

@@ -72,3 +72,16 @@ def test_profile_variants_and_op_type_table(small):
     assert table.column("op type") == ["Conv2d", "BatchNorm2d", "MaxPool2d"]
     assert table.column("fused (ms)")[1] == "-"  # fusion removed every BatchNorm2d
     assert float(table.column("eager (ms)")[2]) > 0
+
+
+def test_break_even_runs():
+    from labkit.capstone import COMPILED, VariantComparison, VariantResult, break_even_runs
+    from labkit.timing import RunStats
+
+    def result(name, seconds, setup=0.0):
+        return VariantResult(name, RunStats.from_samples([seconds]), 1.0, 0.0, True, setup)
+
+    comparison = VariantComparison([result(FUSED_CHANNELS_LAST, 0.10), result(COMPILED, 0.08, setup=20.0)])
+    assert break_even_runs(comparison, COMPILED) == pytest.approx(1000)
+    slower = VariantComparison([result(FUSED_CHANNELS_LAST, 0.10), result(COMPILED, 0.12, setup=20.0)])
+    assert break_even_runs(slower, COMPILED) is None
