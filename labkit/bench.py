@@ -28,10 +28,13 @@ from typing import Any
 
 import torch
 
-from labkit.device import device_line, pick_device
+from labkit.device import device_line
 from labkit.tables import ShowsAsTable, Table
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+# Every figure is measured on the CPU, the machine every learner has, so one run never
+# mixes CPU and GPU numbers under one machine line. GPU timings live in the labs' GPU cells.
+BENCH_DEVICE = "cpu"
 CROSSCHECK_TYPES = ("Conv2d", "BatchNorm2d", "MaxPool2d")
 NOTEBOOK_BUDGET_S = {"04_capstone.ipynb": 60.0}
 DEFAULT_NOTEBOOK_BUDGET_S = 45.0
@@ -128,7 +131,7 @@ def cpu_model() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    device = pick_device()
+    device = torch.device(BENCH_DEVICE)
     return {
         "date": dt.date.today().isoformat(),
         "cpu": cpu_model(),
@@ -242,7 +245,7 @@ def bench_memory_format(config: BenchConfig, result: BenchResult) -> None:
     from labkit.format_benchmark import benchmark_formats
 
     model, x = _resnet18_and_input(config)
-    formats = benchmark_formats(model, x, min_run_time=config.format_run_time, rounds=config.format_rounds)
+    formats = benchmark_formats(model, x, device=BENCH_DEVICE, min_run_time=config.format_run_time, rounds=config.format_rounds)
     for timing in formats.timings:
         result.add(BenchFigure(f"P4.channels_last_{timing.precision}",
                                f"channels_last over contiguous, {timing.precision} (ResNet18, batch {config.resnet_batch})",

@@ -24,6 +24,7 @@ from torch.fx.experimental.optimization import fuse
 
 from labkit._noise import filtered_native_stderr, silence_known_warnings
 from labkit.errors import LabkitTypeError, LabkitValueError
+from labkit.notebook import seeded
 from labkit.tables import ShowsAsTable, Table
 from labkit.timing import RunStats, compare
 
@@ -171,20 +172,18 @@ def compare_variants(
     return VariantComparison(results, rtol=rtol)
 
 
-
 def challenge_model() -> nn.Module:
     """The capstone challenge's model: three Conv-BN-ReLU-MaxPool blocks and a classifier, eval mode."""
-    torch.manual_seed(0)
+    with seeded(0):
+        def block(c_in: int, c_out: int) -> list[nn.Module]:
+            return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(3, 1, 1)]
 
-    def block(c_in: int, c_out: int) -> list[nn.Module]:
-        return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(3, 1, 1)]
-
-    model = nn.Sequential(*block(3, 32), *block(32, 32), *block(32, 32), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
-    for module in model.modules():  # non-trivial running statistics, so fusion has something to fold
-        if isinstance(module, nn.BatchNorm2d):
-            module.running_mean.uniform_(-0.5, 0.5)
-            module.running_var.uniform_(0.5, 2.0)
-    return model.eval()
+        model = nn.Sequential(*block(3, 32), *block(32, 32), *block(32, 32), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+        for module in model.modules():  # non-trivial running statistics, so fusion has something to fold
+            if isinstance(module, nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.5, 2.0)
+        return model.eval()
 
 
 def challenge_input(batch: int = 8) -> torch.Tensor:

@@ -165,9 +165,13 @@ def device_checks() -> list[Check]:
     """Device, threads, MKLDNN and cuDNN: facts, never failures (CPU is fine)."""
     import torch
 
-    from labkit.device import device_line, pick_device
+    from labkit.device import ENV_VAR, available_devices, device_line, pick_device
+    from labkit.errors import LabkitError
 
-    device = pick_device()
+    try:
+        device = pick_device()
+    except LabkitError as exc:
+        return [Check("device", False, str(exc), f"unset {ENV_VAR}, or set it to one of {available_devices()}")]
     cudnn = torch.backends.cudnn.is_available() if torch.cuda.is_available() else False
     return [
         Check("device", True, device_line(device)),

@@ -7,7 +7,9 @@ harmless torch warnings must not reach stderr. Learners call
 """
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Iterator
 
 import torch
 
@@ -21,6 +23,18 @@ def seed_everything(seed: int = DEFAULT_SEED) -> None:
     """Seed Python's ``random`` and torch (CPU and every GPU)."""
     random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def seeded(seed: int = DEFAULT_SEED) -> Iterator[None]:
+    """Seed torch for the block only; the caller's random stream continues afterwards.
+
+    Checkers build their models inside this, so running a checker cell never
+    resets the learner's own seed.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def setup_notebook(seed: int = DEFAULT_SEED, *, quiet: bool = False) -> torch.device:

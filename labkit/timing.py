@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from labkit._noise import import_benchmark
-from labkit.device import synchronize
+from labkit.device import pick_device, synchronize
 from labkit.errors import LabkitValueError
 
 
@@ -76,14 +76,17 @@ def format_seconds(seconds: float) -> str:
 class SyncTimer:
     """Context manager that times a block, synchronizing ``device`` at both ends.
 
+    ``device=None`` means the device labkit picks (:func:`labkit.device.pick_device`),
+    so a GPU is synchronized even when the caller forgets to say so.
+
     >>> with SyncTimer("cpu") as t:
     ...     _ = sum(range(10))
     >>> t.elapsed >= 0
     True
     """
 
-    def __init__(self, device: str | torch.device = "cpu") -> None:
-        self.device = torch.device(device)
+    def __init__(self, device: str | torch.device | None = None) -> None:
+        self.device = torch.device(device) if device is not None else pick_device()
         self.elapsed: float = float("nan")
         self._start = 0.0
 
@@ -97,9 +100,11 @@ class SyncTimer:
         self.elapsed = time.perf_counter() - self._start
 
 
-def _check_counts(warmup: int, runs: int) -> None:
+def _check_counts(warmup: int, runs: int, runs_name: str = "runs") -> None:
     if runs < 1:
-        raise LabkitValueError(f"runs must be at least 1 (got {runs}); use runs=5 or more for stable statistics.")
+        raise LabkitValueError(
+            f"{runs_name} must be at least 1 (got {runs}); use {runs_name}=5 or more for stable statistics."
+        )
     if warmup < 0:
         raise LabkitValueError(f"warmup cannot be negative (got {warmup}); use warmup=0 to skip it.")
 
@@ -109,7 +114,7 @@ def measure(
     *,
     warmup: int = 2,
     runs: int = 10,
-    device: str | torch.device = "cpu",
+    device: str | torch.device | None = None,
 ) -> RunStats:
     """Call ``fn`` ``warmup`` times untimed, then ``runs`` times timed one by one."""
     _check_counts(warmup, runs)
@@ -152,7 +157,7 @@ def compare(
     rounds: int = 10,
     warmup: int = 2,
     number: int = 1,
-    device: str | torch.device = "cpu",
+    device: str | torch.device | None = None,
 ) -> dict[str, RunStats]:
     """Time several candidates side by side, interleaved round by round.
 
@@ -160,7 +165,7 @@ def compare(
     otherwise land on one candidate only and fake a speedup. Each sample is the
     mean of ``number`` back-to-back calls.
     """
-    _check_counts(warmup, rounds)
+    _check_counts(warmup, rounds, runs_name="rounds")
     if number < 1:
         raise LabkitValueError(f"number must be at least 1 (got {number}).")
     if not candidates:

@@ -30,3 +30,15 @@ def test_crash_in_learner_code_is_reported_not_raised():
     assert result.status is Status.WRONG
     assert "KeyError" in result.message and "crashing" in result.message
     assert "<p>" in result._repr_html_()
+
+
+def test_crash_inside_torch_points_at_the_learners_line():
+    import torch
+
+    def learner_code():
+        x = torch.ones(2, 3)
+        return torch.softmax(x, dim=5)  # the mistake is here, not in torch
+
+    result = run_check("1.2", learner_code)
+    assert result.status is Status.WRONG
+    assert "of learner_code)" in result.message and "IndexError" in result.message

@@ -45,3 +45,16 @@ def test_changing_the_original_in_place_is_caught():
 def test_wrong_return_value_is_explained():
     result = check_make_faster(lambda model, x: model)
     assert result.status is Status.WRONG and "must return a pair" in result.message
+
+
+def test_checkers_leave_the_learners_random_stream_alone():
+    from labkit.checks.fx import check_shape_recorder
+    from labkit.checks.memory_format import check_find_format_dropper
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    check_make_faster(lambda model, x: model)  # builds the challenge model, then fails fast
+    check_shape_recorder(object)
+    check_find_format_dropper(lambda model, x: None)
+    assert torch.equal(torch.rand(3), expected)

@@ -63,3 +63,11 @@ def test_cli_doctor_exits_zero_here():
     result = subprocess.run([sys.executable, "-m", "labkit", "doctor"], capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1].startswith("doctor: READY")
+
+
+def test_an_unusable_device_override_is_a_named_problem_not_a_crash(monkeypatch):
+    monkeypatch.setenv("LABKIT_DEVICE", "no-such-device")
+    report = doctor.run_checks()
+    assert [c.name for c in report.problems] == ["device"]
+    assert "unset LABKIT_DEVICE" in report.to_text()
+    assert report.to_text().splitlines()[-1].startswith("doctor: NOT READY - 1 problem(s): device.")

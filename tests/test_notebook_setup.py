@@ -23,3 +23,16 @@ def test_setup_notebook_prints_one_line_and_silences_only_known_warnings(capsys)
         warnings.warn("`torch.jit.script` is deprecated. Please switch to torch.compile", FutureWarning)
         warnings.warn("something real", FutureWarning)
     assert [str(w.message) for w in caught] == ["something real"]
+
+
+def test_seeded_block_leaves_the_callers_random_stream_alone():
+    from labkit.notebook import seeded
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    with seeded(0):
+        inside = torch.rand(3)
+    assert torch.equal(torch.rand(3), expected)
+    torch.manual_seed(0)
+    assert torch.equal(inside, torch.rand(3))

@@ -69,6 +69,17 @@ def test_compare_interleaves_and_sees_the_slower_candidate():
     assert result["fast"].ratio_to(result["slow"]) > 1
 
 
+def test_compare_names_its_own_parameter_in_errors():
+    with pytest.raises(LabkitValueError, match="rounds must be at least 1"):
+        compare({"a": lambda: None}, rounds=0)
+
+
+def test_sync_timer_defaults_to_the_picked_device():
+    from labkit.device import pick_device
+
+    assert SyncTimer().device == pick_device()
+
+
 def test_compare_needs_candidates():
     with pytest.raises(LabkitValueError, match="at least one candidate"):
         compare({})

@@ -8,8 +8,10 @@ and shows itself as one readable line in text and HTML.
 from __future__ import annotations
 
 import html
+import sysconfig
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import dataclass
 from enum import Enum
 
@@ -45,6 +47,23 @@ class CheckResult:
         return f"<p>{html.escape(str(self))}</p>"
 
 
+def _learner_frame(exc: BaseException) -> traceback.FrameSummary:
+    """The innermost frame outside torch, labkit and the standard library: the learner's line."""
+    import torch
+
+    import labkit
+
+    library = tuple(
+        str(Path(folder).resolve())
+        for folder in (Path(torch.__file__).parent, Path(labkit.__file__).parent, sysconfig.get_paths()["stdlib"])
+    )
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        if not str(Path(frame.filename).resolve()).startswith(library):
+            return frame
+    return frames[-1]
+
+
 def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
     """Run ``check``; turn its outcome into a :class:`CheckResult`.
 
@@ -59,7 +78,7 @@ def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
     except AssertionError as exc:
         return CheckResult(exercise, Status.WRONG, str(exc) or "The answer does not match yet.")
     except Exception as exc:  # noqa: BLE001 - a checker reports, it never crashes the notebook
-        where = traceback.extract_tb(exc.__traceback__)[-1]
+        where = _learner_frame(exc)
         return CheckResult(
             exercise,
             Status.WRONG,

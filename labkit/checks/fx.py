@@ -17,21 +17,22 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from labkit.checks import CheckResult, run_check
 from labkit.fx_profile import ProfileReport
+from labkit.notebook import seeded
 
 
 def _reference_model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1),
-        nn.BatchNorm2d(8),
-        nn.ReLU(),
-        nn.Conv2d(8, 8, 3, padding=1),
-        nn.BatchNorm2d(8),
-        nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(8, 5),
-    ).eval()
+    with seeded(0):
+        return nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.Conv2d(8, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(8, 5),
+        ).eval()
 
 
 def _reference_input() -> torch.Tensor:

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from labkit.checks import CheckResult, run_check
+from labkit.notebook import seeded
 
 STRIDE_CASES = [
     ((10, 3, 32, 32), "contiguous_format"),
@@ -49,13 +50,13 @@ class _ChannelSoftmax(nn.Module):
 
 
 def _dropper_cases() -> list[tuple[str, nn.Module, str | None]]:
-    torch.manual_seed(0)
-    conv = lambda: nn.Conv2d(8, 8, 3, padding=1)  # noqa: E731
-    return [
-        ("layer norm model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.LayerNorm(8), conv()), "layer_norm"),
-        ("softmax model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), _ChannelSoftmax(), conv()), "softmax"),
-        ("clean model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), conv()), None),
-    ]
+    with seeded(0):
+        conv = lambda: nn.Conv2d(8, 8, 3, padding=1)  # noqa: E731
+        return [
+            ("layer norm model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.LayerNorm(8), conv()), "layer_norm"),
+            ("softmax model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), _ChannelSoftmax(), conv()), "softmax"),
+            ("clean model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), conv()), None),
+        ]
 
 
 def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Tensor], str | None]) -> CheckResult:
@@ -78,13 +79,13 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
 
 
 def _conv3d_model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.ModuleDict({
-        "stem3d": nn.Conv3d(2, 4, 3, padding=1),
-        "conv2d": nn.Conv2d(4, 4, 3, padding=1),
-        "norm": nn.BatchNorm2d(4),
-        "head": nn.Linear(4, 3),
-    })
+    with seeded(0):
+        return nn.ModuleDict({
+            "stem3d": nn.Conv3d(2, 4, 3, padding=1),
+            "conv2d": nn.Conv2d(4, 4, 3, padding=1),
+            "norm": nn.BatchNorm2d(4),
+            "head": nn.Linear(4, 3),
+        })
 
 
 def _run(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
