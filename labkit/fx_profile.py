@@ -24,14 +24,16 @@ import copy
 import csv
 import json
 import linecache
+import os
 import statistics
+import tempfile
 import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import tabulate
 import torch
@@ -40,7 +42,7 @@ import torch.fx
 from labkit.device import synchronize
 from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.tables import ShowsAsTable, Table
-from labkit.timing import RunStats, compare, format_seconds
+from labkit.timing import RunStats, _check_counts, compare, format_seconds
 
 MODES = ("fast", "interpreter")
 SUMMARY_HEADERS = ["Op type", "Op", "Average runtime (s)", "Pct total runtime"]
@@ -129,13 +131,16 @@ class ProfilingInterpreter(torch.fx.Interpreter):
     Same API as the tutorial: ``.run(*args)``, ``.summary(should_sort=False)``,
     ``total_runtime_sec`` and ``runtimes_sec``. Differences: ``time.perf_counter``
     instead of ``time.time`` and a device synchronization around each node, so
-    GPU times are the kernels' and not just their launches.
+    GPU times are the kernels' and not just their launches. ``device`` is the one
+    to synchronize (default: the model's); :class:`NodeProfiler` passes the inputs'
+    device, which is the only clue for a model without parameters.
     """
 
-    def __init__(self, module: torch.nn.Module) -> None:
+    def __init__(self, module: torch.nn.Module, device: torch.device | str | None = None) -> None:
         graph_module = trace(module)
         super().__init__(graph_module)
-        self.device = _model_device(graph_module) or torch.device("cpu")
+        # The model's device by default; pass the inputs' device for a parameter-free model.
+        self.device = torch.device(device) if device is not None else _model_device(graph_module) or torch.device("cpu")
         self._asynchronous = self.device.type != "cpu"  # CPU ops finish before they return
         self.total_runtime_sec: list[float] = []
         self.runtimes_sec: dict[torch.fx.Node, list[float]] = {}
@@ -243,8 +248,6 @@ class InstrumentedModule:
         return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
 
 
-
-
 # --------------------------------------------------------------------- result objects
 
 
@@ -275,6 +278,21 @@ class NodeTiming:
 
 
 REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
+# Columns of to_csv and keys of NodeTiming.as_dict, fixed so an empty report still writes a header.
+NODE_FIELDS = ("op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total")
+
+
+def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
+    """Write via a temporary file in the same folder, so a failure never leaves a half-written file."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+            write(handle)
+        os.chmod(tmp_name, 0o644)  # mkstemp makes the file private; reports are shared documents
+        os.replace(tmp_name, path)
+    except BaseException:
+        os.unlink(tmp_name)
+        raise
 
 
 @dataclass(frozen=True, repr=False)
@@ -367,20 +385,22 @@ class ProfileReport(ShowsAsTable):
         return [r.as_dict() for r in self.rows]
 
     def to_csv(self, path: str | Path) -> Path:
-        """One line per node; seconds as floats. Returns the path written."""
+        """One line per node (columns :data:`NODE_FIELDS`); seconds as floats. Returns the path written."""
         path = Path(path)
-        rows = self.to_dicts()
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+
+        def write(handle: TextIO) -> None:
+            writer = csv.DictWriter(handle, fieldnames=NODE_FIELDS)
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(self.to_dicts())
+
+        _write_atomically(path, write)
         return path
 
     def to_json(self, path: str | Path) -> Path:
         """``{"mode", "warmup", "total": {...}, "nodes": [...]}``. Returns the path written."""
         path = Path(path)
         payload = {"mode": self.mode, "warmup": self.warmup, "total": self.total.as_dict(), "nodes": self.to_dicts()}
-        path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        _write_atomically(path, lambda handle: handle.write(json.dumps(payload, indent=2)))
         return path
 
 
@@ -401,6 +421,17 @@ def _target(node: torch.fx.Node) -> str:
     return str(node.target)
 
 
+def _with_private_buffers(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of ``graph_module`` that shares its parameters but owns its buffers.
+
+    A training-mode BatchNorm updates running_mean/var and num_batches_tracked on
+    every forward, even under ``no_grad``. Profiling runs on this copy, so the
+    learner's model is left exactly as it was, at the memory cost of the buffers only.
+    """
+    shared_parameters = {id(p): p for p in graph_module.parameters()}
+    return copy.deepcopy(graph_module, memo=shared_parameters)
+
+
 class NodeProfiler:
     """Times a traced model run by run; :func:`profile_model` and the LiveProfile widget use it.
 
@@ -411,7 +442,7 @@ class NodeProfiler:
     def __init__(self, model: Any, *inputs: Any, mode: str = "fast") -> None:
         if mode not in MODES:
             raise LabkitValueError(f"mode must be one of {MODES} (got {mode!r}).")
-        self.graph_module = trace(model)
+        self.graph_module = _with_private_buffers(trace(model))
         self.inputs = inputs
         self.device = _check_input_devices(self.graph_module, inputs)
         self.mode = mode
@@ -422,7 +453,7 @@ class NodeProfiler:
         if mode == "fast":
             self._instrumented = InstrumentedModule(self.graph_module, self.device)
         else:
-            self._interpreter = ProfilingInterpreter(self.graph_module)
+            self._interpreter = ProfilingInterpreter(self.graph_module, self.device)
 
     def _timed_call(self) -> tuple[float, list[float]]:
         with torch.no_grad():
@@ -438,8 +469,7 @@ class NodeProfiler:
 
     def warmup(self, runs: int = 2) -> None:
         """Run ``runs`` times without recording (first calls allocate and pick kernels)."""
-        if runs < 0:
-            raise LabkitValueError(f"warmup cannot be negative (got {runs}); use warmup=0 to skip it.")
+        _check_counts(warmup=runs, runs=1)
         for _ in range(runs):
             self._timed_call()
         self.warmup_runs += runs
@@ -476,12 +506,10 @@ def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode
 
     ``mode="fast"`` (default) times with an instrumented GraphModule (see
     :class:`InstrumentedModule`); ``mode="interpreter"`` with the tutorial's
-    :class:`ProfilingInterpreter`. Runs happen under ``torch.no_grad()``.
+    :class:`ProfilingInterpreter`. Runs happen under ``torch.no_grad()`` on a
+    copy with private buffers, so ``model`` itself is left unchanged.
     """
-    if runs < 1:
-        raise LabkitValueError(f"runs must be at least 1 (got {runs}); use runs=5 or more for stable statistics.")
-    if warmup < 0:
-        raise LabkitValueError(f"warmup cannot be negative (got {warmup}); use warmup=0 to skip it.")
+    _check_counts(warmup, runs)
     profiler = NodeProfiler(model, *inputs, mode=mode)
     profiler.warmup(warmup)
     for _ in range(runs):
@@ -589,6 +617,7 @@ def measure_overhead(num_ops: int = 1000, *, rounds: int = 20, warmup: int = 2, 
 
 __all__ = [
     "MODES",
+    "NODE_FIELDS",
     "InstrumentedModule",
     "NodeProfiler",
     "NodeTiming",

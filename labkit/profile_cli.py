@@ -63,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
         print(report.by_op_type().to_text())
         for path, write in ((args.csv, report.to_csv), (args.json, report.to_json)):
             if path:
-                print(f"wrote {write(path)}")
+                try:
+                    print(f"wrote {write(path)}")
+                except OSError as exc:
+                    print(f"error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+                    return 2
     except LabkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

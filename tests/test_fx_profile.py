@@ -10,6 +10,7 @@ from torch import nn
 
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.fx_profile import (
+    NODE_FIELDS,
     SUMMARY_HEADERS,
     InstrumentedModule,
     NodeProfiler,
@@ -211,3 +212,52 @@ def test_results_show_as_their_text_in_ipython():
 
     report = profile_model(small_cnn(), X, runs=1)
     assert pretty(report) == report.to_text() and pretty(report.by_op_type()) == report.by_op_type().to_text()
+
+
+@pytest.mark.parametrize("mode", ["fast", "interpreter"])
+def test_profiling_leaves_a_training_mode_model_unchanged(mode):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()
+    before = {k: b.clone() for k, b in model.named_buffers()}
+    profile_model(model, X, warmup=1, runs=2, mode=mode)
+    for name, buffer in model.named_buffers():
+        assert torch.equal(buffer, before[name]), name
+    assert model.training
+
+
+def test_node_profiler_shares_the_parameters_and_owns_the_buffers():
+    model = small_cnn()
+    profiler = NodeProfiler(model, X)
+    assert {id(p) for p in profiler.graph_module.parameters()} == {id(p) for p in model.parameters()}
+    assert not {id(b) for b in profiler.graph_module.buffers()} & {id(b) for b in model.buffers()}
+
+
+def test_interpreter_synchronizes_the_device_it_is_given():
+    parameter_free = lambda x: torch.relu(x) + 1  # noqa: E731 - no parameters to take a device from
+    assert ProfilingInterpreter(parameter_free).device == torch.device("cpu")
+    assert ProfilingInterpreter(parameter_free, device="meta").device == torch.device("meta")
+    profiler = NodeProfiler(parameter_free, X.to("meta"), mode="interpreter")
+    assert profiler._interpreter.device == torch.device("meta")
+
+
+def test_csv_columns_are_the_node_fields():
+    report = profile_model(small_cnn(), X, runs=1)
+    assert tuple(report.rows[0].as_dict()) == NODE_FIELDS
+
+
+def test_an_empty_report_writes_a_header_only_csv_and_json(tmp_path):
+    report = profile_model(small_cnn(), X, runs=1)
+    empty = ProfileReport([], report.total, report.mode, report.warmup)
+    with open(empty.to_csv(tmp_path / "empty.csv"), newline="") as handle:
+        assert next(csv.reader(handle)) == list(NODE_FIELDS)
+    assert json.loads(empty.to_json(tmp_path / "empty.json").read_text())["nodes"] == []
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    report = profile_model(small_cnn(), X, runs=1)
+    target = tmp_path / "p.csv"
+    target.write_text("old")
+    monkeypatch.setattr(csv.DictWriter, "writerows", lambda self, rows: 1 / 0)  # fails mid-write
+    with pytest.raises(ZeroDivisionError):
+        report.to_csv(target)
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["p.csv"]

@@ -37,3 +37,12 @@ def test_bad_input_is_one_clear_line_and_exit_code_2(args, message, capsys):
 def test_unknown_mode_is_rejected_by_argparse():
     with pytest.raises(SystemExit):
         main(["profile", "resnet18", "--mode", "turbo"])
+
+
+def test_an_unwritable_output_path_is_one_clear_line_and_exit_code_2(tmp_path, capsys):
+    missing = tmp_path / "no-such-folder" / "out.csv"
+    argv = ["profile", "resnet18", "--size", "32", "--warmup", "0", "--runs", "1", "--csv", str(missing)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: cannot write {missing}: No such file or directory\n"
+    assert not missing.parent.exists()

@@ -82,3 +82,10 @@ def test_sorting_by_mean_puts_the_slowest_first(widget):
 def test_bad_model_fails_at_construction_with_a_labkit_error():
     with pytest.raises(LabkitTypeError):
         LiveProfile(42, X)
+
+
+def test_a_model_input_mismatch_shows_in_the_status_and_re_enables_the_button():
+    widget = LiveProfile(nn.Sequential(nn.Conv2d(3, 4, 3)), torch.randn(1, 5, 8, 8))
+    widget.run()
+    assert widget.status.value.startswith("<b>error:</b> RuntimeError: ")
+    assert "5 channels" in widget.status.value and not widget.button.disabled and widget.report is None

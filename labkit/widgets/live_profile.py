@@ -16,7 +16,6 @@ from typing import Any
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from labkit.errors import LabkitError
 from labkit.fx_profile import NodeProfiler, ProfileReport
 from labkit.plots import new_figure, to_png
 from labkit.tables import render_html
@@ -74,8 +73,8 @@ class LiveProfile(widgets.VBox):
                 self.progress.value = done
                 self.status.value = f"run {done} of {self.runs.value}: total {html.escape(str(self.report.total))}"
                 self.redraw()
-        except LabkitError as exc:
-            self.status.value = f"<b>error:</b> {html.escape(str(exc))}"
+        except Exception as exc:  # noqa: BLE001 - in a button callback it would only reach the log
+            self.status.value = f"<b>error:</b> {html.escape(f'{type(exc).__name__}: {exc}')}"
         finally:
             self.button.disabled = False
 
