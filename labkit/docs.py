@@ -188,7 +188,12 @@ def replace_folder(staging: Path, out_dir: Path) -> None:
     if out_dir.exists():
         old = out_dir.with_name(f".{out_dir.name}-old-{os.getpid()}")
         out_dir.rename(old)
-    staging.rename(out_dir)
+    try:
+        staging.rename(out_dir)
+    except BaseException:
+        if old is not None:
+            old.rename(out_dir)  # put the previous output back where it was
+        raise
     if old is not None:
         shutil.rmtree(old)
 

@@ -150,15 +150,17 @@ def benchmark_formats(
     """Time ``model(example_input)`` in both layouts for each precision, interleaved in ``rounds``.
 
     ``min_run_time`` seconds per layout and precision are split over the rounds.
-    A precision the device cannot run is skipped and named in ``.skipped``.
+    Each layout first gets ``warmup`` untimed calls (at least one: the first
+    call also tells whether the device can run the precision at all). A
+    precision the device cannot run is skipped and named in ``.skipped``.
     ``model`` and ``example_input`` are left untouched (copies are converted).
     """
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(f"Expected a torch.nn.Module, got {type(model).__name__}.")
     if not isinstance(example_input, torch.Tensor) or example_input.dim() not in (4, 5):
         raise LabkitValueError("example_input must be a 4-D (N, C, H, W) or 5-D (N, C, D, H, W) tensor.")
-    if rounds < 1 or warmup < 0 or min_run_time <= 0:
-        raise LabkitValueError("Use rounds >= 1, warmup >= 0 and min_run_time > 0 (seconds).")
+    if rounds < 1 or warmup < 1 or min_run_time <= 0:
+        raise LabkitValueError("Use rounds >= 1, warmup >= 1 (the first call checks the precision runs) and min_run_time > 0 (seconds).")
     device = pick_device(device)
     names = tuple(precisions) if precisions is not None else DEFAULT_PRECISIONS.get(device.type, ("fp32",))
     unknown = [name for name in names if name not in PRECISIONS]
@@ -171,7 +173,7 @@ def benchmark_formats(
         runners = {layout: _runner(model, example_input, PRECISIONS[name], device, layout) for layout in LAYOUTS}
         try:
             for run in runners.values():
-                for _ in range(max(warmup, 1)):
+                for _ in range(warmup):
                     run()
         except RuntimeError as exc:
             skipped[name] = str(exc).splitlines()[0]

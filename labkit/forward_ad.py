@@ -252,7 +252,7 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
         raise LabkitValueError("hvp takes one tensor x and one tensor v of the same shape.")
     _check_pairs(primal_tuple, tangent_tuple)
     try:
-        return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
+        return torch.func.jvp(torch.func.grad(f), primal_tuple, tangent_tuple)[1]
     except NotImplementedError as exc:
         if not _is_missing_forward_formula(exc):
             raise

@@ -7,9 +7,10 @@ dimension, ``jacrev`` pulls one cotangent per *output* dimension, so for a fixed
 input size the time of ``jacrev`` grows with the output size and ``jacfwd``'s
 barely does; the two curves cross near ``out == in``.
 
-Timings come from ``torch.utils.benchmark`` (through :func:`labkit.timing.benchmark`)
-and side-by-side interleaved rounds (:func:`labkit.timing.compare`); this module
-only builds the problems and the result objects.
+jacfwd and jacrev are timed with ``torch.utils.benchmark.Timer`` directly, in
+alternating single-thread rounds (``_alternating_timeit``); the JVP against a
+forward pass goes through :func:`labkit.timing.compare`, which interleaves its
+rounds. This module only builds the problems and the result objects.
 """
 from __future__ import annotations
 

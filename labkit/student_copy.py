@@ -19,6 +19,7 @@ import argparse
 import ast
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         written = make_student_copy(args.notebooks, args.out_dir, with_solutions=args.with_solutions, force=args.force)
     except LabkitError as exc:
-        print(f"student-copy: {exc}")
+        print(f"student-copy: {exc}", file=sys.stderr)
         return 1
     extra = " and solutions/" if args.with_solutions else ""
     print(f"student-copy: {len(written)} notebooks, README.md{extra} in {args.out_dir}")

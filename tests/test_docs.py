@@ -108,3 +108,23 @@ def test_vendored_bundles_ship_with_their_licenses() -> None:
     for folder, bundle in [("html-manager", "embed.js"), ("mathjax", "tex-svg.js")]:
         assert (docs.VENDOR / folder / bundle).stat().st_size > 100_000
         assert "copyright" in (docs.VENDOR / folder / "LICENSE").read_text().lower()
+
+
+def test_failed_swap_puts_the_old_output_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, staging = tmp_path / "site", tmp_path / ".site-new"
+    out.mkdir()
+    (out / "index.html").write_text("old site")
+    staging.mkdir()
+    real_rename, calls = Path.rename, []
+
+    def rename_failing_second_time(self: Path, target: Path) -> Path:
+        calls.append(self)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename_failing_second_time)
+    with pytest.raises(OSError, match="disk full"):
+        docs.replace_folder(staging, out)
+    assert (out / "index.html").read_text() == "old site"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".site-new", "site"]

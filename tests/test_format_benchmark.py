@@ -41,7 +41,7 @@ def test_renders_text_html_and_json(result):
 def test_model_and_input_left_untouched():
     model = nn.Conv2d(3, 4, 3)
     x = torch.randn(1, 3, 6, 6)
-    benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=0)
+    benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=1)
     assert model.weight.is_contiguous() and model.weight.dtype == torch.float32 and model.training
     assert x.is_contiguous()
 
@@ -69,3 +69,5 @@ def test_bad_arguments():
         benchmark_formats(model, torch.randn(1, 3, 4, 4), precisions=["fp8"], device="cpu")
     with pytest.raises(LabkitValueError, match="rounds"):
         benchmark_formats(model, torch.randn(1, 3, 4, 4), rounds=0, device="cpu")
+    with pytest.raises(LabkitValueError, match="warmup >= 1"):
+        benchmark_formats(model, torch.randn(1, 3, 4, 4), warmup=0, device="cpu")

@@ -237,6 +237,14 @@ def test_hvp_matches_full_hessian(f):
     torch.testing.assert_close(hvp(f, x, v), torch.func.hessian(f)(x) @ v)
 
 
+def test_hvp_takes_one_tensor_in_a_list_or_tuple():
+    x, v = _pair(4)
+    f = lambda x: (x.sin() ** 2).sum()  # noqa: E731
+    expected = hvp(f, x, v)
+    torch.testing.assert_close(hvp(f, [x], [v]), expected)
+    torch.testing.assert_close(hvp(f, (x,), (v,)), expected)
+
+
 def test_hvp_needs_a_scalar_function():
     x, v = _pair(3)
     with pytest.raises(LabkitValueError, match="scalar"):

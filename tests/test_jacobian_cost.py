@@ -111,3 +111,13 @@ def test_jvp_overhead_restores_the_thread_count():
     with pytest.raises(LabkitValueError, match="num_threads"):
         jvp_overhead(mlp((4, 4)), torch.randn(1, 4), num_threads=0)
     assert torch.get_num_threads() == before
+
+
+def test_module_docstring_names_only_timing_helpers_it_uses():
+    import re
+
+    import labkit.jacobian_cost as module
+
+    named = re.findall(r":func:`labkit\.timing\.(\w+)`", module.__doc__)
+    assert named, "the docstring should say how the module times"
+    assert [name for name in named if not hasattr(module, name)] == []

@@ -236,7 +236,8 @@ def test_cli_reports_errors_in_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     from labkit.__main__ import main
 
     assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "none")]) == 1
-    assert "not a folder" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "student-copy:" in captured.err and "not a folder" in captured.err and captured.out == ""
     write_lab(tmp_path / "notebooks")
     assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "notebooks"), "--with-solutions"]) == 0
     assert "1 notebooks, README.md and solutions/" in capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 import labkit.widgets.jacobian_scaling as module
+from labkit.errors import LabkitValueError
 from labkit.jacobian_cost import JacobianCost, JacobianSweep
 from labkit.timing import RunStats
 from labkit.widgets import JacobianScaling
@@ -79,3 +80,13 @@ def test_real_core_small_sizes():
     widget = JacobianScaling(in_features=2, out_features=4, batch=None, span=2)
     assert widget.sweep.out_dims == [1, 2, 4]
     assert bytes(widget.image.value).startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [({"in_features": 100}, "in_features"), ({"out_features": 3}, "out_features"), ({"batch": 32}, "batch")],
+)
+def test_choices_outside_the_controls_are_labkit_errors(fake_sweep, kwargs, named):
+    with pytest.raises(LabkitValueError, match=rf"{named} must be one of .*\b16\b"):
+        JacobianScaling(**kwargs)
+    assert fake_sweep == []  # nothing was timed

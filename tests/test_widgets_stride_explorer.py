@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from labkit.widgets import StrideExplorer
-from labkit.widgets.stride_explorer import layout_figure, memory_figure
+from labkit.errors import LabkitValueError
+from labkit.plots import layout_figure, memory_figure
 
 
 @pytest.fixture
@@ -82,3 +83,25 @@ def test_contiguous_memory_strip_keeps_channels_together():
     strip = np.asarray(memory_figure(explorer.tensor).axes[0].images[0].get_array())
     assert strip.flatten()[:8].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert torch.equal(explorer.tensor, torch.arange(8.0).reshape(1, 2, 2, 2))
+
+
+@pytest.mark.parametrize("memory_format", [torch.channels_last, "torch.channels_last", "channels_last"])
+def test_memory_format_as_torch_object_or_name(memory_format):
+    explorer = StrideExplorer(memory_format=memory_format)
+    assert explorer.format.value == "channels_last"
+    assert "(12, 1, 6, 3)" in explorer.strides.value
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"shape": (2, 3, 4)}, r"shape must be \(N, C, H, W\) or \(N, C, D, H, W\)"),
+        ({"shape": (2, 3, 9, 2)}, r"H 1\.\.4"),
+        ({"memory_format": "nhwc"}, "channels_last"),
+        ({"memory_format": torch.preserve_format}, "channels_last_3d"),
+        ({"method": "copy"}, "to, contiguous, permute"),
+    ],
+)
+def test_bad_arguments_are_labkit_errors_naming_the_choices(kwargs, message):
+    with pytest.raises(LabkitValueError, match=message):
+        StrideExplorer(**kwargs)

@@ -13,6 +13,7 @@ import html
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
+from labkit.errors import LabkitValueError
 from labkit.jacobian_cost import JacobianSweep, default_out_dims, jacobian_sweep
 from labkit.plots import new_figure, to_png
 
@@ -46,6 +47,16 @@ def sweep_figure(sweep: JacobianSweep, selected_out: int | None = None) -> Figur
     return figure
 
 
+def _check_choices(in_features: int, out_features: int, batch: int | None) -> None:
+    """The sliders and the dropdown offer fixed choices; say which, before building them."""
+    for name, value in (("in_features", in_features), ("out_features", out_features)):
+        if value not in SIZES:
+            raise LabkitValueError(f"{name} must be one of the slider sizes {SIZES}, got {value!r}.")
+    batches = [value for _, value in BATCH_OPTIONS]
+    if batch not in batches:
+        raise LabkitValueError(f"batch must be one of {batches}, got {batch!r}.")
+
+
 class JacobianScaling(widgets.VBox):
     """Sliders for input and output size, a batch option, and a live jacfwd/jacrev plot."""
 
@@ -58,6 +69,7 @@ class JacobianScaling(widgets.VBox):
         span: int = 8,
         run: bool = True,
     ) -> None:
+        _check_choices(in_features, out_features, batch)
         self.span = span
         self.in_slider = widgets.SelectionSlider(options=SIZES, value=in_features, description="input dim", continuous_update=False)
         self.out_slider = widgets.SelectionSlider(options=SIZES, value=out_features, description="output dim", continuous_update=False)

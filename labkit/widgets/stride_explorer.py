@@ -5,7 +5,8 @@ to believe from a printed tuple. This widget draws each element of a small
 tensor at its logical (n, c, h, w) place, labelled and coloured by its offset
 in memory, next to the flat memory itself, so the learner sees the channel
 dimension become the densest one. Every number comes from
-:mod:`labkit.memory_format`; this module only renders it.
+:mod:`labkit.memory_format` and both pictures from :mod:`labkit.plots`; this
+module only wires the controls to them.
 """
 from __future__ import annotations
 
@@ -14,86 +15,39 @@ import html
 import ipywidgets as widgets
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 
-from labkit.errors import LabkitError
+from labkit.errors import LabkitError, LabkitValueError
 from labkit.memory_format import (
     CONVERSION_METHODS,
     FORMATS,
+    FormatLike,
     LayoutDescription,
     convert,
     describe,
-    elements_in_memory_order,
-    memory_offsets,
+    format_name,
 )
-from labkit.plots import new_figure, to_png
+from labkit.plots import layout_figure, memory_figure, to_png
 
-MEMORY_ROW = 16  # elements per row in the flat-memory panel
-
-
-def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
-    """Offsets laid out as blocks of H x W cells: one block column per channel, one block row per n (and d).
-
-    Returns the grid (NaN in the one-cell gaps between blocks) and the column and
-    row labels as (position, ..., text) for the picture.
-    """
-    offsets = memory_offsets(tensor)
-    five_d = offsets.dim() == 5
-    if not five_d:
-        offsets = offsets.unsqueeze(2)  # treat NCHW as NCDHW with D = 1
-    n_size, c_size, d_size, h_size, w_size = offsets.shape
-    grid = np.full((n_size * d_size * (h_size + 1) - 1, c_size * (w_size + 1) - 1), np.nan)
-    row_labels = []
-    for n in range(n_size):
-        for d in range(d_size):
-            row = (n * d_size + d) * (h_size + 1)
-            row_labels.append((row + (h_size - 1) / 2, f"n={n}, d={d}" if five_d else f"n={n}"))
-            for c in range(c_size):
-                col = c * (w_size + 1)
-                grid[row : row + h_size, col : col + w_size] = offsets[n, c, d].numpy()
-    column_labels = [(c * (w_size + 1) + (w_size - 1) / 2, f"c={c}") for c in range(c_size)]
-    return grid, column_labels, row_labels
+#: The largest size each slider offers: small enough that every element stays readable.
+SLIDER_MAX = {"N": 2, "C": 4, "D": 2, "H": 4, "W": 4}
 
 
-def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
-    """Each element at its logical place, labelled and coloured by its memory offset."""
-    grid, column_labels, row_labels = _block_grid(tensor)
-    figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.6), max(1.8, 0.42 * grid.shape[0] + 0.9))
-    axes = figure.add_subplot()
-    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(tensor.numel() - 1, 1))
-    for (row, col), value in np.ndenumerate(grid):
-        if not np.isnan(value):
-            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
-                      color="white" if value < 0.6 * tensor.numel() else "black")
-    for x, label in column_labels:
-        axes.text(x, -0.9, label, ha="center", va="center", fontsize=8)
-    for y, label in row_labels:
-        axes.text(-0.9, y, label, ha="right", va="center", fontsize=8)
-    axes.set_xlim(-1.5, grid.shape[1] - 0.5)
-    axes.set_ylim(grid.shape[0] - 0.5, -1.5)
-    axes.set_axis_off()
-    figure.colorbar(image, ax=axes, shrink=0.8, label="offset in memory")
-    axes.set_title(title or "logical layout, number = offset in memory", fontsize=9)
-    return figure
-
-
-def memory_figure(tensor: torch.Tensor) -> Figure:
-    """The flat memory, in order, each cell coloured and numbered by its element's channel."""
-    channels = [index[1] for index in elements_in_memory_order(tensor)]
-    rows = -(-len(channels) // MEMORY_ROW)
-    strip = np.full((rows, MEMORY_ROW), np.nan)
-    strip.flat[: len(channels)] = channels
-    figure = new_figure(0.42 * MEMORY_ROW + 0.6, 0.42 * rows + 0.8)
-    axes = figure.add_subplot()
-    axes.imshow(strip, cmap="tab10", vmin=0, vmax=9)
-    for (row, col), value in np.ndenumerate(strip):
-        if not np.isnan(value):
-            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8, color="white")
-    axes.set_xticks(range(MEMORY_ROW))
-    axes.set_yticks(range(rows), [f"{MEMORY_ROW * r}" for r in range(rows)])
-    axes.tick_params(labelsize=7, length=0)
-    axes.set_title("flat memory, offset 0 top left; colour and number = channel c", fontsize=9)
-    return figure
+def _check_arguments(shape: tuple[int, ...], memory_format: FormatLike, method: str) -> str:
+    """Reject what the controls cannot show, before any widget is built; return the format's name."""
+    letters = "NCDHW" if len(shape) == 5 else "NCHW"
+    sizes_ok = isinstance(shape, (tuple, list)) and len(shape) in (4, 5) and all(
+        isinstance(size, int) and 1 <= size <= SLIDER_MAX[letter] for letter, size in zip(letters, shape)
+    )
+    if not sizes_ok:
+        limits = ", ".join(f"{letter} 1..{top}" for letter, top in SLIDER_MAX.items())
+        raise LabkitValueError(
+            f"shape must be (N, C, H, W) or (N, C, D, H, W) with sizes {limits}; got {shape!r}. "
+            "Try shape=(2, 3, 2, 2)."
+        )
+    name = format_name(memory_format)
+    if method not in CONVERSION_METHODS:
+        raise LabkitValueError(f"Unknown conversion method {method!r}; use one of {', '.join(CONVERSION_METHODS)}.")
+    return name
 
 
 def _slider(name: str, value: int, top: int) -> widgets.IntSlider:
@@ -103,13 +57,14 @@ def _slider(name: str, value: int, top: int) -> widgets.IntSlider:
 class StrideExplorer(widgets.VBox):
     """Sliders for N, C, H, W (and D), format and method dropdowns, and live pictures."""
 
-    def __init__(self, shape: tuple[int, ...] = (2, 3, 2, 2), memory_format: str = "channels_last", method: str = "to") -> None:
+    def __init__(self, shape: tuple[int, ...] = (2, 3, 2, 2), memory_format: FormatLike = "channels_last", method: str = "to") -> None:
+        memory_format = _check_arguments(shape, memory_format, method)
         five_d = len(shape) == 5
         n, c, *spatial = shape
         h, w = spatial[-2:]
         depth = spatial[0] if five_d else 2
-        self.n, self.c, self.h, self.w = _slider("N", n, 2), _slider("C", c, 4), _slider("H", h, 4), _slider("W", w, 4)
-        self.d = _slider("D", depth, 2)
+        self.n, self.c, self.h, self.w = (_slider(letter, size, SLIDER_MAX[letter]) for letter, size in zip("NCHW", (n, c, h, w)))
+        self.d = _slider("D", depth, SLIDER_MAX["D"])
         self.five_d = widgets.Checkbox(value=five_d, description="5-D (add D)")
         self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description="format")
         self.method = widgets.Dropdown(options=list(CONVERSION_METHODS), value=method, description="method")
