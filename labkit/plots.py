@@ -11,9 +11,14 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+import numpy as np
 from matplotlib.figure import Figure
 
+from labkit.memory_format import elements_in_memory_order, memory_offsets
+
 if TYPE_CHECKING:
+    import torch
+
     from labkit.capstone import VariantComparison
 
 
@@ -44,4 +49,72 @@ def variant_bars(comparison: VariantComparison) -> Figure:
     for y, result in zip(positions, results):
         axes.text(0, y, f" {result.speedup:.2f}x", va="center", color="white", fontweight="bold")
     axes.set_xlabel("median time per forward pass (ms); error bar spans the IQR")
+    return figure
+
+
+MEMORY_ROW = 16  # elements per row in the flat-memory panel
+
+
+def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+    """Offsets laid out as blocks of H x W cells: one block column per channel, one block row per n (and d).
+
+    Returns the grid (NaN in the one-cell gaps between blocks) and the column and
+    row labels as (position, ..., text) for the picture.
+    """
+    offsets = memory_offsets(tensor)
+    five_d = offsets.dim() == 5
+    if not five_d:
+        offsets = offsets.unsqueeze(2)  # treat NCHW as NCDHW with D = 1
+    n_size, c_size, d_size, h_size, w_size = offsets.shape
+    grid = np.full((n_size * d_size * (h_size + 1) - 1, c_size * (w_size + 1) - 1), np.nan)
+    row_labels = []
+    for n in range(n_size):
+        for d in range(d_size):
+            row = (n * d_size + d) * (h_size + 1)
+            row_labels.append((row + (h_size - 1) / 2, f"n={n}, d={d}" if five_d else f"n={n}"))
+            for c in range(c_size):
+                col = c * (w_size + 1)
+                grid[row : row + h_size, col : col + w_size] = offsets[n, c, d].numpy()
+    column_labels = [(c * (w_size + 1) + (w_size - 1) / 2, f"c={c}") for c in range(c_size)]
+    return grid, column_labels, row_labels
+
+
+def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
+    """Each element at its logical place, labelled and coloured by its memory offset."""
+    grid, column_labels, row_labels = _block_grid(tensor)
+    figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.6), max(1.8, 0.42 * grid.shape[0] + 0.9))
+    axes = figure.add_subplot()
+    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(tensor.numel() - 1, 1))
+    for (row, col), value in np.ndenumerate(grid):
+        if not np.isnan(value):
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
+                      color="white" if value < 0.6 * tensor.numel() else "black")
+    for x, label in column_labels:
+        axes.text(x, -0.9, label, ha="center", va="center", fontsize=8)
+    for y, label in row_labels:
+        axes.text(-0.9, y, label, ha="right", va="center", fontsize=8)
+    axes.set_xlim(-1.5, grid.shape[1] - 0.5)
+    axes.set_ylim(grid.shape[0] - 0.5, -1.5)
+    axes.set_axis_off()
+    figure.colorbar(image, ax=axes, shrink=0.8, label="offset in memory")
+    axes.set_title(title or "logical layout, number = offset in memory", fontsize=9)
+    return figure
+
+
+def memory_figure(tensor: torch.Tensor) -> Figure:
+    """The flat memory, in order, each cell coloured and numbered by its element's channel."""
+    channels = [index[1] for index in elements_in_memory_order(tensor)]
+    rows = -(-len(channels) // MEMORY_ROW)
+    strip = np.full((rows, MEMORY_ROW), np.nan)
+    strip.flat[: len(channels)] = channels
+    figure = new_figure(0.42 * MEMORY_ROW + 0.6, 0.42 * rows + 0.8)
+    axes = figure.add_subplot()
+    axes.imshow(strip, cmap="tab10", vmin=0, vmax=9)
+    for (row, col), value in np.ndenumerate(strip):
+        if not np.isnan(value):
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8, color="white")
+    axes.set_xticks(range(MEMORY_ROW))
+    axes.set_yticks(range(rows), [f"{MEMORY_ROW * r}" for r in range(rows)])
+    axes.tick_params(labelsize=7, length=0)
+    axes.set_title("flat memory, offset 0 top left; colour and number = channel c", fontsize=9)
     return figure
