@@ -233,7 +233,9 @@ def test_node_profiler_shares_the_parameters_and_owns_the_buffers():
 
 
 def test_interpreter_synchronizes_the_device_it_is_given():
-    parameter_free = lambda x: torch.relu(x) + 1  # noqa: E731 - no parameters to take a device from
+    def parameter_free(x):  # no parameters to take a device from
+        return torch.relu(x) + 1
+
     assert ProfilingInterpreter(parameter_free).device == torch.device("cpu")
     assert ProfilingInterpreter(parameter_free, device="meta").device == torch.device("meta")
     profiler = NodeProfiler(parameter_free, X.to("meta"), mode="interpreter")
