@@ -239,7 +239,10 @@ def test_hvp_matches_full_hessian(f):
 
 def test_hvp_takes_one_tensor_in_a_list_or_tuple():
     x, v = _pair(4)
-    f = lambda x: (x.sin() ** 2).sum()  # noqa: E731
+
+    def f(x):
+        return (x.sin() ** 2).sum()
+
     expected = hvp(f, x, v)
     torch.testing.assert_close(hvp(f, [x], [v]), expected)
     torch.testing.assert_close(hvp(f, (x,), (v,)), expected)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from labkit.widgets import StrideExplorer
 from labkit.errors import LabkitValueError
 from labkit.plots import layout_figure, memory_figure
+from labkit.widgets import StrideExplorer
 
 
 @pytest.fixture
