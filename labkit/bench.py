@@ -201,7 +201,7 @@ def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
         result.add(BenchFigure(key, f"speedup of {name} over eager (ResNet18, batch {config.resnet_batch})",
                                r.speedup, "x", spread, *goal))
     maxpool_ms = {name: report.by_op_type().seconds["MaxPool2d"] * 1e3
-                  for name, report in capstone.profile_variants(variants[:2]).items()}
+                  for name, report in capstone.profile_variants(variants[:2], runs=config.crosscheck_runs).items()}
     collapse = maxpool_ms[capstone.EAGER] / maxpool_ms[capstone.CHANNELS_LAST]
     result.add(BenchFigure("P3.maxpool_collapse", "MaxPool2d time, contiguous over channels_last (labkit profile)",
                            collapse, "x"))
