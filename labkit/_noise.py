@@ -7,7 +7,8 @@ message, so a real warning still reaches the learner. Seen with torch 2.14.1:
 - ``torch.utils.cpp_extension`` (imported by ``torch.utils.benchmark``) logs
   "No CUDA runtime is found" on a CUDA build without a GPU;
 - ``torch.jit.script`` is deprecated (FutureWarning) and some torch.func /
-  autograd.functional paths call it on first use;
+  autograd.functional paths call it on first use; ``optimize_for_inference``
+  calls the equally deprecated ``torch.jit.script_method``;
 - torch.profiler's native code writes ``USDT:`` and ``gpuGetDeviceCount failed``
   lines straight to file descriptor 2, below Python's ``sys.stderr``.
 """
@@ -22,7 +23,10 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 
-KNOWN_WARNING_MESSAGES = (r"`torch\.jit\.script` is deprecated",)
+KNOWN_WARNING_MESSAGES = (
+    r"`torch\.jit\.script` is deprecated",
+    r"`torch\.jit\.script_method` is deprecated",  # optimize_for_inference uses it
+)
 KNOWN_NATIVE_LINES = re.compile(
     r"^(USDT:|.*gpuGetDeviceCount failed|.*No CUDA runtime is found|"
     r".*\[W\d+ .*(kineto|CUPTI|cupti).*|STAGE:.*ActivityProfilerController.*)"

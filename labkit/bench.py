@@ -191,6 +191,7 @@ def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
     model, x = _resnet18_and_input(config)
     include_compiled = config.include_compiled and capstone.compiler_available()
     variants = capstone.build_variants(model, x, include_compiled=include_compiled)
+    variants.append(capstone.optimize_for_inference_variant(variants[0]))
     comparison = capstone.compare_variants(variants, rounds=config.variant_rounds)
     eager = comparison[capstone.EAGER].stats
     for name, key in ((capstone.CHANNELS_LAST, "P3.channels_last"), (capstone.FUSED, "P3.fused"),
@@ -200,6 +201,9 @@ def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
         goal = (">= 1.5", r.speedup >= 1.5) if name == capstone.FUSED_CHANNELS_LAST else ("", None)
         result.add(BenchFigure(key, f"speedup of {name} over eager (ResNet18, batch {config.resnet_batch})",
                                r.speedup, "x", spread, *goal))
+    r = comparison[capstone.OPTIMIZED_FOR_INFERENCE]
+    result.add(BenchFigure("P3.optimize_for_inference", "speedup of optimize_for_inference over eager", r.speedup, "x",
+                           r.speedup * (r.stats.iqr / r.stats.median + eager.iqr / eager.median)))
     maxpool_ms = {name: report.by_op_type().seconds["MaxPool2d"] * 1e3
                   for name, report in capstone.profile_variants(variants[:2], runs=config.crosscheck_runs).items()}
     collapse = maxpool_ms[capstone.EAGER] / maxpool_ms[capstone.CHANNELS_LAST]

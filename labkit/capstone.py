@@ -36,6 +36,7 @@ CHANNELS_LAST = "channels_last"
 FUSED = "fused"
 FUSED_CHANNELS_LAST = "fused + channels_last"
 COMPILED = "compiled (fused + channels_last)"
+OPTIMIZED_FOR_INFERENCE = "optimize_for_inference"
 
 
 @dataclass
@@ -88,6 +89,19 @@ def build_variants(model: nn.Module, *inputs: torch.Tensor, include_compiled: bo
     if include_compiled:
         variants.append(compile_variant(variants[-1]))
     return variants
+
+
+def optimize_for_inference_variant(base: Variant) -> Variant:
+    """The library's one-call CPU recipe: ``torch.fx.experimental.optimization.optimize_for_inference``.
+
+    It fuses Conv+BN, removes dropout and moves convolutions to MKLDNN layouts;
+    the capstone compares it with the hand-made variants.
+    """
+    from torch.fx.experimental.optimization import optimize_for_inference
+
+    silence_known_warnings()
+    optimized = optimize_for_inference(copy.deepcopy(base.model))
+    return Variant(OPTIMIZED_FOR_INFERENCE, optimized, base.inputs, "torch.fx.experimental.optimization.optimize_for_inference")
 
 
 def compile_variant(base: Variant) -> Variant:

@@ -25,7 +25,7 @@ def smoke_json(tmp_path_factory):
 
 EXPECTED = [
     "P1.interpreter", "P1.fast", "P2.max_difference", "P2.max_difference_all", "P3.channels_last", "P3.fused",
-    "P3.fused_channels_last", "P3.maxpool_collapse", "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
+    "P3.fused_channels_last", "P3.maxpool_collapse", "P3.optimize_for_inference", "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
     "P5.crossover_out", "notebook.00_start_here", "import.labkit_over_torch",
 ]
 

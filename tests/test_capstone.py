@@ -85,3 +85,14 @@ def test_break_even_runs():
     assert break_even_runs(comparison, COMPILED) == pytest.approx(1000)
     slower = VariantComparison([result(FUSED_CHANNELS_LAST, 0.10), result(COMPILED, 0.12, setup=20.0)])
     assert break_even_runs(slower, COMPILED) is None
+
+
+def test_optimize_for_inference_variant_matches_eager(small):
+    from labkit.capstone import OPTIMIZED_FOR_INFERENCE, optimize_for_inference_variant
+
+    model, x = small
+    variants = build_variants(model, x)
+    variants.append(optimize_for_inference_variant(variants[0]))
+    comparison = compare_variants(variants, rounds=1, warmup=0)
+    assert comparison[OPTIMIZED_FOR_INFERENCE].allclose
+    assert variants[0].model is model and model[0].weight.is_contiguous()
