@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-
 from labkit._noise import filtered_native_stderr, silence_known_warnings
 from labkit.errors import LabkitValueError
 from labkit.fx_profile import NodeProfiler

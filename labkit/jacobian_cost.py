@@ -22,10 +22,10 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch import nn
 
+from labkit._noise import import_benchmark
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad import jvp
 from labkit.tables import ShowsAsTable, Table
-from labkit._noise import import_benchmark
 from labkit.timing import RunStats, compare, format_seconds
 
 DEFAULT_HIDDEN = 64

@@ -3,7 +3,14 @@ import torch
 from torch import nn
 
 from labkit.capstone import (
-    CHANNELS_LAST, EAGER, FUSED, FUSED_CHANNELS_LAST, build_variants, challenge_input, challenge_model, compare_variants,
+    CHANNELS_LAST,
+    EAGER,
+    FUSED,
+    FUSED_CHANNELS_LAST,
+    build_variants,
+    challenge_input,
+    challenge_model,
+    compare_variants,
 )
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.plots import to_png, variant_bars

@@ -11,9 +11,9 @@ import html
 import sysconfig
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 
 class Status(str, Enum):
