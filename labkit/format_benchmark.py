@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from labkit._noise import import_benchmark
 from labkit.device import device_line, pick_device
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.format_conversion import convert_model_per_layer
 from labkit.tables import ShowsAsTable, Table
-from labkit.timing import RunStats, format_seconds
+from labkit.timing import RunStats, compare_autorange, format_seconds
 
 
 @dataclass(frozen=True)
@@ -166,7 +165,6 @@ def benchmark_formats(
     unknown = [name for name in names if name not in PRECISIONS]
     if unknown:
         raise LabkitValueError(f"Unknown precision(s) {unknown}; use some of {list(PRECISIONS)}.")
-    bench = import_benchmark()
     threads = num_threads or torch.get_num_threads()
     timings, skipped = [], {}
     for name in names:
@@ -178,11 +176,7 @@ def benchmark_formats(
         except RuntimeError as exc:
             skipped[name] = str(exc).splitlines()[0]
             continue
-        timers = {layout: bench.Timer(stmt="run()", globals={"run": run}, num_threads=threads) for layout, run in runners.items()}
-        samples: dict[str, list[float]] = {layout: [] for layout in LAYOUTS}
-        for _ in range(rounds):
-            for layout, timer in timers.items():
-                samples[layout].extend(timer.blocked_autorange(min_run_time=min_run_time / rounds).times)
-        timings.append(FormatTiming(name, *(RunStats.from_samples(samples[layout]) for layout in LAYOUTS)))
+        stats = compare_autorange(runners, rounds=rounds, min_run_time=min_run_time, num_threads=threads)
+        timings.append(FormatTiming(name, *(stats[layout] for layout in LAYOUTS)))
     label = device_line(device) if device.type != "cpu" else "cpu"
     return FormatBenchmark(label, tuple(example_input.shape), threads, timings, skipped)

@@ -7,10 +7,10 @@ dimension, ``jacrev`` pulls one cotangent per *output* dimension, so for a fixed
 input size the time of ``jacrev`` grows with the output size and ``jacfwd``'s
 barely does; the two curves cross near ``out == in``.
 
-jacfwd and jacrev are timed with ``torch.utils.benchmark.Timer`` directly, in
-alternating single-thread rounds (``_alternating_timeit``); the JVP against a
-forward pass goes through :func:`labkit.timing.compare`, which interleaves its
-rounds. This module only builds the problems and the result objects.
+jacfwd and jacrev are timed with :func:`labkit.timing.compare_autorange`
+(``torch.utils.benchmark`` blocks, alternating single-thread rounds); the JVP
+against a forward pass goes through :func:`labkit.timing.compare`, which
+interleaves its rounds. This module only builds the problems and the result objects.
 """
 from __future__ import annotations
 
@@ -22,11 +22,10 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch import nn
 
-from labkit._noise import import_benchmark
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad import jvp
 from labkit.tables import ShowsAsTable, Table
-from labkit.timing import RunStats, compare, format_seconds
+from labkit.timing import RunStats, compare, compare_autorange, format_seconds
 
 DEFAULT_HIDDEN = 64
 
@@ -132,30 +131,14 @@ def jacobian_cost(
         forward_mode, reverse_mode = torch.func.vmap(forward_mode), torch.func.vmap(reverse_mode)
     if not torch.allclose(forward_mode(x), reverse_mode(x), rtol=1e-4, atol=1e-5):
         raise AssertionError("jacfwd and jacrev disagree; this is a bug in labkit, please report it.")
-    stats = _alternating_timeit({"jacfwd": lambda: forward_mode(x), "jacrev": lambda: reverse_mode(x)}, rounds, budget)
+    # One thread: the crossover is about how many passes each mode makes, and on a busy
+    # machine (a workshop, a shared runner) intra-op threads waiting for each other blur
+    # that count far more than they speed it up.
+    stats = compare_autorange(
+        {"jacfwd": lambda: forward_mode(x), "jacrev": lambda: reverse_mode(x)},
+        rounds=rounds, min_run_time=budget / 2, num_threads=1,
+    )
     return JacobianCost(in_features, out_features, batch, jacfwd=stats["jacfwd"], jacrev=stats["jacrev"])
-
-
-def _alternating_timeit(candidates: dict[str, Callable[[], object]], rounds: int, budget: float) -> dict[str, RunStats]:
-    """``torch.utils.benchmark.Timer.timeit`` for each candidate in turn, ``rounds`` times.
-
-    One untimed call of each warms up and sizes ``number`` (calls per sample)
-    so that all rounds together take about ``budget`` seconds. One thread: the
-    crossover is about how many passes each mode makes, and on a busy machine
-    (a workshop, a shared runner) intra-op threads waiting for each other blur
-    that count far more than they speed it up.
-    """
-    if rounds < 1 or budget <= 0:
-        raise LabkitValueError(f"rounds must be >= 1 and budget > 0 (got rounds={rounds}, budget={budget}).")
-    bench = import_benchmark()
-    timers = {name: bench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=1) for name, fn in candidates.items()}
-    one_call = sum(timer.timeit(1).times[0] for timer in timers.values())
-    number = max(1, int(budget / (rounds * one_call)))
-    samples: dict[str, list[float]] = {name: [] for name in timers}
-    for _ in range(rounds):
-        for name, timer in timers.items():
-            samples[name].extend(timer.timeit(number).times)
-    return {name: RunStats.from_samples(values) for name, values in samples.items()}
 
 
 def default_out_dims(in_features: int, span: int = 8) -> list[int]:

@@ -151,6 +151,35 @@ def benchmark(
     return RunStats.from_samples(measurement.times)
 
 
+def compare_autorange(
+    candidates: Mapping[str, Callable[[], object]],
+    *,
+    rounds: int = 3,
+    min_run_time: float = 0.3,
+    num_threads: int | None = None,
+) -> dict[str, RunStats]:
+    """Like :func:`compare`, but each sample is a ``torch.utils.benchmark`` block.
+
+    Rounds alternate between candidates; in each round every candidate runs
+    ``Timer.blocked_autorange`` for ``min_run_time / rounds`` seconds, so each
+    candidate gets about ``min_run_time`` in all. The benchmark Timer picks the
+    block size, synchronizes CUDA and pins ``num_threads`` (default: torch's
+    current setting) for the measurement only.
+    """
+    if rounds < 1 or min_run_time <= 0:
+        raise LabkitValueError(f"Use rounds >= 1 and min_run_time > 0 seconds (got rounds={rounds}, min_run_time={min_run_time}).")
+    if not candidates:
+        raise LabkitValueError("compare_autorange() needs at least one candidate, e.g. {'eager': fn}.")
+    bench = import_benchmark()
+    threads = num_threads or torch.get_num_threads()
+    timers = {name: bench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads) for name, fn in candidates.items()}
+    samples: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            samples[name].extend(timer.blocked_autorange(min_run_time=min_run_time / rounds).times)
+    return {name: RunStats.from_samples(values) for name, values in samples.items()}
+
+
 def compare(
     candidates: Mapping[str, Callable[[], object]],
     *,

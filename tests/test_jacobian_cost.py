@@ -68,7 +68,7 @@ def test_jacobian_problem_rejects_bad_sizes():
 @pytest.mark.parametrize("batch", [None, 2])
 def test_jacobian_cost_measures_both_modes(batch):
     cost = jacobian_cost(4, 6, batch=batch, rounds=2, budget=0.005)
-    assert cost.jacfwd.count == 2 and cost.jacrev.count == 2
+    assert cost.jacfwd.count >= 2 and cost.jacrev.count >= 2  # at least one benchmark block per round
     assert cost.jacfwd.median > 0 and cost.faster in ("jacfwd", "jacrev")
 
 

@@ -89,3 +89,21 @@ def test_benchmark_wraps_torch_utils_benchmark(capfd):
     stats = benchmark(lambda: sum(range(100)), min_run_time=0.01)
     assert stats.count >= 1 and stats.median > 0 and math.isfinite(stats.iqr)
     assert "No CUDA runtime" not in capfd.readouterr().err
+
+
+def test_compare_autorange_alternates_benchmark_blocks():
+    from labkit.timing import compare_autorange
+
+    calls = []
+    result = compare_autorange({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, rounds=2, min_run_time=0.02)
+    assert set(result) == {"a", "b"} and all(stats.count >= 2 and stats.median > 0 for stats in result.values())
+    assert calls.index("b") < len(calls) - 1 - calls[::-1].index("a"), "rounds alternate: some 'a' runs after a 'b'"
+
+
+def test_compare_autorange_rejects_bad_arguments():
+    from labkit.timing import compare_autorange
+
+    with pytest.raises(LabkitValueError, match="rounds >= 1"):
+        compare_autorange({"a": lambda: None}, rounds=0)
+    with pytest.raises(LabkitValueError, match="at least one candidate"):
+        compare_autorange({})
