@@ -342,10 +342,14 @@ class ProfileReport(ShowsAsTable):
         return sorted(self.rows, key=lambda r: getattr(r.stats, key), reverse=descending)
 
     def top(self, k: int = 10, key: str = "mean") -> ProfileReport:
-        """A report with only the ``k`` slowest nodes (percentages stay of the whole run)."""
+        """A report with only the first ``k`` nodes by ``key``: the slowest, or A-Z for ``"name"``.
+
+        Percentages stay those of the whole run.
+        """
         if k < 1:
             raise LabkitValueError(f"k must be at least 1 (got {k}).")
-        return ProfileReport(self.sorted(key)[:k], self.total, self.mode, self.warmup, self.graph_nodes)
+        rows = self.sorted(key, descending=key != "name")[:k]
+        return ProfileReport(rows, self.total, self.mode, self.warmup, self.graph_nodes)
 
     def by_op_type(self) -> OpTypeBreakdown:
         """Sum of mean node times per module class / function name, slowest first."""

@@ -16,10 +16,9 @@ from typing import Any
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from labkit.fx_profile import NodeProfiler, ProfileReport
+from labkit.fx_profile import NodeProfiler, OpTypeBreakdown, ProfileReport
 from labkit.plots import new_figure, to_png
-from labkit.tables import render_html
-from labkit.timing import format_seconds
+from labkit.tables import Table
 
 SORT_KEYS = ("mean", "median", "min", "iqr", "pct", "name")
 TABLE_CLASS = "labkit-live-profile-table"
@@ -78,32 +77,24 @@ class LiveProfile(widgets.VBox):
         finally:
             self.button.disabled = False
 
-    def table_rows(self) -> tuple[list[str], list[list[Any]]]:
-        """Headers and rows currently shown (after top-k, sort and grouping)."""
+    def shown_table(self) -> Table | None:
+        """The core's table for the current view (top-k, sort, grouping), or None before a run."""
         if self.report is None:
-            return [], []
+            return None
         k = self.top_k.value
         if self.group_by_type.value:
             rows = self.report.by_op_type().rows
             if self.sort_by.value == "name":
-                rows = sorted(rows, key=lambda r: r[0])
-            return ["type", "nodes", "mean per run", "% total"], [
-                [t, n, format_seconds(s), f"{p:.1f}"] for t, n, s, p in rows[:k]
-            ]
-        key = self.sort_by.value
-        shown = self.report.sorted(key, descending=key != "name")[:k]
-        return ["node", "type", "mean", "median", "min", "IQR", "% total"], [
-            [r.name, r.op_type, format_seconds(r.stats.mean), format_seconds(r.stats.median),
-             format_seconds(r.stats.min), format_seconds(r.stats.iqr), f"{r.pct:.1f}"]
-            for r in shown
-        ]
+                rows = sorted(rows)
+            return OpTypeBreakdown(rows[:k]).table()
+        return self.report.top(k, self.sort_by.value).table()
 
     def redraw(self) -> None:
         """Re-render the table and the plot from the latest report (no new runs)."""
-        headers, rows = self.table_rows()
-        if not rows:
+        table = self.shown_table()
+        if table is None:
             return
-        self.table.value = f'<div class="{TABLE_CLASS}">{render_html(rows, headers, floatfmt="")}</div>'
+        self.table.value = f'<div class="{TABLE_CLASS}">{table.to_html()}</div>'
         if self.group_by_type.value:
             groups = self.report.by_op_type().rows[: self.top_k.value]
             labels, seconds = [g[0] for g in groups], [g[2] for g in groups]
