@@ -10,6 +10,8 @@ interleaves candidates so that machine noise hits all of them alike.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +21,7 @@ import torch
 
 from labkit._noise import import_benchmark
 from labkit.device import pick_device, synchronize
-from labkit.errors import LabkitValueError
+from labkit.errors import LabkitTypeError, LabkitValueError
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,22 @@ class RunStats:
 
     @classmethod
     def from_samples(cls, samples: Sequence[float]) -> RunStats:
+        """Summarise ``samples`` (seconds).
+
+        Non-finite samples are rejected: ``sorted`` leaves a NaN wherever it happens to
+        sit, so the median and min would depend on the order of the runs.
+        """
         if len(samples) == 0:
             raise LabkitValueError("RunStats needs at least one sample; run the measurement first.")
-        ordered = sorted(float(s) for s in samples)
+        values = [float(s) for s in samples]
+        bad = [(i, v) for i, v in enumerate(values) if not math.isfinite(v)]
+        if bad:
+            where = ", ".join(f"{v} at index {i}" for i, v in bad)
+            raise LabkitValueError(
+                f"samples must be finite seconds, got {where} (of {len(values)} samples). "
+                "Drop failed runs before summarising, or re-run the measurement."
+            )
+        ordered = sorted(values)
         if len(ordered) >= 2:
             q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
         else:
@@ -101,6 +116,9 @@ class SyncTimer:
 
 
 def _check_counts(warmup: int, runs: int, runs_name: str = "runs") -> None:
+    for name, value in ((runs_name, runs), ("warmup", warmup)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise LabkitTypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}); e.g. {name}=5.")
     if runs < 1:
         raise LabkitValueError(
             f"{runs_name} must be at least 1 (got {runs}); use {runs_name}=5 or more for stable statistics."

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from labkit.errors import LabkitValueError
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.timing import RunStats, SyncTimer, benchmark, compare, format_seconds, measure
 
 
@@ -107,3 +107,26 @@ def test_compare_autorange_rejects_bad_arguments():
         compare_autorange({"a": lambda: None}, rounds=0)
     with pytest.raises(LabkitValueError, match="at least one candidate"):
         compare_autorange({})
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("position", [0, -1])
+def test_run_stats_rejects_non_finite_samples_wherever_they_sit(bad, position):
+    samples = [1.0, 2.0, 3.0]
+    samples.insert(position if position == 0 else len(samples), bad)
+    with pytest.raises(LabkitValueError, match=r"samples must be finite.*index (0|3)"):
+        RunStats.from_samples(samples)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"runs": 2.5}, "runs must be a whole number"),
+        ({"runs": "5"}, "runs must be a whole number"),
+        ({"runs": True}, "runs must be a whole number"),
+        ({"warmup": 1.5}, "warmup must be a whole number"),
+    ],
+)
+def test_measure_rejects_non_integer_counts(kwargs, message):
+    with pytest.raises(LabkitTypeError, match=message):
+        measure(lambda: None, **kwargs)
