@@ -8,6 +8,10 @@ shared machine hits both alike, and the result carries median and IQR.
 
 Precisions: on CPU fp32 and bf16 (weights and input cast; skipped where the
 build cannot run it); on a GPU fp32 and fp16 under ``torch.autocast``.
+
+Only a dtype the device or build does not support is skipped. Any other
+failure (a wrong channel count, a ``.view()`` that cannot follow channels_last)
+is the learner's to fix, so it is raised, never reported as "skipped".
 """
 from __future__ import annotations
 
@@ -135,6 +139,81 @@ def _runner(model: nn.Module, example: torch.Tensor, precision: Precision, devic
     return run
 
 
+#: Words torch uses for each reduced dtype, and for a kernel that does not exist for it.
+_DTYPE_WORDS = {torch.bfloat16: ("bfloat16", "bf16"), torch.float16: ("half", "float16", "fp16")}
+_UNSUPPORTED_WORDS = ("not implemented for", "not supported", "unsupported", "does not support")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _sentence(exc: BaseException) -> str:
+    """The first line of ``exc``, ending in a full stop so that a hint can follow it."""
+    line = _first_line(exc)
+    return line if line.endswith((".", "!", "?")) else f"{line}."
+
+
+def _unsupported_dtype(exc: Exception, precision: Precision) -> bool:
+    """True when ``exc`` says the precision's dtype itself cannot run (a missing kernel)."""
+    text = str(exc).lower()
+    return any(word in text for word in _DTYPE_WORDS.get(precision.dtype, ())) and any(
+        word in text for word in _UNSUPPORTED_WORDS
+    )
+
+
+def _input_hint(model: nn.Module, example_input: torch.Tensor) -> str:
+    """Name the channel count the model's first convolution expects, when the input has another."""
+    first = next(((n, m) for n, m in model.named_modules() if isinstance(getattr(m, "in_channels", None), int)), None)
+    if first is not None and first[1].in_channels != example_input.shape[1]:
+        name, module = first
+        channels = module.in_channels
+        layer = f"first layer {name!r} ({type(module).__name__})" if name else f"first layer ({type(module).__name__})"
+        dims = ", ".join(["N", str(channels), *"DHW"[-(example_input.dim() - 2):]])
+        return (
+            f"The model's {layer} expects {channels} input channels, example_input has "
+            f"{example_input.shape[1]}: pass example_input of shape ({dims})."
+        )
+    return "Check that model(example_input) runs on its own before benchmarking it."
+
+
+def _check_fp32_contiguous(model: nn.Module, example_input: torch.Tensor, device: torch.device) -> None:
+    """Run the plain case once, so that an input error is raised before any precision is tried."""
+    try:
+        _runner(model, example_input, PRECISIONS["fp32"], device, "contiguous")()
+    except Exception as exc:
+        raise LabkitValueError(
+            f"model(example_input) fails for example_input of shape {tuple(example_input.shape)} "
+            f"(fp32, contiguous_format): {_sentence(exc)} {_input_hint(model, example_input)}"
+        ) from exc
+
+
+def _warm_up(runners: dict[str, Callable[[], object]], name: str, warmup: int) -> str | None:
+    """Call each layout ``warmup`` times; return why ``name`` must be skipped, or None.
+
+    Only an unsupported dtype is a reason to skip; any other failure is raised.
+    """
+    for layout, run in runners.items():
+        try:
+            for _ in range(warmup):
+                run()
+        except Exception as exc:
+            if _unsupported_dtype(exc, PRECISIONS[name]):
+                return _first_line(exc)
+            reason = _sentence(exc)
+            if layout == "channels_last":
+                raise LabkitValueError(
+                    f"model(example_input) runs in fp32 contiguous_format but fails with channels_last in {name}: "
+                    f"{reason} Some code in the model assumes contiguous strides (e.g. .view(): use .reshape())."
+                ) from exc
+            raise LabkitValueError(
+                f"model(example_input) runs in fp32 but fails in {name}: {reason} This is not an unsupported "
+                f"dtype, so it is not skipped: make the model work in {name} (e.g. keep tensors in registered "
+                f"buffers so they are cast too), or leave {name!r} out of precisions=."
+            ) from exc
+    return None
+
+
 def benchmark_formats(
     model: nn.Module,
     example_input: torch.Tensor,
@@ -149,9 +228,12 @@ def benchmark_formats(
     """Time ``model(example_input)`` in both layouts for each precision, interleaved in ``rounds``.
 
     ``min_run_time`` seconds per layout and precision are split over the rounds.
-    Each layout first gets ``warmup`` untimed calls (at least one: the first
+    ``model(example_input)`` first runs once in fp32 contiguous_format: if that
+    fails, the input or model is wrong and a :class:`LabkitValueError` says so.
+    Each layout then gets ``warmup`` untimed calls (at least one: the first
     call also tells whether the device can run the precision at all). A
-    precision the device cannot run is skipped and named in ``.skipped``.
+    precision whose dtype the device cannot run is skipped and named in
+    ``.skipped``; any other failure is raised.
     ``model`` and ``example_input`` are left untouched (copies are converted).
     """
     if not isinstance(model, nn.Module):
@@ -166,15 +248,13 @@ def benchmark_formats(
     if unknown:
         raise LabkitValueError(f"Unknown precision(s) {unknown}; use some of {list(PRECISIONS)}.")
     threads = num_threads or torch.get_num_threads()
+    _check_fp32_contiguous(model, example_input, device)
     timings, skipped = [], {}
     for name in names:
         runners = {layout: _runner(model, example_input, PRECISIONS[name], device, layout) for layout in LAYOUTS}
-        try:
-            for run in runners.values():
-                for _ in range(warmup):
-                    run()
-        except RuntimeError as exc:
-            skipped[name] = str(exc).splitlines()[0]
+        reason = _warm_up(runners, name, warmup)
+        if reason is not None:
+            skipped[name] = reason
             continue
         stats = compare_autorange(runners, rounds=rounds, min_run_time=min_run_time, num_threads=threads)
         timings.append(FormatTiming(name, *(stats[layout] for layout in LAYOUTS)))

@@ -46,17 +46,49 @@ def test_model_and_input_left_untouched():
     assert x.is_contiguous()
 
 
-def test_unrunnable_precision_is_skipped():
-    class Fussy(nn.Module):
-        def forward(self, x):
-            if x.dtype != torch.float32:
-                raise RuntimeError("only fp32 here")
-            return x
+UNSUPPORTED = "\"fussy_kernel_cpu\" not implemented for 'BFloat16'"  # how torch words a missing dtype kernel
 
-    res = benchmark_formats(Fussy(), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
+
+class Fussy(nn.Module):
+    """Fails in any dtype but fp32, with ``message``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def forward(self, x):
+        if x.dtype != torch.float32:
+            raise RuntimeError(self.message)
+        return x
+
+
+def test_unsupported_precision_is_skipped():
+    res = benchmark_formats(Fussy(UNSUPPORTED), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
     assert [t.precision for t in res.timings] == ["fp32"]
-    assert res.skipped == {"bf16": "only fp32 here"}
-    assert "bf16 skipped: only fp32 here" in str(res)
+    assert res.skipped == {"bf16": UNSUPPORTED}
+    assert f"bf16 skipped: {UNSUPPORTED}" in str(res)
+
+
+def test_other_errors_in_a_lower_precision_are_raised_not_skipped():
+    with pytest.raises(LabkitValueError, match=r"bf16.*only fp32 here.*precisions="):
+        benchmark_formats(Fussy("only fp32 here"), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
+
+
+@pytest.mark.parametrize("precisions", [None, ["bf16"]])
+def test_wrong_channel_count_is_an_input_error_not_a_skip(precisions):
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    with pytest.raises(LabkitValueError, match=r"example_input.*\(1, 5, 8, 8\).*expects 3 input channels") as info:
+        benchmark_formats(model, torch.randn(1, 5, 8, 8), precisions=precisions, device="cpu", min_run_time=0.01, rounds=1)
+    assert "5 channels" in str(info.value)  # torch's own sentence is kept
+
+
+def test_model_failing_only_in_channels_last_is_raised():
+    class Flattens(nn.Module):
+        def forward(self, x):
+            return x.view(x.shape[0], -1)  # a view cannot flatten a channels_last tensor
+
+    with pytest.raises(LabkitValueError, match=r"channels_last.*fp32.*reshape"):
+        benchmark_formats(Flattens(), torch.randn(1, 3, 4, 4), precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1)
 
 
 def test_bad_arguments():
@@ -71,3 +103,10 @@ def test_bad_arguments():
         benchmark_formats(model, torch.randn(1, 3, 4, 4), rounds=0, device="cpu")
     with pytest.raises(LabkitValueError, match="warmup >= 1"):
         benchmark_formats(model, torch.randn(1, 3, 4, 4), warmup=0, device="cpu")
+
+
+def test_other_input_errors_are_raised_with_torchs_reason():
+    model = nn.Conv2d(3, 4, 5)
+    with pytest.raises(LabkitValueError, match=r"\(1, 3, 2, 2\).*Kernel size can't be greater.*runs on its own"):
+        benchmark_formats(model, torch.randn(1, 3, 2, 2), device="cpu", min_run_time=0.01, rounds=1)
+    assert model.weight.is_contiguous() and model.training
