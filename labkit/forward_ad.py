@@ -16,9 +16,11 @@ of a silent wrong answer or a deep torch traceback. Everything else is torch:
 from __future__ import annotations
 
 import copy
+import math
+import numbers
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
@@ -43,7 +45,15 @@ class NestedForwardADError(LabkitError, RuntimeError):
 # ---------------------------------------------------------------------------
 # Input checks shared by every entry point
 # ---------------------------------------------------------------------------
-def _as_tuple(value: Tensors, what: str) -> tuple[torch.Tensor, ...]:
+def _as_tuple(value: Tensors, what: str, argument: str | None = None) -> tuple[torch.Tensor, ...]:
+    """``value`` as a tuple of tensors; ``argument`` names the parameter in the error."""
+    if not isinstance(value, (torch.Tensor, tuple, list)):
+        kind = type(value).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise LabkitTypeError(
+            f"{argument or what} is {article} {kind}, not a torch.Tensor; pass a tensor or a tuple of tensors, "
+            f"e.g. torch.tensor(1.0) instead of 1.0."
+        )
     items = (value,) if isinstance(value, torch.Tensor) else tuple(value)
     for index, item in enumerate(items):
         if not isinstance(item, torch.Tensor):
@@ -155,8 +165,8 @@ def jvp(fn: Callable[..., Any], primals: Tensors, tangents: Tensors) -> tuple[An
     length; the result mirrors ``fn``'s output (a tensor or a tuple). Agrees
     with ``torch.func.jvp(fn, primals, tangents)``.
     """
-    primal_tuple = _as_tuple(primals, "Primal")
-    tangent_tuple = _as_tuple(tangents, "Tangent")
+    primal_tuple = _as_tuple(primals, "Primal", "primals")
+    tangent_tuple = _as_tuple(tangents, "Tangent", "tangents")
     _check_pairs(primal_tuple, tangent_tuple)
     with forward_level():
         duals = [fwAD.make_dual(p, t) for p, t in zip(primal_tuple, tangent_tuple)]
@@ -179,31 +189,46 @@ def module_jvp(
     """JVP of ``model(*inputs)`` with respect to its parameters, in direction ``tangents``.
 
     ``tangents`` maps parameter names (as in ``model.named_parameters()``) to
-    tangent tensors; parameters not named are held constant.
+    tangent tensors; parameters not named are held constant. A tied weight (one
+    ``Parameter`` used by several modules) may be named by any of its names; its
+    tangent then applies to every use, as ``torch.func.jvp`` would.
 
     - ``method="swap"``: the classic tutorial's way. Each named parameter is
       removed (``delattr``) and replaced by a dual tensor (``setattr``) for one
-      forward pass; the original parameters are put back afterwards, even when
-      the forward pass raises.
+      forward pass, in every module that holds it; the original parameters are
+      put back afterwards, even when the forward pass raises.
     - ``method="functional_call"``: ``torch.func.functional_call`` runs the
-      model with the dual tensors in place of its parameters, leaving the
-      module untouched.
+      model with the dual tensors in place of its parameters.
+
+    Either way the module is left untouched, in train mode too: a freshly built
+    module *is* in train mode, and a learner probing a derivative expects to
+    look at the model, not to train it. So buffers (BatchNorm's running
+    statistics, ``num_batches_tracked``) are restored and the global RNG is
+    forked (``torch.random.fork_rng``): Dropout still draws a mask, the same one
+    on every call, and later random numbers do not change. Call ``model.eval()``
+    first for the JVP of the model as used for inference.
     """
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(f"module_jvp needs an nn.Module, got {type(model).__name__}; for a plain function use labkit.forward_ad.jvp.")
     if method not in ("swap", "functional_call"):
         raise LabkitValueError(f"method must be 'swap' or 'functional_call', got {method!r}.")
     parameters = dict(model.named_parameters())
-    unknown = sorted(set(tangents) - set(parameters))
-    if unknown:
-        raise LabkitValueError(f"{unknown} are not parameters of this model; names are e.g. {list(parameters)[:4]}.")
-    if not tangents:
+    if not isinstance(tangents, Mapping):
+        example = next(iter(parameters), "0.weight")
+        raise LabkitTypeError(
+            f"tangents must be a dict from parameter name to tangent tensor, got a {type(tangents).__name__}; "
+            f"e.g. {{{example!r}: torch.randn_like(p)}}, with names from model.named_parameters()."
+        )
+    names = _canonical_names(model, tangents)
+    if not names:
         raise LabkitValueError("tangents is empty; map at least one parameter name to a tangent, e.g. {'0.weight': v}.")
-    names = list(tangents)
-    _check_pairs(tuple(parameters[n].detach() for n in names), _as_tuple([tangents[n] for n in names], "Tangent"))
-    input_tuple = _as_tuple(inputs, "Input")
-    with forward_level():
-        duals = {n: fwAD.make_dual(parameters[n].detach(), tangents[n]) for n in names}
+    _check_pairs(
+        tuple(parameters[n].detach() for n in names.values()),
+        _as_tuple([tangents[n] for n in names], "Tangent", "tangents"),
+    )
+    input_tuple = _as_tuple(inputs, "Input", "inputs")
+    with _state_kept(model, input_tuple), forward_level():
+        duals = {canonical: fwAD.make_dual(parameters[canonical].detach(), tangents[given]) for given, canonical in names.items()}
         if method == "swap":
             with _swapped_parameters(model, duals):
                 outputs, single = _split_output(model(*input_tuple))
@@ -215,31 +240,77 @@ def module_jvp(
     return tuple(primals_out), tuple(tangents_out)
 
 
+def _canonical_names(model: nn.Module, tangents: Mapping[str, torch.Tensor]) -> dict[str, str]:
+    """Map each name in ``tangents`` to the parameter's first name (tied weights have several)."""
+    canonical = {id(p): name for name, p in model.named_parameters()}
+    every_name = dict(model.named_parameters(remove_duplicate=False))
+    unknown = sorted(str(name) for name in tangents if name not in every_name)
+    if unknown:
+        raise LabkitValueError(f"{unknown} are not parameters of this model; names are e.g. {list(canonical.values())[:4]}.")
+    names: dict[str, str] = {}
+    for given in tangents:
+        first = canonical[id(every_name[given])]
+        earlier = next((other for other, c in names.items() if c == first), None)
+        if earlier is not None:
+            raise LabkitValueError(
+                f"{earlier!r} and {given!r} are the same parameter (tied weights); give one tangent for it, "
+                f"under either name: it applies to every use."
+            )
+        names[given] = first
+    return names
+
+
+def _fork_rng(tensors: Iterable[torch.Tensor]) -> AbstractContextManager[None]:
+    """``torch.random.fork_rng`` for the CPU and the CUDA devices these tensors live on."""
+    devices = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+    return torch.random.fork_rng(devices=devices)
+
+
+@contextmanager
+def _state_kept(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Iterator[None]:
+    """Restore every buffer and the RNG after the block, so a train-mode forward pass changes nothing."""
+    saved = [
+        (module, name, buffer, buffer.clone())
+        for module in model.modules()
+        for name, buffer in module._buffers.items()
+        if buffer is not None
+    ]
+    with _fork_rng([*model.parameters(), *model.buffers(), *inputs]):
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for module, name, buffer, copy in saved:
+                    module._buffers[name] = buffer
+                    buffer.copy_(copy)
+
+
 @contextmanager
 def _swapped_parameters(model: nn.Module, replacements: Mapping[str, torch.Tensor]) -> Iterator[None]:
-    """Replace parameters by plain tensors for the block; always restore them."""
-    originals: dict[str, nn.Parameter] = {}
-    owners = {name.rpartition(".")[0] for name in replacements}
-    orders = {owner: list(model.get_submodule(owner)._parameters) for owner in owners}
+    """Replace parameters by plain tensors for the block, in every module holding them; always restore."""
+    by_id = {id(model.get_parameter(name)): value for name, value in replacements.items()}
+    slots = [
+        (module, attr, parameter)
+        for module in model.modules()  # each module once, even when shared
+        for attr, parameter in module._parameters.items()
+        if parameter is not None and id(parameter) in by_id
+    ]
+    orders = {id(module): (module, list(module._parameters)) for module, _, _ in slots}
+    swapped: list[tuple[nn.Module, str, nn.Parameter]] = []
     try:
-        for name, value in replacements.items():
-            owner_name, _, attr = name.rpartition(".")
-            owner = model.get_submodule(owner_name)
-            originals[name] = getattr(owner, attr)
-            delattr(owner, attr)
-            setattr(owner, attr, value)  # a plain tensor attribute, not a Parameter: keeps its tangent
+        for module, attr, parameter in slots:
+            delattr(module, attr)
+            swapped.append((module, attr, parameter))
+            setattr(module, attr, by_id[id(parameter)])  # a plain tensor attribute, not a Parameter: keeps its tangent
         yield
     finally:
-        for name, parameter in originals.items():
-            owner_name, _, attr = name.rpartition(".")
-            owner = model.get_submodule(owner_name)
-            if attr in owner.__dict__:
-                delattr(owner, attr)
-            owner.register_parameter(attr, parameter)
-        for owner_name, order in orders.items():  # keep model.parameters() in its original order
-            parameters = model.get_submodule(owner_name)._parameters
+        for module, attr, parameter in swapped:
+            if attr in module.__dict__:
+                delattr(module, attr)
+            module.register_parameter(attr, parameter)
+        for module, order in orders.values():  # keep model.parameters() in its original order
             for key in order:
-                parameters[key] = parameters.pop(key)
+                module._parameters[key] = module._parameters.pop(key)
 
 
 def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -247,7 +318,7 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
 
     Costs a small constant times one gradient, never the full Hessian.
     """
-    primal_tuple, tangent_tuple = _as_tuple(x, "x"), _as_tuple(v, "v")
+    primal_tuple, tangent_tuple = _as_tuple(x, "x", "x"), _as_tuple(v, "v", "v")
     if len(primal_tuple) != 1:
         raise LabkitValueError("hvp takes one tensor x and one tensor v of the same shape.")
     _check_pairs(primal_tuple, tangent_tuple)
@@ -307,6 +378,15 @@ class JvpCheckReport(ShowsAsTable):
 FINITE_DIFFERENCES = "central finite differences"
 
 
+def _positive_finite(name: str, value: float, *, zero_ok: bool = False) -> None:
+    """Reject a step size or tolerance that would make the check meaningless (nan, 0, negative)."""
+    wanted = "a finite number >= 0" if zero_ok else "a positive finite number"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise LabkitTypeError(f"{name} must be {wanted}, got {value!r} ({type(value).__name__}).")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        raise LabkitValueError(f"{name} must be {wanted}, got {value!r}; the default is a good start.")
+
+
 def check_jvp(
     fn: Callable[..., Any],
     primals: Tensors,
@@ -323,10 +403,19 @@ def check_jvp(
     Reverse mode builds the Jacobian with ``torch.func.jacrev`` and applies it
     to the tangent; finite differences use ``(f(x + eps t) - f(x - eps t)) / 2 eps``.
     Tolerances are relative to the largest JVP entry.
+
+    ``fn`` is first called twice on the same input: if the outputs differ (a
+    module in training mode with Dropout, or any randomness), the methods could
+    only disagree, so that is reported as an error instead of a table of "NO".
+    The global RNG is forked, so the check consumes no random numbers.
     """
-    primal_tuple = _as_tuple(primals, "Primal")
-    tangent_tuple = _as_tuple(tangents, "Tangent")
+    primal_tuple = _as_tuple(primals, "Primal", "primals")
+    tangent_tuple = _as_tuple(tangents, "Tangent", "tangents")
     _check_pairs(primal_tuple, tangent_tuple)
+    _positive_finite("eps", eps)
+    _positive_finite("exact_tolerance", exact_tolerance, zero_ok=True)
+    _positive_finite("fd_tolerance", fd_tolerance, zero_ok=True)
+    in_training = isinstance(fn, nn.Module) and any(m.training for m in fn.modules())
     if isinstance(fn, nn.Module):
         fn = copy.deepcopy(fn).double()
     xs = tuple(p.detach().double() for p in primal_tuple)
@@ -335,15 +424,17 @@ def check_jvp(
     def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return _split_output(fn(*args))[0]
 
-    _, reference = jvp(outputs_of, xs, ts)
-    reference = tuple(r.detach() for r in reference)
-    _, functional = torch.func.jvp(outputs_of, xs, ts)
-    jacobians = torch.func.jacrev(outputs_of, argnums=tuple(range(len(xs))))(*xs)
-    reverse = tuple(
-        sum(torch.tensordot(jac_oi, t, dims=t.ndim) for jac_oi, t in zip(jac_o, ts)) for jac_o in jacobians
-    )
-    plus = outputs_of(*(x + eps * t for x, t in zip(xs, ts)))
-    minus = outputs_of(*(x - eps * t for x, t in zip(xs, ts)))
+    with _fork_rng(xs):
+        _check_deterministic_float64(outputs_of, xs, in_training)
+        _, reference = jvp(outputs_of, xs, ts)
+        reference = tuple(r.detach() for r in reference)
+        _, functional = torch.func.jvp(outputs_of, xs, ts)
+        jacobians = torch.func.jacrev(outputs_of, argnums=tuple(range(len(xs))))(*xs)
+        reverse = tuple(
+            sum(torch.tensordot(jac_oi, t, dims=t.ndim) for jac_oi, t in zip(jac_o, ts)) for jac_o in jacobians
+        )
+        plus = outputs_of(*(x + eps * t for x, t in zip(xs, ts)))
+        minus = outputs_of(*(x - eps * t for x, t in zip(xs, ts)))
     finite = tuple((p - m) / (2 * eps) for p, m in zip(plus, minus))
 
     def max_diff(candidate: tuple[torch.Tensor, ...]) -> float:
@@ -359,4 +450,39 @@ def check_jvp(
         scale=scale,
         exact_tolerance=exact_tolerance,
         fd_tolerance=fd_tolerance,
+    )
+
+
+def _check_deterministic_float64(
+    outputs_of: Callable[..., tuple[torch.Tensor, ...]], xs: tuple[torch.Tensor, ...], in_training: bool
+) -> None:
+    """Say so when ``fn`` cannot be checked in float64, or gives a different output each call."""
+    try:
+        first = outputs_of(*xs)
+    except RuntimeError as exc:
+        if not re.search(r"dtype|scalar type", str(exc)):
+            raise
+        raise LabkitTypeError(
+            "check_jvp runs fn in float64, but fn mixes in a tensor of another dtype (e.g. float32) that it "
+            "does not receive as a primal: a tensor captured by a closure, or a module attribute. Make it "
+            "float64 (w.double()), pass it as a primal, or make it a parameter or buffer of an nn.Module, "
+            f"which check_jvp converts. torch said: {exc}"
+        ) from None
+    lower = sorted({str(out.dtype) for out in first if out.is_floating_point() and out.dtype != torch.float64})
+    if lower:
+        raise LabkitTypeError(
+            f"fn returned {', '.join(lower)} for float64 primals, so check_jvp cannot compare in float64; "
+            "remove the conversion inside fn (e.g. .float()), or compute in the input's dtype."
+        )
+    second = outputs_of(*xs)
+    if all(torch.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True) for a, b in zip(first, second)):
+        return
+    cause = (
+        "The model is in training mode, where e.g. Dropout draws a new mask on every call: call model.eval() first."
+        if in_training
+        else "Remove the randomness (e.g. torch.manual_seed(0) inside fn), or check a deterministic function."
+    )
+    raise LabkitValueError(
+        f"fn gives different outputs for the same input, so its JVP changes from call to call and the methods "
+        f"cannot agree. {cause}"
     )

@@ -260,3 +260,132 @@ def test_hvp_rejects_a_non_tensor_result():
     x, v = _pair(3)
     with pytest.raises(LabkitValueError, match="scalar tensor"):
         hvp(lambda x: 3.0, x, v)
+
+
+# --- trust: tied weights, train mode, bad input (issue 10) -----------------------
+def _tied_model():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+    model[2].weight = model[0].weight  # one Parameter used by both layers
+    return model
+
+
+def _torch_func_reference(model, x, tangents):
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    names = list(tangents)
+
+    def by_params(*values):
+        return torch.func.functional_call(model, {**params, **dict(zip(names, values))}, (x,))
+
+    return torch.func.jvp(by_params, tuple(params[n] for n in names), tuple(tangents.values()))
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_perturbs_every_use_of_a_tied_weight(method):
+    model = _tied_model()
+    x = torch.randn(3, 4)
+    tangents = {"0.weight": torch.randn(4, 4), "2.bias": torch.randn(4)}
+    out, tangent = module_jvp(model, x, tangents, method=method)
+    expected_out, expected_tangent = _torch_func_reference(model, x, tangents)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(tangent, expected_tangent)
+    assert model[2].weight is model[0].weight and isinstance(model[0].weight, nn.Parameter)  # still tied
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_accepts_the_alias_name_of_a_tied_weight(method):
+    model = _tied_model()
+    x = torch.randn(3, 4)
+    v = torch.randn(4, 4)
+    _, by_alias = module_jvp(model, x, {"2.weight": v}, method=method)
+    _, expected = _torch_func_reference(model, x, {"0.weight": v})
+    torch.testing.assert_close(by_alias, expected)
+    with pytest.raises(LabkitValueError, match=r"'0.weight' and '2.weight' are the same parameter"):
+        module_jvp(model, x, {"0.weight": v, "2.weight": v}, method=method)
+
+
+def _train_mode_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Dropout(0.5), nn.Linear(6, 2)).train()
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_leaves_a_train_mode_model_and_the_rng_untouched(method):
+    model = _train_mode_model()
+    x = torch.randn(5, 4)
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    buffers = {name: b for name, b in model.named_buffers()}
+    rng = torch.get_rng_state()
+    first = module_jvp(model, x, {"0.weight": torch.ones(6, 4)}, method=method)
+    assert torch.equal(torch.get_rng_state(), rng)
+    for name, b in model.named_buffers():
+        assert b is buffers[name] and torch.equal(b, before[name]), name
+    second = module_jvp(model, x, {"0.weight": torch.ones(6, 4)}, method=method)
+    torch.testing.assert_close(first[1], second[1])  # the same dropout mask: nothing was consumed
+    assert model.training
+
+
+def test_module_jvp_restores_buffers_and_rng_when_forward_raises():
+    model = _train_mode_model()
+    x = torch.randn(5, 4)
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    rng = torch.get_rng_state()
+
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("boom")
+
+    model.append(Boom())
+    with pytest.raises(RuntimeError, match="boom"):
+        module_jvp(model, x, {"0.bias": torch.ones(6)})
+    assert torch.equal(torch.get_rng_state(), rng)
+    for name, b in model.named_buffers():
+        assert torch.equal(b, before[name]), name
+
+
+def test_python_numbers_are_rejected_with_the_argument_named():
+    with pytest.raises(LabkitTypeError, match=r"primals is a float.*torch.tensor\(1.0\)"):
+        jvp(torch.sin, 1.0, 1.0)
+    with pytest.raises(LabkitTypeError, match=r"tangents is an int"):
+        jvp(torch.sin, torch.zeros(1), 1)
+    with pytest.raises(LabkitTypeError, match=r"primals is a float"):
+        check_jvp(torch.sin, 1.0, 1.0)
+    with pytest.raises(LabkitTypeError, match=r"x is a float"):
+        hvp(lambda x: x.sum(), 1.0, 1.0)
+
+
+@pytest.mark.parametrize("tangents", [[torch.zeros(2)], [torch.zeros(4, 3), torch.zeros(4)], torch.zeros(2)])
+def test_module_jvp_needs_a_dict_of_tangents(tangents):
+    model = _model()
+    with pytest.raises(LabkitTypeError, match=r"tangents must be a dict.*\{'0.weight': "):
+        module_jvp(model, torch.randn(1, 3), tangents)
+
+
+def test_check_jvp_explains_a_float32_closure():
+    w = torch.randn(3, 3)  # float32, captured by the closure: check_jvp cannot convert it
+    with pytest.raises(LabkitTypeError, match=r"float64.*float32.*closure"):
+        check_jvp(lambda v: w @ v, torch.randn(3), torch.randn(3))
+    with pytest.raises(LabkitTypeError, match=r"returned torch.float32.*float64"):
+        check_jvp(lambda v: v.float().sin(), torch.randn(3), torch.randn(3))
+
+
+@pytest.mark.parametrize("eps", [0, 0.0, -1e-6, float("nan"), float("inf"), True, "1e-6"])
+def test_check_jvp_rejects_a_bad_eps(eps):
+    error = LabkitTypeError if isinstance(eps, (bool, str)) else LabkitValueError
+    with pytest.raises(error, match=r"eps must be a positive finite number"):
+        check_jvp(torch.sin, *_pair(3), eps=eps)
+
+
+def test_check_jvp_explains_a_train_mode_dropout_model():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    rng = torch.get_rng_state()
+    with pytest.raises(LabkitValueError, match=r"different outputs.*training mode.*model.eval\(\)"):
+        check_jvp(model, *_pair(4, dtype=torch.float32))
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert check_jvp(model.eval(), *_pair(4, dtype=torch.float32)).ok
+
+
+def test_check_jvp_explains_a_random_function():
+    with pytest.raises(LabkitValueError, match=r"different outputs for the same input"):
+        check_jvp(lambda v: v + torch.rand_like(v), *_pair(3))
