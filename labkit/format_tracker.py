@@ -9,9 +9,10 @@ tracker uses torch's public extension point instead,
 it on exit (also when the block raises), no attribute of torch is replaced, and
 trackers nest because torch keeps a stack of modes.
 
-A call is recorded when one of its tensor inputs is 4-D and *unambiguously*
-channels_last (channels_last but not also contiguous) and its output is a 4-D
-tensor. The record says whether the output kept the format.
+A call is recorded when one of its tensor inputs is *unambiguously*
+channels_last (4-D) or channels_last_3d (5-D), that is in the format but not
+also contiguous, and its output has the same rank. The record says whether the
+output kept the format.
 """
 from __future__ import annotations
 
@@ -20,19 +21,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode, resolve_name
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack, resolve_name
 
 from labkit.errors import LabkitError
 from labkit.tables import Table
 
 
 class FormatTrackerError(LabkitError):
-    """A FormatTracker was used outside its ``with`` block, or entered twice."""
+    """A FormatTracker was used outside its ``with`` block, entered twice, or exited out of order."""
+
+#: The channels-last format for each rank the tracker follows.
+_FORMAT_FOR_RANK = {4: torch.channels_last, 5: torch.channels_last_3d}
 
 
 @dataclass(frozen=True)
 class FormatRecord:
-    """One operator call that took a channels_last input and returned a 4-D tensor."""
+    """One operator call that took a channels_last(_3d) input and returned a tensor of the same rank."""
 
     operator: str
     input_shape: tuple[int, ...]
@@ -40,6 +44,11 @@ class FormatRecord:
     output_shape: tuple[int, ...]
     output_strides: tuple[int, ...]
     kept: bool
+
+    @property
+    def memory_format(self) -> str:
+        """The format the input had: ``"channels_last"`` (4-D) or ``"channels_last_3d"`` (5-D)."""
+        return "channels_last_3d" if len(self.input_shape) == 5 else "channels_last"
 
     @property
     def short_name(self) -> str:
@@ -58,10 +67,12 @@ def _tensors(value: Any) -> Iterator[torch.Tensor]:
             yield from _tensors(item)
 
 
-def _is_strictly_channels_last(tensor: torch.Tensor) -> bool:
+def _is_strictly_channels_last(tensor: torch.Tensor, rank: int) -> bool:
+    """True for a rank-``rank`` tensor in channels_last (4-D) or channels_last_3d (5-D) but not contiguous."""
     return (
-        tensor.dim() == 4
-        and tensor.is_contiguous(memory_format=torch.channels_last)
+        tensor.dim() == rank
+        and rank in _FORMAT_FOR_RANK
+        and tensor.is_contiguous(memory_format=_FORMAT_FOR_RANK[rank])
         and not tensor.is_contiguous()
     )
 
@@ -77,9 +88,10 @@ class _RecordingMode(TorchFunctionMode):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         # Torch pops this mode while the handler runs, so the checks below are not recorded.
-        source = next((t for t in _tensors((args, kwargs)) if _is_strictly_channels_last(t)), None)
         output = next(_tensors(result), None)
-        if source is not None and output is not None and output.dim() == 4:
+        rank = output.dim() if output is not None else 0
+        source = next((t for t in _tensors((args, kwargs)) if _is_strictly_channels_last(t, rank)), None)
+        if source is not None:
             self.records.append(
                 FormatRecord(
                     operator=resolve_name(func) or getattr(func, "__name__", repr(func)),
@@ -87,7 +99,7 @@ class _RecordingMode(TorchFunctionMode):
                     input_strides=tuple(source.stride()),
                     output_shape=tuple(output.shape),
                     output_strides=tuple(output.stride()),
-                    kept=output.is_contiguous(memory_format=torch.channels_last),
+                    kept=output.is_contiguous(memory_format=_FORMAT_FOR_RANK[rank]),
                 )
             )
         return result
@@ -95,6 +107,9 @@ class _RecordingMode(TorchFunctionMode):
 
 class FormatTracker:
     """Record, per operator call, whether a channels_last input gave a channels_last output.
+
+    5-D calls are followed the same way with channels_last_3d. Trackers nest;
+    exit them in the reverse order of entering (``with`` blocks do that).
 
     >>> x = torch.randn(1, 4, 3, 3).to(memory_format=torch.channels_last)
     >>> with FormatTracker() as tracker:
@@ -119,9 +134,22 @@ class FormatTracker:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        mode, self._mode = self._mode, None
-        if mode is not None:
-            mode.__exit__(*exc_info)
+        mode = self._mode
+        if mode is None:
+            return
+        stack = _get_current_function_mode_stack()
+        if not any(m is mode for m in stack):  # torch already dropped it: nothing to pop
+            self._mode = None
+            return
+        if stack[-1] is not mode:
+            # torch pops whatever mode is on top, so exiting now would remove the inner one.
+            raise FormatTrackerError(
+                "This FormatTracker is being exited while an inner FormatTracker (or another torch "
+                "function mode) entered after it is still active; exit the inner one first. "
+                "Nested `with` blocks always do that."
+            )
+        self._mode = None
+        mode.__exit__(*exc_info)
 
     @property
     def active(self) -> bool:

@@ -121,3 +121,46 @@ def test_reuse_starts_fresh():
     with tracker:
         F.relu(_x())
     assert [r.short_name for r in tracker.records] == ["relu"]
+
+
+def test_exiting_the_outer_tracker_first_raises_and_keeps_the_mode_stack():
+    before = _torch_surface()
+    outer, inner = FormatTracker(), FormatTracker()
+    outer.__enter__()
+    inner.__enter__()
+    stack = list(_get_current_function_mode_stack())
+    with pytest.raises(FormatTrackerError, match=r"inner.*still active.*exit.*first"):
+        outer.__exit__(None, None, None)
+    assert list(_get_current_function_mode_stack()) == stack
+    assert outer.active and inner.active
+    F.softmax(_x(), dim=1)  # both still record
+    inner.__exit__(None, None, None)
+    outer.__exit__(None, None, None)
+    assert [r.short_name for r in inner.records] == ["softmax"]
+    assert [r.short_name for r in outer.records] == ["softmax"]
+    assert _torch_surface() == before
+
+
+def test_records_channels_last_3d_calls():
+    before = _torch_surface()
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 2, 3, 3).to(memory_format=torch.channels_last_3d)
+    conv = torch.nn.Conv3d(4, 4, 1)
+    with FormatTracker() as tracker:
+        y = F.relu(x)
+        F.layer_norm(y, (3,))
+        z = conv(y)
+        F.relu(torch.randn(2, 4, 2, 3, 3))  # contiguous 5-D input: not recorded
+    assert [r.short_name for r in tracker.records] == ["relu", "layer_norm", "conv3d"]
+    assert [r.short_name for r in tracker.lost()][0] == "layer_norm"
+    assert tracker.records[2].kept == z.is_contiguous(memory_format=torch.channels_last_3d)  # torch's own answer
+    lost = tracker.lost()[0]
+    assert lost.input_strides == (72, 1, 36, 12, 4) and lost.output_strides == (72, 18, 9, 3, 1)
+    assert {r.memory_format for r in tracker.records} == {"channels_last_3d"}
+    assert _torch_surface() == before
+
+
+def test_four_d_records_name_channels_last():
+    with FormatTracker() as tracker:
+        F.relu(_x())
+    assert tracker.records[0].memory_format == "channels_last"
