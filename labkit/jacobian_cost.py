@@ -15,6 +15,7 @@ interleaves its rounds. This module only builds the problems and the result obje
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,6 +29,15 @@ from labkit.tables import ShowsAsTable, Table
 from labkit.timing import RunStats, compare, compare_autorange, format_seconds
 
 DEFAULT_HIDDEN = 64
+
+
+def _check_size(name: str, value: object, alternative: str = "") -> None:
+    """A size is a positive integer; ``True`` and ``2.0`` are refused rather than read as 1 and 2."""
+    wanted = f"{name} must be a positive integer{' ' + alternative if alternative else ''}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LabkitTypeError(f"{wanted}, got {value!r} ({type(value).__name__}); pass e.g. 16.")
+    if value < 1:
+        raise LabkitValueError(f"{wanted}, got {value!r}; pass e.g. 16.")
 
 
 # ---------------------------------------------------------------------------
@@ -48,10 +58,9 @@ def jacobian_problem(
     example (``torch.func.vmap`` over the batch).
     """
     for name, value in (("in_features", in_features), ("out_features", out_features), ("hidden", hidden)):
-        if not isinstance(value, int) or value < 1:
-            raise LabkitValueError(f"{name} must be a positive integer, got {value!r}.")
-    if batch is not None and (not isinstance(batch, int) or batch < 1):
-        raise LabkitValueError(f"batch must be a positive integer or None, got {batch!r}.")
+        _check_size(name, value)
+    if batch is not None:
+        _check_size("batch", batch, "or None")
     generator = torch.Generator().manual_seed(seed)
     w1 = (torch.randn(in_features, hidden, generator=generator) / math.sqrt(in_features)).to(device)
     w2 = (torch.randn(hidden, out_features, generator=generator) / math.sqrt(hidden)).to(device)
@@ -142,10 +151,17 @@ def jacobian_cost(
 
 
 def default_out_dims(in_features: int, span: int = 8) -> list[int]:
-    """Output sizes from ``in/span`` to ``in*span`` in powers of two (at least 1)."""
-    if span < 1:
-        raise LabkitValueError(f"span must be at least 1, got {span}.")
-    steps = int(math.log2(span))
+    """Output sizes from ``in/span`` to ``in*span`` in powers of two (at least 1).
+
+    ``span`` must itself be a power of two, so that ``in*span`` is one of the sizes.
+    """
+    _check_size("in_features", in_features)
+    wanted = "span must be a power of two (1, 2, 4, 8, ...)"
+    if isinstance(span, bool) or not isinstance(span, numbers.Integral):
+        raise LabkitTypeError(f"{wanted}, got {span!r} ({type(span).__name__}).")
+    if span < 1 or span & (span - 1):
+        raise LabkitValueError(f"{wanted}, got {span!r}.")
+    steps = int(span).bit_length() - 1
     return sorted({max(1, round(in_features * 2.0**k)) for k in range(-steps, steps + 1)})
 
 

@@ -121,3 +121,33 @@ def test_module_docstring_names_only_timing_helpers_it_uses():
     named = re.findall(r":func:`labkit\.timing\.(\w+)`", module.__doc__)
     assert named, "the docstring should say how the module times"
     assert [name for name in named if not hasattr(module, name)] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "named"),
+    [
+        ((True, 4), {}, LabkitTypeError, "in_features"),
+        ((4, False), {}, LabkitTypeError, "out_features"),
+        ((2.0, 4), {}, LabkitTypeError, "in_features"),
+        (("3", 4), {}, LabkitTypeError, "in_features"),
+        ((0, 4), {}, LabkitValueError, "in_features"),
+        ((4, -1), {}, LabkitValueError, "out_features"),
+        ((4, 4), {"hidden": True}, LabkitTypeError, "hidden"),
+        ((4, 4), {"batch": True}, LabkitTypeError, "batch"),
+        ((4, 4), {"batch": 2.0}, LabkitTypeError, "batch"),
+    ],
+)
+def test_jacobian_problem_rejects_bools_floats_and_non_positive_sizes(args, kwargs, error, named):
+    with pytest.raises(error, match=rf"{named} must be a positive integer.*got"):
+        jacobian_problem(*args, **kwargs)
+
+
+def test_jacobian_problem_takes_numpy_integers():
+    np = pytest.importorskip("numpy")
+    assert jacobian_problem(np.int64(3), 2)[1].shape == (3,)
+
+
+@pytest.mark.parametrize(("span", "error"), [(0, LabkitValueError), (3, LabkitValueError), (-2, LabkitValueError), (True, LabkitTypeError), (2.0, LabkitTypeError)])
+def test_default_out_dims_rejects_a_span_that_is_not_a_power_of_two(span, error):
+    with pytest.raises(error, match=r"span must be a power of two"):
+        default_out_dims(8, span=span)
