@@ -12,13 +12,13 @@ import io
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
 from matplotlib.figure import Figure
 
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.memory_format import elements_in_memory_order, memory_offsets
 
 if TYPE_CHECKING:
-    import torch
-
     from labkit.capstone import VariantComparison
 
 
@@ -53,6 +53,28 @@ def variant_bars(comparison: VariantComparison) -> Figure:
 
 
 MEMORY_ROW = 16  # elements per row in the flat-memory panel
+#: The layout pictures label every element, so they stay readable (and fast) only for small tensors.
+MAX_DRAWN_ELEMENTS = 512
+
+
+def _check_drawable(tensor: object, what: str) -> torch.Tensor:
+    """Reject what the layout pictures cannot draw, with the fix, before matplotlib is touched."""
+    if not isinstance(tensor, torch.Tensor):
+        raise LabkitTypeError(f"{what} needs a torch.Tensor, got {type(tensor).__name__}.")
+    shape = tuple(tensor.shape)
+    if tensor.dim() not in (4, 5):
+        raise LabkitValueError(
+            f"{what} draws 4-D (N, C, H, W) or 5-D (N, C, D, H, W) tensors; got shape {shape}. "
+            "Reshape it first, e.g. x.reshape(1, 1, 1, -1) for a 1-D x."
+        )
+    if tensor.numel() == 0:
+        raise LabkitValueError(f"{what} got a tensor with no elements (shape {shape}); give every dimension size 1 or more.")
+    if tensor.numel() > MAX_DRAWN_ELEMENTS:
+        raise LabkitValueError(
+            f"{what} labels every element, so it draws at most {MAX_DRAWN_ELEMENTS} elements; got "
+            f"{tensor.numel()} (shape {shape}). Draw a small slice, e.g. x[:1, :3, :4, :4]."
+        )
+    return tensor
 
 
 def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
@@ -81,6 +103,7 @@ def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, 
 
 def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
     """Each element at its logical place, labelled and coloured by its memory offset."""
+    tensor = _check_drawable(tensor, "layout_figure")
     grid, column_labels, row_labels = _block_grid(tensor)
     figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.6), max(1.8, 0.42 * grid.shape[0] + 0.9))
     axes = figure.add_subplot()
@@ -103,6 +126,7 @@ def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
 
 def memory_figure(tensor: torch.Tensor) -> Figure:
     """The flat memory, in order, each cell coloured and numbered by its element's channel."""
+    tensor = _check_drawable(tensor, "memory_figure")
     channels = [index[1] for index in elements_in_memory_order(tensor)]
     rows = -(-len(channels) // MEMORY_ROW)
     strip = np.full((rows, MEMORY_ROW), np.nan)

@@ -1,3 +1,8 @@
+import math
+
+import pytest
+
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.widgets import SliderPlot
 from labkit.widgets.slider_plot import wave_points
 
@@ -16,3 +21,20 @@ def test_moving_the_slider_redraws_the_plot():
     assert bytes(widget.image.value) != first_png
     assert "frequency = 3" in widget.status.value
     assert "labkit-slider-plot" in widget._dom_classes
+
+
+@pytest.mark.parametrize("frequency", [1000, 0.0, -1.0, 5.5, 1.3, math.nan, math.inf])
+def test_out_of_range_or_non_finite_frequency_is_rejected_with_the_range(frequency):
+    with pytest.raises(LabkitValueError, match=r"frequency must be .*0\.5 to 5.*steps of 0\.5"):
+        SliderPlot(frequency=frequency)
+
+
+@pytest.mark.parametrize("frequency", ["1", True, None, [1.0]])
+def test_non_number_frequency_is_a_type_error(frequency):
+    with pytest.raises(LabkitTypeError, match="frequency must be a number"):
+        SliderPlot(frequency=frequency)
+
+
+@pytest.mark.parametrize("frequency", [0.5, 2, 5.0])
+def test_every_slider_value_is_accepted_as_given(frequency):
+    assert SliderPlot(frequency=frequency).slider.value == frequency

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from labkit.errors import LabkitValueError
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.plots import layout_figure, memory_figure
 from labkit.widgets import StrideExplorer
 
@@ -105,3 +105,46 @@ def test_memory_format_as_torch_object_or_name(memory_format):
 def test_bad_arguments_are_labkit_errors_naming_the_choices(kwargs, message):
     with pytest.raises(LabkitValueError, match=message):
         StrideExplorer(**kwargs)
+
+
+@pytest.mark.parametrize("shape", [5, "2,3,2,2", None, 2.0, {"N": 2}])
+def test_shape_that_is_not_a_tuple_is_a_type_error(shape):
+    with pytest.raises(LabkitTypeError, match=r"shape must be a tuple.*shape=\(2, 3, 2, 2\)"):
+        StrideExplorer(shape=shape)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(0, 3, 2, 2), (-1, 3, 2, 2), (2, 3, 2, 2, 2, 2), (2, 3, 10**9, 2), (2, 3, 2.0, 2), (True, 3, 2, 2), (), (2, 3, 2, -2, 2)],
+)
+def test_bad_sizes_are_value_errors_naming_the_limits(shape):
+    with pytest.raises(LabkitValueError, match=r"shape must be .*N 1\.\.2, C 1\.\.4"):
+        StrideExplorer(shape=shape)
+
+
+def test_shape_may_be_a_list_or_torch_size():
+    assert StrideExplorer(shape=[1, 2, 2, 2]).shape == (1, 2, 2, 2)
+    assert StrideExplorer(shape=torch.Size([1, 2, 2, 2])).shape == (1, 2, 2, 2)
+
+
+@pytest.mark.parametrize("method", [["to"], None, 1])
+def test_method_of_the_wrong_type_is_a_labkit_error(method):
+    with pytest.raises(LabkitTypeError, match="method must be one of"):
+        StrideExplorer(method=method)
+
+
+@pytest.mark.parametrize("figure", [layout_figure, memory_figure])
+@pytest.mark.parametrize("tensor", [torch.arange(6.0), torch.zeros(2, 3), torch.zeros(1, 2, 3), torch.zeros(1, 1, 1, 1, 1, 1)])
+def test_figures_need_a_4d_or_5d_tensor(figure, tensor):
+    with pytest.raises(LabkitValueError, match=rf"{figure.__name__} draws 4-D \(N, C, H, W\) or 5-D .*got shape"):
+        figure(tensor)
+
+
+@pytest.mark.parametrize("figure", [layout_figure, memory_figure])
+def test_figures_refuse_empty_huge_and_non_tensors(figure):
+    with pytest.raises(LabkitValueError, match="no elements"):
+        figure(torch.zeros(1, 0, 2, 2))
+    with pytest.raises(LabkitValueError, match=r"at most \d+ elements"):
+        figure(torch.zeros(1, 3, 64, 64))
+    with pytest.raises(LabkitTypeError):
+        figure([[1, 2], [3, 4]])

@@ -8,12 +8,16 @@ It is also the pattern the lab widgets follow: controls on top, one
 from __future__ import annotations
 
 import math
+import numbers
 
 import ipywidgets as widgets
 
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.plots import new_figure, to_png
 
 SAMPLES = 200
+#: The frequencies the slider offers: FREQUENCY_MIN to FREQUENCY_MAX in steps of FREQUENCY_STEP.
+FREQUENCY_MIN, FREQUENCY_MAX, FREQUENCY_STEP = 0.5, 5.0, 0.5
 
 
 def wave_points(frequency: float, samples: int = SAMPLES) -> tuple[list[float], list[float]]:
@@ -22,12 +26,30 @@ def wave_points(frequency: float, samples: int = SAMPLES) -> tuple[list[float], 
     return xs, [math.sin(2 * math.pi * frequency * x) for x in xs]
 
 
+def _check_frequency(frequency: object) -> float:
+    """Reject a start value the slider cannot show, instead of letting ipywidgets clamp or keep it."""
+    allowed = f"a number from {FREQUENCY_MIN:g} to {FREQUENCY_MAX:g} in steps of {FREQUENCY_STEP:g}"
+    if isinstance(frequency, bool) or not isinstance(frequency, numbers.Real):
+        raise LabkitTypeError(f"frequency must be {allowed}, got {type(frequency).__name__} {frequency!r}. Try frequency=1.0.")
+    steps = (frequency - FREQUENCY_MIN) / FREQUENCY_STEP if math.isfinite(frequency) else math.nan
+    if not (FREQUENCY_MIN <= frequency <= FREQUENCY_MAX and math.isclose(steps, round(steps))):
+        raise LabkitValueError(
+            f"frequency must be {allowed} (the slider's range), got {frequency!r}. Try frequency=1.0."
+        )
+    return float(frequency)
+
+
 class SliderPlot(widgets.VBox):
     """A frequency slider and a sine curve that follows it."""
 
     def __init__(self, frequency: float = 1.0) -> None:
         self.slider = widgets.FloatSlider(
-            value=frequency, min=0.5, max=5.0, step=0.5, description="frequency", continuous_update=True
+            value=_check_frequency(frequency),
+            min=FREQUENCY_MIN,
+            max=FREQUENCY_MAX,
+            step=FREQUENCY_STEP,
+            description="frequency",
+            continuous_update=True,
         )
         self.status = widgets.HTML()
         self.image = widgets.Image(format="png")

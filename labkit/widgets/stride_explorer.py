@@ -11,12 +11,13 @@ module only wires the controls to them.
 from __future__ import annotations
 
 import html
+import numbers
 
 import ipywidgets as widgets
 import numpy as np
 import torch
 
-from labkit.errors import LabkitError, LabkitValueError
+from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.memory_format import (
     CONVERSION_METHODS,
     FORMATS,
@@ -32,22 +33,32 @@ from labkit.plots import layout_figure, memory_figure, to_png
 SLIDER_MAX = {"N": 2, "C": 4, "D": 2, "H": 4, "W": 4}
 
 
-def _check_arguments(shape: tuple[int, ...], memory_format: FormatLike, method: str) -> str:
-    """Reject what the controls cannot show, before any widget is built; return the format's name."""
+def _is_size(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_arguments(shape: object, memory_format: FormatLike, method: object) -> tuple[tuple[int, ...], str]:
+    """Reject what the controls cannot show, before any widget is built; return the shape and format name."""
+    if not isinstance(shape, (tuple, list)):  # torch.Size is a tuple
+        raise LabkitTypeError(
+            f"shape must be a tuple (N, C, H, W) or (N, C, D, H, W), got {type(shape).__name__} {shape!r}. "
+            "Try shape=(2, 3, 2, 2)."
+        )
     letters = "NCDHW" if len(shape) == 5 else "NCHW"
-    sizes_ok = isinstance(shape, (tuple, list)) and len(shape) in (4, 5) and all(
-        isinstance(size, int) and 1 <= size <= SLIDER_MAX[letter] for letter, size in zip(letters, shape)
+    sizes_ok = len(shape) in (4, 5) and all(
+        _is_size(size) and 1 <= size <= SLIDER_MAX[letter] for letter, size in zip(letters, shape)
     )
     if not sizes_ok:
         limits = ", ".join(f"{letter} 1..{top}" for letter, top in SLIDER_MAX.items())
         raise LabkitValueError(
-            f"shape must be (N, C, H, W) or (N, C, D, H, W) with sizes {limits}; got {shape!r}. "
-            "Try shape=(2, 3, 2, 2)."
+            f"shape must be (N, C, H, W) or (N, C, D, H, W) with whole-number sizes {limits} "
+            f"(what the sliders offer); got {shape!r}. Try shape=(2, 3, 2, 2)."
         )
     name = format_name(memory_format)
-    if method not in CONVERSION_METHODS:
-        raise LabkitValueError(f"Unknown conversion method {method!r}; use one of {', '.join(CONVERSION_METHODS)}.")
-    return name
+    if not isinstance(method, str) or method not in CONVERSION_METHODS:
+        error = LabkitValueError if isinstance(method, str) else LabkitTypeError
+        raise error(f"method must be one of {', '.join(CONVERSION_METHODS)}; got {method!r}.")
+    return tuple(int(size) for size in shape), name
 
 
 def _slider(name: str, value: int, top: int) -> widgets.IntSlider:
@@ -58,7 +69,7 @@ class StrideExplorer(widgets.VBox):
     """Sliders for N, C, H, W (and D), format and method dropdowns, and live pictures."""
 
     def __init__(self, shape: tuple[int, ...] = (2, 3, 2, 2), memory_format: FormatLike = "channels_last", method: str = "to") -> None:
-        memory_format = _check_arguments(shape, memory_format, method)
+        shape, memory_format = _check_arguments(shape, memory_format, method)
         five_d = len(shape) == 5
         n, c, *spatial = shape
         h, w = spatial[-2:]
