@@ -17,6 +17,7 @@ COMMANDS = {
     "profile": ("labkit.profile_cli", "profile a torchvision model node by node with torch.fx"),
     "bench": ("labkit.bench", "reproduce every performance figure the labs claim"),
     "student-copy": ("labkit.student_copy", "write notebook copies for students (no solutions, no outputs)"),
+    "docs": ("labkit.docs", "build the static HTML site from the executed notebooks"),
 }
 
 

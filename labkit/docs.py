@@ -8,18 +8,18 @@ state is rendered in the browser by the ``@jupyter-widgets/html-manager`` embed
 bundle, and math by MathJax; both are vendored in ``labkit/_vendor`` (see its
 README) and copied into the site, so pages work offline and from ``file://``.
 
-Usage: ``python -m labkit.docs OUTDIR [--notebooks DIR]``. The site is built in
-a temporary folder next to OUTDIR and swapped in only when complete.
+Usage: ``python -m labkit docs OUTDIR [--notebooks DIR]`` (or ``python -m
+labkit.docs``). The site is built in a staging folder and moved in only when
+complete; a rebuild replaces only the files it wrote and nobody changed, so a
+``custom.css`` added to the site stays (see :mod:`labkit.output_folder`).
 """
 from __future__ import annotations
 
 import argparse
 import html
-import os
 import re
 import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +27,12 @@ from pathlib import Path
 import nbformat
 
 from labkit.errors import LabkitError, LabkitValueError
+from labkit.output_folder import OutputFolder
 
 SITE_TITLE = "labkit labs"
 STATIC_DIR = "_static"
-MARKER = ".labkit-site"
+TOOL = "docs"  # the tool named in the site folder's manifest
+MARKER = ".labkit-site"  # also marks sites built before manifests
 VENDOR = Path(__file__).parent / "_vendor"
 TEMPLATES = Path(__file__).parent / "_templates"
 TEMPLATE_NAME = "labkit_site"
@@ -141,12 +143,15 @@ def index_notebook(pages: Sequence[Page]) -> nbformat.NotebookNode:
 def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
     """Write ``index.html``, one page per notebook and ``_static/`` into ``out_dir``.
 
-    ``out_dir`` is replaced only after the whole site was built; an existing
-    folder that is not a labkit site is never overwritten.
+    The site is built completely before anything in ``out_dir`` changes. A
+    rebuild replaces only the files this tool wrote and nobody changed (see
+    :mod:`labkit.output_folder`): an added ``custom.css`` stays, a hand-edited
+    page stays with the new one beside it, and what was kept is printed. A
+    folder that is not a labkit site is never written to.
     """
     notebooks_dir, out_dir = Path(notebooks_dir), Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
-        raise LabkitValueError(f"{out_dir} exists and is not a labkit site; choose an empty or new folder.")
+    output = OutputFolder(out_dir, tool=TOOL, marker=MARKER, what="a labkit site")
+    output.check()
     paths = find_notebooks(notebooks_dir)
     notebooks = [nbformat.read(path, as_version=4) for path in paths]
     for path, notebook in zip(paths, notebooks):
@@ -154,10 +159,7 @@ def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
     pages = [describe_notebook(path, nb) for path, nb in zip(paths, notebooks)]
     site_pages = {page.notebook.stem for page in pages}
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a site is for reading
-    try:
+    def build(staging: Path) -> None:
         exporter = _exporter()
         for i, (page, notebook) in enumerate(zip(pages, notebooks)):
             nav = {
@@ -171,10 +173,9 @@ def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
         (staging / "index.html").write_text(index, encoding="utf-8")
         shutil.copytree(VENDOR, staging / STATIC_DIR, ignore=shutil.ignore_patterns("README.md"))
         (staging / MARKER).write_text("built by python -m labkit.docs\n", encoding="utf-8")
-        replace_folder(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+    for line in output.update(build).lines():
+        print(f"docs: {line}")
     return pages
 
 
@@ -182,34 +183,25 @@ def _link(page: Page) -> dict[str, str]:
     return {"href": page.html_name, "title": html.escape(page.title)}
 
 
-def replace_folder(staging: Path, out_dir: Path) -> None:
-    """Move the complete ``staging`` folder to ``out_dir``, replacing an older one (used by student_copy too)."""
-    old = None
-    if out_dir.exists():
-        old = out_dir.with_name(f".{out_dir.name}-old-{os.getpid()}")
-        out_dir.rename(old)
-    try:
-        staging.rename(out_dir)
-    except BaseException:
-        if old is not None:
-            old.rename(out_dir)  # put the previous output back where it was
-        raise
-    if old is not None:
-        shutil.rmtree(old)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.docs", description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out_dir", type=Path, help="where to write the site, e.g. build/site")
     parser.add_argument("--notebooks", type=Path, default=Path("notebooks"), help="folder of executed notebooks")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         pages = build_site(args.notebooks, args.out_dir)
     except LabkitError as exc:
         print(f"docs: {exc}", file=sys.stderr)
-        return 1
+        return 2
     print(f"docs: {len(pages)} notebook pages + index.html in {args.out_dir} (open {args.out_dir / 'index.html'})")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.docs", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -10,28 +10,35 @@ cells tagged ``keep_output``, which an author uses for output a student
 should see before running anything. A README for students goes alongside.
 ``--with-solutions`` also copies ``solutions/`` so ``%load`` works offline.
 
-The copy is written to a temporary folder next to OUTDIR and moved into place
-only when complete: an error leaves nothing half-written.
+The copy is built in a staging folder and moved in only when complete, so an
+error leaves the previous copy as it was. Updating a copy (``--force``)
+replaces only the files this tool wrote and nobody changed since: files an
+instructor added stay, and a notebook a learner edited stays too, with the new
+version beside it (``01_x.labkit-new.ipynb``); see :mod:`labkit.output_folder`.
+pytest never collects a student copy (the repository's ``conftest.py``), so
+one written into ``notebooks/handout`` is not run as tests.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from labkit.docs import describe_notebook, find_notebooks, replace_folder
+from labkit.docs import describe_notebook, find_notebooks
 from labkit.errors import LabkitError, LabkitValueError
+from labkit.output_folder import MANIFEST, OutputFolder
 
 SOLUTION_TAG = "solution"
 KEEP_OUTPUT_TAG = "keep_output"
-MARKER = ".labkit-student-copy"
+TOOL = "student-copy"  # the tool named in the output folder's manifest
+MARKER = ".labkit-student-copy"  # also marks copies written before manifests
 STUB_METADATA = "labkit_stub"  # cell metadata of a stub: its exercise id and solution file
 LOAD_LINE = re.compile(r"^# %load (solutions/([\w-]+)\.py)\s*$")
 SOLUTION_NAME = re.compile(r"^(\d+)_(\d+)_[\w-]+$")
@@ -204,43 +211,60 @@ def write_readme(folder: Path, notebooks: list[Path], with_solutions: bool) -> N
     (folder / "README.md").write_text(text, encoding="utf-8")
 
 
+def _output(out_dir: Path) -> OutputFolder:
+    return OutputFolder(out_dir, tool=TOOL, marker=MARKER, what="a student copy")
+
+
+def is_student_copy(folder: Path) -> bool:
+    """Whether ``folder`` holds a student copy: test runners must not collect its stub notebooks."""
+    if (folder / MARKER).is_file():
+        return True
+    try:
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["tool"] == TOOL
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def make_student_copy(notebooks_dir: str | Path, out_dir: str | Path, *, with_solutions: bool = False, force: bool = False) -> list[Path]:
     """Write student notebooks, README.md (and solutions/ if asked) into ``out_dir``; return the notebooks.
 
-    An existing ``out_dir`` is replaced only with ``force`` and only if it is
-    an earlier student copy; nothing is written unless every notebook converts.
+    A folder that already holds a student copy is updated only with
+    ``force``, and then only the files this tool wrote there and nobody
+    changed are replaced (see :mod:`labkit.output_folder`): files an
+    instructor added are kept, and a notebook a learner edited is kept with
+    the new version written beside it (``01_x.labkit-new.ipynb``). What was
+    kept is printed. Nothing is written unless every notebook converts.
     """
     notebooks_dir, out_dir = Path(notebooks_dir), Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
-        if not (out_dir / MARKER).exists():
-            raise LabkitValueError(f"{out_dir} exists and is not a student copy; choose an empty or new folder.")
-        if not force:
-            raise LabkitValueError(f"{out_dir} already holds a student copy; pass --force to replace it.")
+    output = _output(out_dir)
+    if output.check() != "new" and not force:
+        raise LabkitValueError(f"{out_dir} already holds a student copy; pass --force to update it (files you added or changed are kept).")
     sources = find_notebooks(notebooks_dir)
     converted = {path.name: student_notebook(path) for path in sources}  # fails before anything is written
 
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
-    staging.chmod(0o755)
-    try:
+    def build(staging: Path) -> None:
         for name, notebook in converted.items():
             nbformat.write(notebook, staging / name)
         write_readme(staging, sources, with_solutions)
         if with_solutions:
             shutil.copytree(notebooks_dir / "solutions", staging / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
         (staging / MARKER).write_text("written by python -m labkit student-copy\n", encoding="utf-8")
-        replace_folder(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return [out_dir / name for name in converted]
+
+    report = output.update(build)
+    for line in report.lines():
+        print(f"student-copy: {line}")
+    moved = dict(report.changed)  # a learner's edited notebook stays; ours went beside it
+    return [out_dir / moved.get(name, name) for name in converted]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out_dir", type=Path, help="folder to write the student copy to, e.g. build/student")
     parser.add_argument("--notebooks", type=Path, default=Path("notebooks"), help="the labs' notebooks folder")
     parser.add_argument("--with-solutions", action="store_true", help="also copy solutions/ (for %%load)")
-    parser.add_argument("--force", action="store_true", help="replace an earlier student copy in OUTDIR")
+    parser.add_argument(
+        "--force", action="store_true",
+        help="update an earlier student copy in OUTDIR (only files it wrote and nobody changed are replaced)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -248,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         written = make_student_copy(args.notebooks, args.out_dir, with_solutions=args.with_solutions, force=args.force)
     except LabkitError as exc:
         print(f"student-copy: {exc}", file=sys.stderr)
-        return 1
+        return 2
     extra = " and solutions/" if args.with_solutions else ""
     print(f"student-copy: {len(written)} notebooks, README.md{extra} in {args.out_dir}")
     return 0

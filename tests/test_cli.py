@@ -27,3 +27,13 @@ def test_every_command_has_help(command):
     result = subprocess.run([sys.executable, "-m", "labkit", command, "--help"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "usage: python -m labkit " + command in result.stdout
+
+
+@pytest.mark.parametrize("command", ["student-copy", "docs"])
+def test_output_commands_refuse_a_file_as_outdir_without_traceback(command, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    result = subprocess.run([sys.executable, "-m", "labkit", command, str(afile)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{command}: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "is a file, not a folder" in result.stderr and afile.read_text() == "mine"

@@ -100,7 +100,7 @@ def test_missing_or_empty_notebook_folder_is_a_clear_error(tmp_path: Path) -> No
 
 
 def test_main_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert docs.main([str(tmp_path / "site"), "--notebooks", str(tmp_path / "nope")]) == 1
+    assert docs.main([str(tmp_path / "site"), "--notebooks", str(tmp_path / "nope")]) == 2
     assert "not a folder" in capsys.readouterr().err
 
 
@@ -110,21 +110,48 @@ def test_vendored_bundles_ship_with_their_licenses() -> None:
         assert "copyright" in (docs.VENDOR / folder / "LICENSE").read_text().lower()
 
 
-def test_failed_swap_puts_the_old_output_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    out, staging = tmp_path / "site", tmp_path / ".site-new"
-    out.mkdir()
-    (out / "index.html").write_text("old site")
-    staging.mkdir()
-    real_rename, calls = Path.rename, []
+def test_rebuild_keeps_files_added_to_the_site_and_says_so(
+    two_notebooks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "site"
+    docs.build_site(two_notebooks, out)
+    (out / "custom.css").write_text("body { color: teal }")
+    (out / "_static" / "extra.js").write_text("// mine")
+    (out / "00_intro.html").write_text("<p>my hand-edited page</p>")
+    capsys.readouterr()
+    docs.build_site(two_notebooks, out)
+    assert (out / "custom.css").read_text() == "body { color: teal }"
+    assert (out / "_static" / "extra.js").read_text() == "// mine"
+    assert (out / "00_intro.html").read_text() == "<p>my hand-edited page</p>"
+    assert "42" in (out / "00_intro.labkit-new.html").read_text()
+    printed = capsys.readouterr().out
+    assert "kept 2 files you added: _static/extra.js, custom.css" in printed
+    assert "00_intro.html (new version: 00_intro.labkit-new.html)" in printed
 
-    def rename_failing_second_time(self: Path, target: Path) -> Path:
-        calls.append(self)
-        if len(calls) == 2:
-            raise OSError("disk full")
-        return real_rename(self, target)
 
-    monkeypatch.setattr(Path, "rename", rename_failing_second_time)
-    with pytest.raises(OSError, match="disk full"):
-        docs.replace_folder(staging, out)
-    assert (out / "index.html").read_text() == "old site"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".site-new", "site"]
+def test_failed_build_leaves_the_previous_site_as_it_was(
+    two_notebooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "site"
+    docs.build_site(two_notebooks, out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_render = docs._render
+
+    def render_failing_on_second_page(*args, **kwargs) -> str:
+        if kwargs["name"] == "01 · More":
+            raise LabkitError("render failed")
+        return real_render(*args, **kwargs)
+
+    monkeypatch.setattr(docs, "_render", render_failing_on_second_page)
+    with pytest.raises(LabkitError, match="render failed"):
+        docs.build_site(two_notebooks, out)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_outdir_that_is_a_file_is_one_line_and_exit_2(two_notebooks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    assert docs.main([str(afile), "--notebooks", str(two_notebooks)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("docs: ") and "is a file, not a folder" in err and err.count("\n") == 1
+    assert afile.read_text() == "mine"

@@ -7,7 +7,11 @@ solution is run back in through IPython's own ``%load`` magic.
 from __future__ import annotations
 
 import inspect
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -18,7 +22,8 @@ from nbclient.exceptions import CellExecutionError
 from labkit import student_copy
 from labkit.errors import LabkitValueError
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
 VERDICT = re.compile(r"Exercise (\d+\.\d+): (solved|not yet solved|not solved)")
 
 SOLUTION = '''\
@@ -232,10 +237,100 @@ def test_existing_copy_is_replaced_only_with_force(tmp_path: Path) -> None:
     assert (out / "solutions" / "01_1_double.py").read_text() == SOLUTION
 
 
+def test_force_keeps_files_an_instructor_added_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_lab(tmp_path / "notebooks")
+    out = tmp_path / "student"
+    student_copy.make_student_copy(tmp_path / "notebooks", out)
+    (out / "instructor_notes.md").write_text("answers to the open questions")
+    (out / "extra").mkdir()
+    (out / "extra" / "slides.pdf").write_bytes(b"%PDF")
+    capsys.readouterr()
+    student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True, force=True)
+    assert (out / "instructor_notes.md").read_text() == "answers to the open questions"
+    assert (out / "extra" / "slides.pdf").read_bytes() == b"%PDF"
+    assert (out / "solutions" / "01_1_double.py").read_text() == SOLUTION
+    assert "kept 2 files you added: extra/slides.pdf, instructor_notes.md" in capsys.readouterr().out
+
+
+def test_force_never_overwrites_a_learners_edited_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_lab(tmp_path / "notebooks")
+    out = tmp_path / "student"
+    student_copy.make_student_copy(tmp_path / "notebooks", out)
+    notebook = nbformat.read(out / "01_demo.ipynb", as_version=4)
+    notebook.cells[3].source = "def double(x, *, times=2):\n    return x * times\n"  # the learner's answer
+    nbformat.write(notebook, out / "01_demo.ipynb")
+    edited = (out / "01_demo.ipynb").read_bytes()
+    capsys.readouterr()
+    student_copy.make_student_copy(tmp_path / "notebooks", out, force=True)
+    assert (out / "01_demo.ipynb").read_bytes() == edited
+    assert "raise NotImplementedError" in (out / "01_demo.labkit-new.ipynb").read_text()
+    assert "01_demo.ipynb (new version: 01_demo.labkit-new.ipynb)" in capsys.readouterr().out
+
+
+def test_copy_from_before_manifests_is_updated_with_force_keeping_added_files(tmp_path: Path) -> None:
+    write_lab(tmp_path / "notebooks")
+    out = tmp_path / "student"
+    student_copy.make_student_copy(tmp_path / "notebooks", out)
+    (out / ".labkit-manifest.json").unlink()  # what the old code left: the marker only
+    (out / "instructor_notes.md").write_text("mine")
+    with pytest.raises(LabkitValueError, match="--force"):
+        student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True)
+    student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True, force=True)
+    assert (out / "instructor_notes.md").read_text() == "mine"
+    assert (out / "solutions" / "01_1_double.py").is_file() and (out / ".labkit-manifest.json").is_file()
+    assert not (out / "01_demo.labkit-new.ipynb").exists()  # its notebook was not edited, so it was replaced
+
+
+def test_cli_outdir_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.__main__ import main
+
+    write_lab(tmp_path / "notebooks")
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    assert main(["student-copy", str(afile), "--notebooks", str(tmp_path / "notebooks")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("student-copy: ") and "is a file, not a folder" in err and err.count("\n") == 1
+    assert afile.read_text() == "mine"
+    assert main(["student-copy", str(afile / "out"), "--notebooks", str(tmp_path / "notebooks")]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permission bits; tests/test_output_folder.py simulates it")
+def test_cli_read_only_parent_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.__main__ import main
+
+    write_lab(tmp_path / "notebooks")
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        assert main(["student-copy", str(parent / "out"), "--notebooks", str(tmp_path / "notebooks")]) == 2
+    finally:
+        parent.chmod(0o755)
+    err = capsys.readouterr().err
+    assert "no permission to write" in err and err.count("\n") == 1
+
+
+def test_pytest_never_collects_a_student_copy(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_lab(project / "notebooks")
+    student_copy.make_student_copy(project / "notebooks", project / "notebooks" / "handout")
+    assert student_copy.is_student_copy(project / "notebooks" / "handout")
+    assert not student_copy.is_student_copy(project / "notebooks")
+    shutil.copy(ROOT / "conftest.py", project / "conftest.py")
+    (project / "pytest.ini").write_text("[pytest]\ntestpaths = notebooks\naddopts = --nbval -p no:cacheprovider\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=project, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "notebooks/01_demo.ipynb::" in result.stdout  # the real lab is collected ...
+    assert "handout" not in result.stdout  # ... its student copy never
+
+
 def test_cli_reports_errors_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from labkit.__main__ import main
 
-    assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "none")]) == 1
+    assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "none")]) == 2
     captured = capsys.readouterr()
     assert "student-copy:" in captured.err and "not a folder" in captured.err and captured.out == ""
     write_lab(tmp_path / "notebooks")
