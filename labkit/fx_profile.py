@@ -20,17 +20,17 @@ and the ``torch.profiler`` cross-check in :mod:`labkit.fx_crosscheck`.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import json
 import linecache
-import os
+import numbers
 import statistics
-import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -41,8 +41,9 @@ import torch.fx
 
 from labkit.device import synchronize
 from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.files import write_file
 from labkit.tables import ShowsAsTable, Table
-from labkit.timing import RunStats, _check_counts, compare, format_seconds
+from labkit.timing import RunStats, compare, format_seconds
 
 MODES = ("fast", "interpreter")
 SUMMARY_HEADERS = ["Op type", "Op", "Average runtime (s)", "Pct total runtime"]
@@ -54,6 +55,31 @@ class TraceFailedError(LabkitError):
 
 class NotRunYetError(LabkitError, RuntimeError):
     """A summary or report was asked for before any timed run."""
+
+
+class TrainModeWarning(UserWarning):
+    """The profiled model is in train mode: Dropout and BatchNorm then do training work."""
+
+
+def check_count(name: str, value: Any, minimum: int, hint: str) -> int:
+    """``value`` as an int if it is a whole number >= ``minimum``; else a labkit error naming ``name``.
+
+    Why: ``range(2.5)`` fails deep inside a run, ``range("5")`` too, and a bool
+    (a subclass of int) is almost surely a mistake, so all are refused up front.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LabkitTypeError(f"{name} must be a whole number (an int), got {value!r} ({type(value).__name__}); {hint}.")
+    if value < minimum:
+        requirement = "cannot be negative" if minimum == 0 else f"must be at least {minimum}"
+        raise LabkitValueError(f"{name} {requirement} (got {value}); {hint}.")
+    return int(value)
+
+
+def _check_runs(warmup: Any, runs: Any) -> tuple[int, int]:
+    return (
+        check_count("warmup", warmup, 0, "use warmup=0 to skip it"),
+        check_count("runs", runs, 1, "use runs=5 or more for stable statistics"),
+    )
 
 
 # --------------------------------------------------------------------------- tracing
@@ -282,19 +308,6 @@ REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total
 NODE_FIELDS = ("op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total")
 
 
-def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
-    """Write via a temporary file in the same folder, so a failure never leaves a half-written file."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            write(handle)
-        os.chmod(tmp_name, 0o644)  # mkstemp makes the file private; reports are shared documents
-        os.replace(tmp_name, path)
-    except BaseException:
-        os.unlink(tmp_name)
-        raise
-
-
 @dataclass(frozen=True, repr=False)
 class OpTypeBreakdown(ShowsAsTable):
     """Time per op type (module class or function name), slowest first."""
@@ -346,8 +359,7 @@ class ProfileReport(ShowsAsTable):
 
         Percentages stay those of the whole run.
         """
-        if k < 1:
-            raise LabkitValueError(f"k must be at least 1 (got {k}).")
+        k = check_count("k", k, 1, "e.g. top(10) for the ten slowest nodes")
         rows = self.sorted(key, descending=key != "name")[:k]
         return ProfileReport(rows, self.total, self.mode, self.warmup, self.graph_nodes)
 
@@ -389,23 +401,23 @@ class ProfileReport(ShowsAsTable):
         return [r.as_dict() for r in self.rows]
 
     def to_csv(self, path: str | Path) -> Path:
-        """One line per node (columns :data:`NODE_FIELDS`); seconds as floats. Returns the path written."""
-        path = Path(path)
+        """One line per node (columns :data:`NODE_FIELDS`); seconds as floats. Returns the path written.
+
+        Written atomically through :func:`labkit.files.write_file`: a symlink is
+        followed, a folder or special file is refused, a missing folder is an error.
+        """
 
         def write(handle: TextIO) -> None:
             writer = csv.DictWriter(handle, fieldnames=NODE_FIELDS)
             writer.writeheader()
             writer.writerows(self.to_dicts())
 
-        _write_atomically(path, write)
-        return path
+        return write_file(path, write)
 
     def to_json(self, path: str | Path) -> Path:
-        """``{"mode", "warmup", "total": {...}, "nodes": [...]}``. Returns the path written."""
-        path = Path(path)
+        """``{"mode", "warmup", "total": {...}, "nodes": [...]}``. Returns the path written (as :meth:`to_csv`)."""
         payload = {"mode": self.mode, "warmup": self.warmup, "total": self.total.as_dict(), "nodes": self.to_dicts()}
-        _write_atomically(path, lambda handle: handle.write(json.dumps(payload, indent=2)))
-        return path
+        return write_file(path, lambda handle: handle.write(json.dumps(payload, indent=2)))
 
 
 # ---------------------------------------------------------------------- the profiler
@@ -452,6 +464,11 @@ class NodeProfiler:
         self.mode = mode
         self.warmup_runs = 0
         self.nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
+        # The model itself or a layer the graph calls; fx's own container stand-ins are always "training".
+        self.training = isinstance(model, torch.nn.Module) and (
+            model.training
+            or any(self.graph_module.get_submodule(n.target).training for n in self.nodes if n.op == "call_module")
+        )
         self.samples: dict[str, list[float]] = {n.name: [] for n in self.nodes}
         self.totals: list[float] = []
         if mode == "fast":
@@ -471,9 +488,33 @@ class NodeProfiler:
             interpreter.run(*self.inputs)
             return interpreter.total_runtime_sec[-1], [interpreter.runtimes_sec[n][-1] for n in self.nodes]
 
+    @contextlib.contextmanager
+    def session(self, stacklevel: int = 3) -> Iterator[None]:
+        """Wrap a series of runs: the global RNG (CPU and the device in use) is restored afterwards.
+
+        A train-mode Dropout draws random numbers on every run, so without the
+        fork profiling would change what the learner's next random call returns.
+        A train-mode model also gets one :class:`TrainModeWarning` per session.
+        """
+        if self.training:
+            warnings.warn(
+                "The model is in train mode, so Dropout and BatchNorm do training work in every profiled run. "
+                "Call model.eval() first to profile inference.",
+                TrainModeWarning,
+                stacklevel=stacklevel,  # 3: the line with the ``with``
+            )
+        if self.device.type in ("cpu", "meta"):
+            devices, device_type = [], "cpu"
+        else:
+            device_module = torch.get_device_module(self.device.type)
+            devices = [self.device.index if self.device.index is not None else device_module.current_device()]
+            device_type = self.device.type
+        with torch.random.fork_rng(devices=devices, device_type=device_type):
+            yield
+
     def warmup(self, runs: int = 2) -> None:
         """Run ``runs`` times without recording (first calls allocate and pick kernels)."""
-        _check_counts(warmup=runs, runs=1)
+        runs = check_count("warmup", runs, 0, "use warmup=0 to skip it")
         for _ in range(runs):
             self._timed_call()
         self.warmup_runs += runs
@@ -511,13 +552,16 @@ def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode
     ``mode="fast"`` (default) times with an instrumented GraphModule (see
     :class:`InstrumentedModule`); ``mode="interpreter"`` with the tutorial's
     :class:`ProfilingInterpreter`. Runs happen under ``torch.no_grad()`` on a
-    copy with private buffers, so ``model`` itself is left unchanged.
+    copy with private buffers, and the global RNG is restored afterwards, so
+    ``model`` and later random numbers are left unchanged. A train-mode model is
+    profiled as it is, with a :class:`TrainModeWarning`.
     """
-    _check_counts(warmup, runs)
+    warmup, runs = _check_runs(warmup, runs)
     profiler = NodeProfiler(model, *inputs, mode=mode)
-    profiler.warmup(warmup)
-    for _ in range(runs):
-        profiler.run_once()
+    with profiler.session(stacklevel=4):  # the warning points at the caller's line
+        profiler.warmup(warmup)
+        for _ in range(runs):
+            profiler.run_once()
     return profiler.report()
 
 
@@ -632,6 +676,8 @@ __all__ = [
     "ProfilingInterpreter",
     "TinyOpsChain",
     "TraceFailedError",
+    "TrainModeWarning",
+    "check_count",
     "measure_overhead",
     "profile_model",
     "trace",

@@ -1,6 +1,8 @@
 """labkit.fx_profile: tracing, the tutorial interpreter, the fast mode, reports, errors."""
 import csv
 import json
+import os
+import warnings
 from collections import Counter
 
 import pytest
@@ -19,6 +21,7 @@ from labkit.fx_profile import (
     ProfilingInterpreter,
     TinyOpsChain,
     TraceFailedError,
+    TrainModeWarning,
     measure_overhead,
     profile_model,
     trace,
@@ -115,7 +118,7 @@ def test_profile_model_accepts_a_plain_function():
 
 
 def test_by_op_type_groups_and_sorts():
-    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.ReLU())
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.ReLU()).eval()
     report = profile_model(model, torch.randn(3, 4), runs=2)
     breakdown = report.by_op_type()
     assert {t: n for t, n, _, _ in breakdown.rows} == {"Linear": 2, "ReLU": 2}
@@ -135,6 +138,11 @@ def test_top_keeps_the_k_slowest_and_says_so():
     assert report.sorted("name", descending=False)[0].name == "_0"
     with pytest.raises(LabkitValueError, match="at least 1"):
         report.top(0)
+    with pytest.raises(LabkitValueError, match=r"k must be at least 1 \(got -1\)"):
+        report.top(-1)
+    for bad in (2.5, "3", True):
+        with pytest.raises(LabkitTypeError, match=r"k must be a whole number"):
+            report.top(bad)
     with pytest.raises(LabkitValueError, match="Cannot sort by"):
         report.sorted("speed")
 
@@ -177,11 +185,32 @@ def test_non_callables_are_refused():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"runs": 0}, "runs must be at least 1"), ({"warmup": -1}, "warmup cannot be negative"), ({"mode": "turbo"}, "mode must be")],
+    [
+        ({"runs": 0}, "runs must be at least 1"),
+        ({"runs": -1}, "runs must be at least 1"),
+        ({"warmup": -1}, "warmup cannot be negative"),
+        ({"mode": "turbo"}, "mode must be"),
+    ],
 )
 def test_bad_counts_and_modes(kwargs, match):
     with pytest.raises(LabkitValueError, match=match):
         profile_model(small_cnn(), X, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"runs": 2.5}, "runs"), ({"runs": "5"}, "runs"), ({"runs": True}, "runs"), ({"runs": None}, "runs"),
+     ({"warmup": 1.5}, "warmup"), ({"warmup": "1"}, "warmup"), ({"warmup": False}, "warmup")],
+)
+def test_counts_that_are_not_whole_numbers_are_refused_before_any_run(kwargs, name, monkeypatch):
+    monkeypatch.setattr(NodeProfiler, "_timed_call", lambda self: pytest.fail("ran the model"))
+    with pytest.raises(LabkitTypeError, match=rf"^{name} must be a whole number \(an int\), got "):
+        profile_model(small_cnn(), X, **kwargs)
+
+
+def test_numpy_integers_count_as_whole_numbers():
+    np = pytest.importorskip("numpy")
+    assert profile_model(small_cnn(), X, warmup=np.int64(0), runs=np.int64(2)).runs == 2
 
 
 def test_inputs_on_another_device_than_the_model():
@@ -219,7 +248,8 @@ def test_profiling_leaves_a_training_mode_model_unchanged(mode):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()
     before = {k: b.clone() for k, b in model.named_buffers()}
-    profile_model(model, X, warmup=1, runs=2, mode=mode)
+    with pytest.warns(TrainModeWarning):
+        profile_model(model, X, warmup=1, runs=2, mode=mode)
     for name, buffer in model.named_buffers():
         assert torch.equal(buffer, before[name]), name
     assert model.training
@@ -263,3 +293,71 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     with pytest.raises(ZeroDivisionError):
         report.to_csv(target)
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["p.csv"]
+
+
+def dropout_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 8), nn.Dropout(0.5))
+
+
+@pytest.mark.parametrize("mode", ["fast", "interpreter"])
+def test_a_train_mode_model_leaves_the_global_rng_as_it_was_and_warns_once(mode):
+    model = dropout_model().train()
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    with pytest.warns(TrainModeWarning, match=r"model\.eval\(\)") as record:
+        profile_model(model, X, warmup=1, runs=3, mode=mode)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert len([w for w in record if issubclass(w.category, TrainModeWarning)]) == 1
+    assert issubclass(TrainModeWarning, UserWarning)
+
+
+def test_an_eval_mode_model_or_a_function_gives_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        profile_model(dropout_model().eval(), X, runs=1)
+        profile_model(lambda x: torch.relu(x) + 1, X, runs=1)
+
+
+def test_a_submodule_left_in_train_mode_is_warned_about():
+    model = dropout_model().eval()
+    model[2].train()
+    with pytest.warns(TrainModeWarning):
+        profile_model(model, X, runs=1)
+
+
+def test_csv_and_json_write_through_a_symlink_and_keep_it(tmp_path):
+    report = profile_model(small_cnn(), X, runs=1)
+    for name, write in (("p.csv", report.to_csv), ("p.json", report.to_json)):
+        real = tmp_path / f"real-{name}"
+        real.write_text("old")
+        link = tmp_path / name
+        link.symlink_to(real)
+        assert write(link) == link
+        assert link.is_symlink() and os.readlink(link) == str(real)
+        assert "op_type" in real.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv", "p.json", "real-p.csv", "real-p.json"]
+
+
+@pytest.mark.parametrize("method", ["to_csv", "to_json"])
+def test_a_fifo_or_a_folder_is_refused_and_left_alone(tmp_path, method):
+    report = profile_model(small_cnn(), X, runs=1)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(LabkitValueError, match="special file") as info:
+        getattr(report, method)(fifo)
+    assert str(fifo) in str(info.value)
+    assert fifo.is_fifo()
+    with pytest.raises(LabkitValueError, match="folder"):
+        getattr(report, method)(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
+
+
+@pytest.mark.parametrize("method", ["to_csv", "to_json"])
+def test_writing_into_a_missing_folder_is_a_clear_error(tmp_path, method):
+    report = profile_model(small_cnn(), X, runs=1)
+    target = tmp_path / "missing" / "p.out"
+    with pytest.raises(LabkitValueError, match="does not exist") as info:
+        getattr(report, method)(target)
+    assert str(target) in str(info.value) and ".tmp" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
