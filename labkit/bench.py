@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from labkit.device import device_line
+from labkit.files import write_text
 from labkit.tables import ShowsAsTable, Table
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -110,14 +111,14 @@ class BenchResult(ShowsAsTable):
         return Table(["figure", "what", "value", "spread (IQR)", "goal", "verdict"], rows, title=machine_line(self.machine))
 
     def to_json(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Write the figures atomically (:func:`labkit.files.write_text`: symlinks followed, special files refused).
+
+        The folder is created, since the default ``build/bench.json`` lives in a build folder.
+        """
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         payload = {"machine": self.machine, "mode": self.mode,
                    "figures": {f.key: asdict(f) for f in self.figures}, "details": self.details}
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-        tmp.replace(path)
-        return path
+        return write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
 
 
 def cpu_model() -> str:

@@ -64,3 +64,23 @@ def test_only_runs_the_named_steps():
     result = run_bench("smoke", only=["import"], log=lambda _m: None)
     assert [f.key for f in result.figures] == ["import.labkit_over_torch"]
     assert set(STEPS) == {"P1", "P2", "P3", "P4", "P5", "notebooks", "import"}
+
+
+def test_to_json_writes_through_a_symlink_and_refuses_a_fifo(tmp_path):
+    import os
+
+    from labkit.bench import BenchFigure, BenchResult
+    from labkit.errors import LabkitValueError
+
+    result = BenchResult({"cpu": "test"}, "smoke", [BenchFigure("P1.fast", "fast mode", 1.0, "µs")])
+    real, link = tmp_path / "real.json", tmp_path / "bench.json"
+    real.write_text("old")
+    link.symlink_to(real)
+    assert result.to_json(link) == link
+    assert link.is_symlink() and json.loads(real.read_text())["figures"]["P1.fast"]["value"] == 1.0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(LabkitValueError, match="special file"):
+        result.to_json(fifo)
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "fifo", "real.json"]
+    assert result.to_json(tmp_path / "new" / "bench.json").exists()  # its own output folder is created
