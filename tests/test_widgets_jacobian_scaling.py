@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import labkit.widgets.jacobian_scaling as module
-from labkit.errors import LabkitValueError
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.jacobian_cost import JacobianCost, JacobianSweep
 from labkit.timing import RunStats
 from labkit.widgets import JacobianScaling
@@ -16,10 +16,8 @@ def _stats(seconds):
     return RunStats(seconds, seconds, seconds, seconds, 0.0, 3)
 
 
-@pytest.fixture
-def fake_sweep(monkeypatch):
-    """Replace the timing core by a deterministic one: jacrev cost grows with out, jacfwd with in."""
-    calls = []
+def _fake(calls):
+    """A deterministic timing core: jacrev cost grows with out, jacfwd with in."""
 
     def sweep(in_features, out_dims, *, batch=None, on_point=None):
         calls.append((in_features, list(out_dims), batch))
@@ -30,7 +28,14 @@ def fake_sweep(monkeypatch):
                 on_point(result)
         return result
 
-    monkeypatch.setattr(module, "jacobian_sweep", sweep)
+    return sweep
+
+
+@pytest.fixture
+def fake_sweep(monkeypatch):
+    """Replace the timing core by :func:`_fake`; the fixture's value lists the calls."""
+    calls = []
+    monkeypatch.setattr(module, "jacobian_sweep", _fake(calls))
     return calls
 
 
@@ -90,3 +95,102 @@ def test_choices_outside_the_controls_are_labkit_errors(fake_sweep, kwargs, name
     with pytest.raises(LabkitValueError, match=rf"{named} must be one of .*\b16\b"):
         JacobianScaling(**kwargs)
     assert fake_sweep == []  # nothing was timed
+
+
+# --- trust: argument ranges, interrupts, re-entrancy (issue 10) ---------------------
+@pytest.fixture
+def no_drawing(monkeypatch):
+    """Skip matplotlib: these tests are about state, and a figure costs seconds on a busy machine."""
+    monkeypatch.setattr(module, "sweep_figure", lambda sweep, selected=None: None)
+    monkeypatch.setattr(module, "to_png", lambda figure: PNG_MAGIC)
+
+
+@pytest.mark.parametrize("span", [4096, 16, 0, -2, 3])
+def test_span_outside_the_allowed_range_is_refused(fake_sweep, span):
+    with pytest.raises(LabkitValueError, match=r"span must be one of \(1, 2, 4, 8\)"):
+        JacobianScaling(span=span)
+    assert fake_sweep == []  # nothing was timed
+
+
+@pytest.mark.parametrize("span", [True, 8.0, "8", None])
+def test_span_of_the_wrong_type_is_refused(fake_sweep, span):
+    with pytest.raises(LabkitTypeError, match=r"span must be one of \(1, 2, 4, 8\)"):
+        JacobianScaling(span=span)
+    assert fake_sweep == []
+
+
+def test_span_set_later_is_checked_too(fake_sweep):
+    widget = JacobianScaling(run=False)
+    with pytest.raises(LabkitValueError, match="span"):
+        widget.span = 4096
+    assert widget.span == 8
+    widget.span = 2
+    assert widget.out_dims() == [16, 32, 64]
+
+
+def test_run_must_be_a_bool(fake_sweep):
+    with pytest.raises(LabkitTypeError, match="run must be True or False"):
+        JacobianScaling(run="no")
+
+
+def _interrupting_sweep(after_points):
+    """A sweep that measures ``after_points`` sizes, then gets Ctrl-C."""
+
+    def sweep(in_features, out_dims, *, batch=None, on_point=None):
+        result = JacobianSweep(in_features, batch)
+        for out in list(out_dims)[:after_points]:
+            result.points.append(JacobianCost(in_features, out, batch, jacfwd=_stats(1e-4), jacrev=_stats(2e-4)))
+            on_point(result)
+        raise KeyboardInterrupt
+
+    return sweep
+
+
+@pytest.mark.parametrize("after_points", [0, 1])
+def test_an_interrupt_shows_interrupted_and_leaves_the_widget_usable(fake_sweep, no_drawing, monkeypatch, after_points):
+    widget = JacobianScaling(in_features=8, out_features=32, batch=None, run=False)
+    monkeypatch.setattr(module, "jacobian_sweep", _interrupting_sweep(after_points))
+    with pytest.raises(KeyboardInterrupt):  # re-raised: a running cell still stops
+        widget.redraw()
+    assert "interrupted" in widget.status.value and f"{after_points} of 7" in widget.status.value
+    assert "timing" not in widget.status.value
+    assert len(widget.sweep.points) == after_points  # what was measured before Ctrl-C
+    monkeypatch.setattr(module, "jacobian_sweep", _fake(fake_sweep))
+    widget.out_slider.value = 64  # usable again: the next change times afresh
+    assert "interrupted" not in widget.status.value and "R^8 -&gt; R^64" in widget.status.value
+
+
+def test_an_error_during_the_sweep_is_shown_not_left_as_timing(fake_sweep, monkeypatch):
+    widget = JacobianScaling(run=False)
+
+    def broken(*args, **kwargs):
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(module, "jacobian_sweep", broken)
+    with pytest.raises(MemoryError):
+        widget.redraw()
+    assert "MemoryError: out of memory" in widget.status.value and "timing" not in widget.status.value
+
+
+def test_a_change_during_a_sweep_does_not_start_a_second_one(no_drawing, monkeypatch):
+    calls, depth = [], []
+    widget = None
+
+    def sweep(in_features, out_dims, *, batch=None, on_point=None):
+        depth.append(sum(c[1] == "start" for c in calls) - sum(c[1] == "done" for c in calls))
+        calls.append((in_features, "start"))
+        result = JacobianSweep(in_features, batch)
+        for out in out_dims:
+            result.points.append(JacobianCost(in_features, out, batch, jacfwd=_stats(in_features * 1e-4), jacrev=_stats(out * 1e-4)))
+            on_point(result)
+            if len(calls) == 1 and len(result.points) == 1:
+                widget.in_slider.value = 16  # a second click while the first sweep runs
+        calls.append((in_features, "done"))
+        return result
+
+    monkeypatch.setattr(module, "jacobian_sweep", sweep)
+    widget = JacobianScaling(in_features=8, out_features=32, batch=None, run=False)
+    widget.redraw()
+    assert calls == [(8, "start"), (8, "done"), (16, "start"), (16, "done")]  # one after the other
+    assert max(depth) == 0  # never two sweeps at once
+    assert widget.sweep.in_features == 16 and "R^16 -&gt; R^32" in widget.status.value
