@@ -6,8 +6,9 @@ module builds the variants the labs taught (channels_last, Conv-BN fusion,
 both, and optionally ``torch.compile``) from *copies* of the model, times them
 interleaved with :func:`labkit.timing.compare`, and checks every output
 against eager with ``torch.allclose``. Fusion is the library's
-``torch.fx.experimental.optimization.fuse``; the hand-written teaching pass
-lives in lab 01.
+``torch.fx.experimental.optimization.fuse``, guarded by
+:func:`labkit.fx_fusion.fuse_safely` against the models it would get wrong;
+the hand-written teaching pass lives in lab 01.
 """
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
-from torch.fx.experimental.optimization import fuse
+from torch.utils._pytree import tree_leaves
 
 from labkit._noise import filtered_native_stderr, silence_known_warnings
 from labkit.errors import LabkitTypeError, LabkitValueError
+from labkit.fx_fusion import compare_outputs, fuse_safely
+from labkit.fx_profile import TraceFailedError
 from labkit.notebook import seeded
 from labkit.tables import ShowsAsTable, Table
 from labkit.timing import RunStats, compare
@@ -76,15 +79,27 @@ def build_variants(model: nn.Module, *inputs: torch.Tensor, include_compiled: bo
         raise LabkitValueError("Call model.eval() first: Conv-BN fusion folds BatchNorm's running statistics, which is only valid in eval mode.")
     if not inputs:
         raise LabkitValueError("Pass at least one example input, e.g. build_variants(model, torch.randn(8, 3, 224, 224)).")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise LabkitTypeError(f"build_variants: inputs[{i}] must be a tensor, got {type(x).__name__}.")
+        if x.numel() == 0:
+            raise LabkitValueError(
+                f"build_variants: inputs[{i}] is empty (shape {tuple(x.shape)}): nothing to time or compare. "
+                "Pass a batch of at least one example, e.g. torch.randn(8, 3, 224, 224)."
+            )
+    try:
+        fused_model, unfused = fuse_safely(model)
+    except TraceFailedError as exc:
+        raise TraceFailedError(f"build_variants needs torch.fx to trace the model for the fused variants. {exc}") from exc
+    note = f"; {unfused}" if unfused else ""
     eager = Variant(EAGER, model, tuple(inputs), "the model as written, contiguous (NCHW) tensors")
     cl_model, cl_inputs = _to_channels_last(copy.deepcopy(model), inputs)
-    fused_model = fuse(model, inplace=False)
-    fused_cl_model, _ = _to_channels_last(fuse(model, inplace=False), inputs)
+    fused_cl_model, _ = _to_channels_last(copy.deepcopy(fused_model), inputs)
     variants = [
         eager,
         Variant(CHANNELS_LAST, cl_model, cl_inputs, "model and input converted to channels_last (NHWC in memory)"),
-        Variant(FUSED, fused_model, tuple(inputs), "Conv2d+BatchNorm2d folded into one Conv2d with torch.fx"),
-        Variant(FUSED_CHANNELS_LAST, fused_cl_model, cl_inputs, "both"),
+        Variant(FUSED, fused_model, tuple(inputs), "Conv2d+BatchNorm2d folded into one Conv2d with torch.fx" + note),
+        Variant(FUSED_CHANNELS_LAST, fused_cl_model, cl_inputs, "both" + note),
     ]
     if include_compiled:
         variants.append(compile_variant(variants[-1]))
@@ -173,16 +188,19 @@ def compare_variants(
     with torch.inference_mode():
         reference = variants[0]()
         outputs = {v.name: v() for v in variants}
+        if not any(leaf.numel() for leaf in tree_leaves(reference) if isinstance(leaf, torch.Tensor)):
+            raise LabkitValueError(
+                f"Variant {variants[0].name!r} returned an empty output, so there is nothing to compare: "
+                "build the variants from a batch of at least one example, e.g. build_variants(model, torch.randn(8, 3, 224, 224))."
+            )
         candidates: dict[str, Callable[[], object]] = {v.name: v for v in variants}
         stats = compare(candidates, rounds=rounds, warmup=warmup, device=device)
-    scale = reference.abs().max().item() or 1.0
     baseline = stats[variants[0].name]
     results = []
     for variant in variants:
-        diff = (outputs[variant.name].float() - reference.float()).abs().max().item()
-        close = torch.allclose(outputs[variant.name].float(), reference.float(), rtol=rtol, atol=rtol * scale)
+        diff, close = compare_outputs(reference, outputs[variant.name], rtol=rtol, atol=0.0, actual_name=f"variant {variant.name!r}")
         timing = stats[variant.name]
-        results.append(VariantResult(variant.name, timing, timing.ratio_to(baseline), diff, bool(close), variant.setup_seconds))
+        results.append(VariantResult(variant.name, timing, timing.ratio_to(baseline), diff, close, variant.setup_seconds))
     return VariantComparison(results, rtol=rtol)
 
 

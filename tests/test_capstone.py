@@ -12,7 +12,7 @@ from labkit.capstone import (
     challenge_model,
     compare_variants,
 )
-from labkit.errors import LabkitTypeError, LabkitValueError
+from labkit.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.plots import to_png, variant_bars
 
 
@@ -103,3 +103,66 @@ def test_optimize_for_inference_variant_matches_eager(small):
     comparison = compare_variants(variants, rounds=1, warmup=0)
     assert comparison[OPTIMIZED_FOR_INFERENCE].allclose
     assert variants[0].model is model and model[0].weight.is_contiguous()
+
+
+class ConvCalledTwice(nn.Module):
+    """One Conv2d called twice, only once followed by BatchNorm: torch's fuse alone gets this wrong."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv, self.bn = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)) + self.conv(x)
+
+
+def test_fused_variants_never_change_the_output_of_a_shared_conv():
+    model = ConvCalledTwice().eval()
+    x = torch.randn(2, 3, 8, 8)
+    variants = build_variants(model, x)
+    for variant in variants[2:]:
+        torch.testing.assert_close(variant(), model(x))
+        assert "left unfused" in variant.description
+    assert compare_variants(variants, rounds=1, warmup=0).all_close
+
+
+class Untraceable(nn.Module):
+    def forward(self, x):
+        return x if x.sum() > 0 else -x
+
+
+def test_untraceable_model_and_empty_batch_get_labkit_errors(small):
+    model, x = small
+    with pytest.raises(LabkitError, match=r"build_variants.*torch.fx"):
+        build_variants(Untraceable().eval(), x)
+    with pytest.raises(LabkitValueError, match=r"inputs\[0\].*empty"):
+        build_variants(model, x[:0])
+    variants = build_variants(model, x)
+    variants[0].inputs = (x[:0],)
+    with pytest.raises(LabkitValueError, match=r"'eager'.*empty"):
+        compare_variants(variants, rounds=1, warmup=0)
+
+
+class TwoHeads(nn.Module):
+    """Returns a dict, as torchvision's segmentation models do."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x))
+        return {"out": y, "aux": y.mean((2, 3))}
+
+
+def test_variants_of_a_model_with_a_dict_output_are_compared_leaf_by_leaf():
+    model = TwoHeads().eval()
+    variants = build_variants(model, torch.randn(2, 3, 8, 8))
+    assert compare_variants(variants, rounds=1, warmup=0).all_close
+    variants[2].model = nn.Identity()
+    with pytest.raises(LabkitValueError, match="variant 'fused' Tensor of 1 value"):
+        compare_variants(variants, rounds=1, warmup=0)
