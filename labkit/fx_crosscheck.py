@@ -9,11 +9,12 @@ type. If they agree within a few percentage points, the FX numbers are honest.
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from labkit._noise import filtered_native_stderr, silence_known_warnings
-from labkit.errors import LabkitValueError
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.fx_profile import NodeProfiler
 from labkit.tables import ShowsAsTable, Table
 
@@ -56,6 +57,12 @@ class CrossCheck(ShowsAsTable):
     @property
     def max_difference(self) -> float:
         """Largest disagreement over all op types, in percentage points."""
+        if not self.rows:
+            raise LabkitValueError(
+                "This cross-check has no op types, so there is no difference to take: neither labkit nor "
+                "torch.profiler recorded an operator. Build it with compare_with_torch_profiler(model, x) "
+                "on a model that runs at least one operator."
+            )
         return max(abs(a - b) for _, a, b in self.rows)
 
     def table(self) -> Table:
@@ -98,8 +105,10 @@ def compare_with_torch_profiler(
     """
     from torch.profiler import ProfilerActivity, profile
 
+    if isinstance(runs, bool) or not isinstance(runs, numbers.Integral):
+        raise LabkitTypeError(f"runs must be a whole number (an int), got {runs!r} ({type(runs).__name__}); e.g. runs=5.")
     if runs < 1:
-        raise LabkitValueError(f"runs must be at least 1 (got {runs}).")
+        raise LabkitValueError(f"runs must be at least 1 (got {runs}); e.g. runs=5.")
     silence_known_warnings()
     profiler = NodeProfiler(model, *inputs, mode=mode)
     profiler.warmup(warmup)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from labkit.errors import LabkitValueError
+from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.fx_crosscheck import CrossCheck, compare_with_torch_profiler, seconds_by_op_type
 
 
@@ -40,3 +40,10 @@ def test_difference_and_errors():
         check.difference("Linear")
     with pytest.raises(LabkitValueError, match="runs"):
         compare_with_torch_profiler(small_cnn(), torch.randn(1, 3, 8, 8), runs=0)
+
+
+def test_an_empty_cross_check_says_so():
+    with pytest.raises(LabkitValueError, match="no op types"):
+        CrossCheck([]).max_difference
+    with pytest.raises(LabkitTypeError, match="runs must be a whole number"):
+        compare_with_torch_profiler(small_cnn(), torch.randn(1, 3, 8, 8), runs=2.5)
