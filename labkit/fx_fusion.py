@@ -194,14 +194,16 @@ def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
     Returns the fused copy and a note naming what was left unfused ("" when
     nothing was), so a caller can show it instead of a warning.
     """
+    notes = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", FusionSkippedWarning)
         try:
             fused = fuse_conv_bn_library(model)
         except UnsafeFusionError:
             caught.clear()
+            notes.append("torch's fuse not used (it would change a layer used twice): only safe Conv2d+BatchNorm2d pairs folded")
             fused = fuse_conv_bn_teaching(model)
-    notes = [str(w.message).removesuffix(".") for w in caught if issubclass(w.category, FusionSkippedWarning)]
+    notes += [str(w.message).removesuffix(".") for w in caught if issubclass(w.category, FusionSkippedWarning)]
     for w in caught:  # anything else is not ours to swallow
         if not issubclass(w.category, FusionSkippedWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
