@@ -17,8 +17,11 @@ def _solution(file, name):
     return runpy.run_path(str(SOLUTIONS / file))[name]
 
 
-def _stub(*_args):
-    raise NotImplementedError("Exercise 3.x: your code here")
+def _stub_for(exercise):
+    def stub(*_args):
+        raise NotImplementedError(f"Exercise {exercise}: write stub(). See solutions/x.py, or run %load solutions/x.py in this cell.")
+
+    return stub
 
 
 def test_solutions_are_solved():
@@ -27,16 +30,18 @@ def test_solutions_are_solved():
     assert check_custom_sin(_solution("03_3_custom_sin.py", "Sin")).solved
 
 
-@pytest.mark.parametrize("checker", [check_directional_derivative, check_predict_mode])
-def test_function_stubs_are_not_yet_solved(checker):
-    assert checker(_stub).status is Status.NOT_YET
+@pytest.mark.parametrize(("checker", "exercise"), [(check_directional_derivative, "3.1"), (check_predict_mode, "3.2")])
+def test_function_stubs_are_not_yet_solved(checker, exercise):
+    assert checker(_stub_for(exercise)).status is Status.NOT_YET
+    # Another exercise's stub, or a NotImplementedError of the learner's own, is the learner's error.
+    assert checker(_stub_for("3.3")).status is Status.WRONG
 
 
 def test_class_stub_is_not_yet_solved():
     class Sin(torch.autograd.Function):
         @staticmethod
         def forward(x):
-            raise NotImplementedError("Exercise 3.3")
+            raise NotImplementedError("Exercise 3.3: write Sin.forward")
 
         @staticmethod
         def setup_context(ctx, inputs, output):
@@ -93,3 +98,71 @@ def test_wrong_jvp_and_old_style_are_explained():
     result = check_custom_sin(OldStyle)
     assert result.status is Status.WRONG and "setup_context" in result.message
     assert check_custom_sin(42).status is Status.WRONG
+
+
+def test_predict_mode_wrong_answers_are_not_solved():
+    # The reproduction of the -O bug: this answer was "solved" under PYTHONOPTIMIZE=1.
+    assert check_predict_mode(lambda i, o: "jacfwd").status is Status.WRONG
+    for odd in (None, 1, ["jacfwd"], b"jacrev", torch.tensor(1.0)):
+        result = check_predict_mode(lambda i, o, odd=odd: odd)
+        assert result.status is Status.WRONG and "Return the string" in result.message, result
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda f, x, v: None,
+        lambda f, x, v: 0.0,
+        lambda f, x, v: torch.zeros_like(f(x), dtype=torch.bool),
+        lambda f, x, v: torch.zeros_like(f(x), dtype=torch.int64),
+        lambda f, x, v: torch.zeros_like(f(x), device="meta"),
+        lambda f, x, v: torch.zeros_like(f(x)).to_sparse() if f(x).dim() else torch.zeros_like(f(x), device="meta"),
+        lambda f, x, v: torch.full_like(f(x), float("nan")),
+    ],
+)
+def test_directional_derivative_odd_answers_are_wrong_not_a_crash(answer):
+    result = check_directional_derivative(answer)
+    assert result.status is Status.WRONG, result
+
+
+def test_custom_sin_odd_answers_are_wrong_not_a_crash():
+    Sin = _solution("03_3_custom_sin.py", "Sin")
+
+    class ReturnsAList(Sin):
+        @staticmethod
+        def forward(x):
+            return [torch.sin(x)]
+
+    class WrongShapeJvp(Sin):
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            return x_tangent[:2]
+
+    class NoJvp(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return torch.sin(x)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+    for wrong in (ReturnsAList, WrongShapeJvp, NoJvp, Sin.apply, "Sin"):
+        result = check_custom_sin(wrong)
+        assert result.status is Status.WRONG, (wrong, result)
+
+
+def test_a_learner_jvp_that_leaves_a_dual_level_open_does_not_poison_later_cells():
+    import torch.autograd.forward_ad as fwAD
+
+    from labkit.forward_ad import jvp
+
+    def leaky(f, x, v):
+        fwAD.enter_dual_level()
+        return fwAD.unpack_dual(f(fwAD.make_dual(x, v))).tangent
+
+    result = check_directional_derivative(leaky)
+    assert result.solved and "dual level open" in result.message
+    assert fwAD._current_level == -1
+    x, v = torch.randn(3, dtype=torch.float64), torch.randn(3, dtype=torch.float64)
+    assert torch.allclose(jvp(torch.sin, x, v)[1], torch.cos(x) * v)  # a later cell still works

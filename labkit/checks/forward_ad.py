@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from labkit.checks import CheckResult, run_check
+from labkit.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, run_check
 
 # (name, function, input shape): the "given" function of exercise 3.1 comes first.
 DIRECTIONAL_CASES: list[tuple[str, Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = [
@@ -30,6 +30,22 @@ def _float64_pair(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, torc
     )
 
 
+def _expect_comparable(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    """Fail with a hint unless ``got`` is a tensor that can be compared with ``expected`` (no crash in the checker)."""
+    expect(
+        isinstance(got, torch.Tensor) and got.layout == torch.strided and got.device == expected.device,
+        f"{what} is not an ordinary {expected.device.type} tensor ({type(got).__name__}); return a tensor like f(x).",
+    )
+    expect(got.dtype.is_floating_point, f"{what} has dtype {got.dtype}; return a floating-point tensor like f(x).")
+
+
+def _expect_close(got: object, expected: torch.Tensor, hint: str, atol: float = 1e-8) -> None:
+    """``torch.allclose`` that fails with ``hint`` for anything unlike ``expected``, instead of raising."""
+    expect(isinstance(got, torch.Tensor) and got.shape == expected.shape, hint)
+    _expect_comparable(got, expected, "The result")
+    expect(torch.allclose(got.detach().to(expected.dtype), expected, atol=atol), hint)
+
+
 def check_directional_derivative(directional_derivative: Callable) -> CheckResult:
     """Exercise 3.1: ``directional_derivative(f, x, v)`` equals the JVP of ``f`` at ``x`` along ``v``."""
 
@@ -37,21 +53,22 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
         for seed, (name, f, shape) in enumerate(DIRECTIONAL_CASES):
             x, v = _float64_pair(shape, seed)
             expected = torch.func.jvp(f, (x,), (v,))[1]
-            got = directional_derivative(f, x.clone(), v.clone())
-            assert isinstance(got, torch.Tensor), f"For {name} you returned a {type(got).__name__}; return a tensor."
-            assert got.shape == expected.shape, (
+            got = call_learner(directional_derivative, f, x.clone(), v.clone())
+            expect(isinstance(got, torch.Tensor), f"For {name} you returned a {type(got).__name__}; return a tensor.")
+            expect(got.shape == expected.shape, (
                 f"For {name} the result has shape {tuple(got.shape)}, but f(x) has shape {tuple(expected.shape)}: "
                 f"a directional derivative is shaped like the output."
-            )
+            ))
+            _expect_comparable(got, expected, f"For {name} your result")
             error = float((got.detach() - expected).abs().max())
-            assert error < 1e-5, (
+            expect(error < 1e-5, (
                 f"For {name} your answer is off by {error:.1e}: it is not the derivative along v. "
                 f"Push the tangent v through f with one JVP: labkit.forward_ad.jvp(f, x, v)."
-            )
-            assert error < 1e-10, (
+            ))
+            expect(error < 1e-10, (
                 f"For {name} your answer is off by {error:.1e}, close but not exact. Use one JVP "
                 f"(labkit.forward_ad.jvp(f, x, v)), which is exact; finite differences are only accurate to about 1e-7."
-            )
+            ))
         return f"Your JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-10."
 
     return run_check("3.1", check)
@@ -66,15 +83,18 @@ def check_predict_mode(predict_faster_mode: Callable[[int, int], str]) -> CheckR
 
     def check() -> str:
         for in_features, out_features in MODE_CASES:
-            got = predict_faster_mode(in_features, out_features)
-            assert got in ("jacfwd", "jacrev"), f"Return the string 'jacfwd' or 'jacrev', not {got!r}."
+            got = call_learner(predict_faster_mode, in_features, out_features)
+            expect(isinstance(got, str) and got in ("jacfwd", "jacrev"), f"Return the string 'jacfwd' or 'jacrev', not {got!r}.")
             expected = "jacfwd" if out_features > in_features else "jacrev"
-            assert got == expected, (
+            expect(got == expected, (
                 f"For R^{in_features} -> R^{out_features} you predicted {got}. Count the passes: jacfwd needs "
                 f"one per input dimension ({in_features}), jacrev one per output dimension ({out_features})."
-            )
-        got = predict_faster_mode(16, 16)
-        assert got in ("jacfwd", "jacrev"), f"For a square Jacobian return either 'jacfwd' or 'jacrev', not {got!r}."
+            ))
+        got = call_learner(predict_faster_mode, 16, 16)
+        expect(
+            isinstance(got, str) and got in ("jacfwd", "jacrev"),
+            f"For a square Jacobian return either 'jacfwd' or 'jacrev', not {got!r}.",
+        )
         return f"Your predictions follow the pass counts on {len(MODE_CASES)} shapes. Now measure them below."
 
     return run_check("3.2", check)
@@ -87,28 +107,31 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
         from labkit.custom_function_example import gradcheck_forward
         from labkit.forward_ad import jvp
 
-        assert isinstance(sin_function, type) and issubclass(sin_function, torch.autograd.Function), (
-            "Pass the class itself (a subclass of torch.autograd.Function), e.g. check_custom_sin(Sin)."
+        expect(
+            isinstance(sin_function, type) and issubclass(sin_function, torch.autograd.Function),
+            "Pass the class itself (a subclass of torch.autograd.Function), e.g. check_custom_sin(Sin).",
         )
         x, v = _float64_pair((6,), seed=3)
-        assert torch.allclose(sin_function.apply(x), torch.sin(x)), "forward(x) does not return sin(x)."
+        _expect_close(call_learner(sin_function.apply, x), torch.sin(x), "forward(x) does not return sin(x).")
         expected = torch.cos(x) * v
-        dual = jvp(sin_function.apply, x, v)[1]
-        assert torch.allclose(dual, expected, atol=1e-12), "Under the dual API, your jvp does not return cos(x) * x_tangent."
+        dual = call_learner(jvp, sin_function.apply, x, v)[1]
+        _expect_close(dual, expected, "Under the dual API, your jvp does not return cos(x) * x_tangent.", atol=1e-12)
         try:
-            functional = torch.func.jvp(sin_function.apply, (x,), (v,))[1]
-        except RuntimeError as exc:
-            if "setup_context" in str(exc):
-                raise AssertionError(
+            functional = call_learner(torch.func.jvp, sin_function.apply, (x,), (v,))[1]
+        except LearnerError as exc:
+            if isinstance(exc.original, RuntimeError) and "setup_context" in str(exc.original):
+                raise CheckFailed(
                     "torch.func.jvp rejects your Function: write forward(x) without ctx and save tensors "
                     "in a separate setup_context(ctx, inputs, output) staticmethod."
                 ) from None
             raise
-        assert torch.allclose(functional, expected, atol=1e-12), "Under torch.func.jvp, your jvp does not return cos(x) * x_tangent."
+        _expect_close(functional, expected, "Under torch.func.jvp, your jvp does not return cos(x) * x_tangent.", atol=1e-12)
         try:
-            gradcheck_forward(sin_function, x, check_backward=False)
-        except GradcheckError as exc:
-            raise AssertionError(f"gradcheck(check_forward_ad=True) failed: {str(exc).splitlines()[0]}") from None
+            call_learner(gradcheck_forward, sin_function, x, check_backward=False)
+        except LearnerError as exc:
+            if isinstance(exc.original, GradcheckError):
+                raise CheckFailed(f"gradcheck(check_forward_ad=True) failed: {str(exc.original).splitlines()[0]}") from None
+            raise
         return "forward and jvp are right, gradcheck(check_forward_ad=True) passes, and torch.func.jvp accepts it."
 
     return run_check("3.3", check)

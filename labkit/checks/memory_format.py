@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from labkit.checks import CheckResult, run_check
+from labkit.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, int_tuple, run_check
 from labkit.notebook import seeded
 
 STRIDE_CASES = [
@@ -34,11 +34,11 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
     def check() -> str:
         for shape, name in STRIDE_CASES:
             expected = torch.empty(shape, memory_format=getattr(torch, name)).stride()
-            got = predict_strides(shape, name)
-            assert got is not None and tuple(got) == expected, (
+            got = call_learner(predict_strides, shape, name)
+            expect(int_tuple(got) == expected, (
                 f"For shape {shape} in {name} you predicted {got}, torch gives {expected}. "
                 "Hint: list the dimensions from innermost to outermost; each stride is the product of the sizes inside it."
-            )
+            ))
         return f"All {len(STRIDE_CASES)} stride tuples match torch, including size-1 and 5-D shapes."
 
     return run_check("2.1", check)
@@ -65,17 +65,24 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
     def check() -> str:
         x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
         for label, model, expected in _dropper_cases():
-            got = find_format_dropper(model.eval(), x.clone())
+            got = call_learner(find_format_dropper, model.eval(), x.clone())
+            expect(
+                got is None or isinstance(got, str),
+                f"For the {label} you returned a {type(got).__name__}; return the operator's name as a string, or None.",
+            )
             short = got.rsplit(".", 1)[-1] if isinstance(got, str) else got
-            assert short == expected, (
+            expect(short == expected, (
                 f"For the {label} you answered {got!r}, but the first operator that drops channels_last is {expected!r}. "
                 "Hint: convert the input to channels_last, run the model inside `with FormatTracker() as t:`, read t.lost()."
                 if expected
                 else f"For the {label} you answered {got!r}, but no operator drops channels_last there: return None."
-            )
+            ))
         return "You found layer_norm and softmax, and saw that the clean model keeps channels_last throughout."
 
     return run_check("2.2", check)
+
+
+_CONV3D_LAYERS = ("stem3d", "conv2d", "norm", "head")
 
 
 def _conv3d_model() -> nn.Module:
@@ -101,19 +108,36 @@ def check_convert_conv3d(convert: Callable[[nn.Module], nn.Module]) -> CheckResu
         x = torch.randn(2, 2, 3, 6, 6, generator=torch.Generator().manual_seed(0))
         with torch.inference_mode():
             expected = _run(_conv3d_model().eval(), x)
-        converted = convert(_conv3d_model().eval())
-        assert isinstance(converted, nn.Module), f"convert must return the model, got {type(converted).__name__}."
-        w3, w2 = converted["stem3d"].weight, converted["conv2d"].weight
-        assert w3.is_contiguous(memory_format=torch.channels_last_3d) and not w3.is_contiguous(), (
-            "The Conv3d weight is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d."
+        converted = call_learner(convert, _conv3d_model().eval())
+        expect(isinstance(converted, nn.Module), f"convert must return the model, got {type(converted).__name__}.")
+        expect(
+            isinstance(converted, nn.ModuleDict) and set(converted) == set(_CONV3D_LAYERS),
+            "convert must return the model it was given (a ModuleDict with stem3d, conv2d, norm and head), converted.",
         )
-        assert w2.is_contiguous(memory_format=torch.channels_last) and not w2.is_contiguous(), (
-            "The Conv2d weight is not channels_last."
+        w3, w2 = getattr(converted["stem3d"], "weight", None), getattr(converted["conv2d"], "weight", None)
+        expect(
+            isinstance(w3, torch.Tensor) and isinstance(w2, torch.Tensor),
+            "Keep the model's layers: stem3d and conv2d must still be convolutions with a weight.",
         )
-        assert isinstance(converted["conv2d"].weight, nn.Parameter), "Keep weights as nn.Parameter: assign to .data."
-        with torch.inference_mode():
-            got = _run(converted, x.contiguous(memory_format=torch.channels_last_3d))
-        assert torch.allclose(got, expected, atol=1e-5), "The converted model gives different outputs; convert layouts, not values."
+        expect(
+            w3.is_contiguous(memory_format=torch.channels_last_3d) and not w3.is_contiguous(),
+            "The Conv3d weight is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d.",
+        )
+        expect(
+            w2.is_contiguous(memory_format=torch.channels_last) and not w2.is_contiguous(),
+            "The Conv2d weight is not channels_last.",
+        )
+        expect(isinstance(w2, nn.Parameter), "Keep weights as nn.Parameter: assign to .data.")
+        try:
+            with torch.inference_mode():
+                got = call_learner(_run, converted, x.contiguous(memory_format=torch.channels_last_3d))
+        except LearnerError as exc:
+            raise CheckFailed(f"Running your converted model raised {exc}. Convert layouts, not shapes or values.") from None
+        expect(
+            isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == expected.dtype,
+            "Your converted model no longer gives an output like the original's; convert layouts, not values.",
+        )
+        expect(torch.allclose(got, expected, atol=1e-5), "The converted model gives different outputs; convert layouts, not values.")
         return "Conv3d weight in channels_last_3d, Conv2d weight in channels_last, same outputs as before."
 
     return run_check("2.3", check)

@@ -2,10 +2,16 @@ import torch
 from torch.fx.experimental.optimization import fuse
 
 
-def make_faster(model, x):
-    """Exercise 4.1: return (faster_model, input_for_it), at least 1.3x faster than model(x), same outputs.
+def make_faster(model):
+    """Exercise 4.1: return a callable `faster(x)`, at least 1.3x faster than `model(x)`, same outputs.
 
-    Do not change `model` in place: the checker compares against it.
+    `faster` takes the same plain (NCHW) input batch as `model`: any conversion
+    of the input is part of the work that is timed. Do not change `model` in
+    place: the checker compares against it.
     """
-    faster = fuse(model, inplace=False).to(memory_format=torch.channels_last)
-    return faster, x.contiguous(memory_format=torch.channels_last)
+    faster_model = fuse(model, inplace=False).to(memory_format=torch.channels_last)
+
+    def faster(x):
+        return faster_model(x.contiguous(memory_format=torch.channels_last))
+
+    return faster
