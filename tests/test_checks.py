@@ -155,3 +155,11 @@ def test_the_checkers_have_no_assert_statement():
         if isinstance(node, ast.Assert)
     ]
     assert found == []
+
+
+def test_no_line_is_named_when_the_error_has_no_learner_frame():
+    # e.g. the learner passed a builtin or a class that fails to construct: no line of theirs to point at,
+    # and certainly not a line of labkit's.
+    result = run_check("1.2", lambda: call_learner(int, "not a number"))
+    assert result.status is Status.WRONG and "ValueError" in result.message
+    assert "line" not in result.message and "call_learner" not in result.message

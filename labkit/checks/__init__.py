@@ -144,14 +144,13 @@ def _library_folders() -> tuple[str, ...]:
     return tuple(str(Path(folder).resolve()) for folder in folders)
 
 
-def _learner_frame(exc: BaseException) -> traceback.FrameSummary:
-    """The innermost frame outside torch, labkit and the standard library: the learner's line."""
+def _learner_frame(exc: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame outside torch, labkit and the standard library: the learner's line, if any."""
     library = _library_folders()
-    frames = traceback.extract_tb(exc.__traceback__)
-    for frame in reversed(frames):
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if not str(Path(frame.filename).resolve()).startswith(library):
             return frame
-    return frames[-1]
+    return None
 
 
 @contextmanager
@@ -204,8 +203,5 @@ def _learner_failure(exercise: str, exc: BaseException) -> CheckResult:
     if _is_stub(exc, exercise):
         return CheckResult(exercise, Status.NOT_YET, "Replace the stub that raises NotImplementedError with your code, then run this cell again.")
     where = _learner_frame(exc)
-    return CheckResult(
-        exercise,
-        Status.WRONG,
-        f"Your code raised {type(exc).__name__}: {exc} (line {where.lineno} of {where.name}).",
-    )
+    line = f" (line {where.lineno} of {where.name})" if where is not None else ""
+    return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.")

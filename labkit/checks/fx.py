@@ -66,6 +66,10 @@ def check_shape_recorder(recorder_class: type) -> CheckResult:
 
     def check() -> str:
         x = _reference_input()
+        expect(
+            isinstance(recorder_class, type),
+            "Pass the class itself (a subclass of torch.fx.Interpreter), e.g. check_shape_recorder(ShapeRecorder).",
+        )
         graph_module = torch.fx.symbolic_trace(_reference_model())
         recorder = call_learner(recorder_class, graph_module)
         expect(
@@ -84,7 +88,11 @@ def check_shape_recorder(recorder_class: type) -> CheckResult:
         expect(not missing, f"No shape recorded for node(s) {missing}; record every node whose output is a tensor.")
         for name, shape in expected.items():
             got = shapes[name]
-            expect(int_tuple(got) == shape, f"Node {name!r}: you recorded {got!r}, the output shape is {shape}.")
+            expect(
+                int_tuple(got) == shape,
+                f"Node {name!r}: you recorded {got!r}, the output shape is {shape}"
+                + ("." if int_tuple(got) is not None else "; record a tuple of ints, e.g. tuple(result.shape)."),
+            )
         return f"all {len(expected)} tensor shapes match torch.fx's ShapeProp (e.g. {next(iter(expected))}: {next(iter(expected.values()))})."
 
     return run_check("1.2", check)

@@ -35,6 +35,10 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
         for shape, name in STRIDE_CASES:
             expected = torch.empty(shape, memory_format=getattr(torch, name)).stride()
             got = call_learner(predict_strides, shape, name)
+            expect(
+                int_tuple(got) is not None,
+                f"For shape {shape} in {name} you predicted {got!r}; return a tuple of ints, one stride per dimension.",
+            )
             expect(int_tuple(got) == expected, (
                 f"For shape {shape} in {name} you predicted {got}, torch gives {expected}. "
                 "Hint: list the dimensions from innermost to outermost; each stride is the product of the sizes inside it."
