@@ -244,9 +244,12 @@ def _canonical_names(model: nn.Module, tangents: Mapping[str, torch.Tensor]) -> 
     """Map each name in ``tangents`` to the parameter's first name (tied weights have several)."""
     canonical = {id(p): name for name, p in model.named_parameters()}
     every_name = dict(model.named_parameters(remove_duplicate=False))
-    unknown = sorted(str(name) for name in tangents if name not in every_name)
+    unknown = [name for name in tangents if name not in every_name]
     if unknown:
-        raise LabkitValueError(f"{unknown} are not parameters of this model; names are e.g. {list(canonical.values())[:4]}.")
+        verb = "is not a parameter" if len(unknown) == 1 else "are not parameters"
+        raise LabkitValueError(
+            f"{', '.join(map(repr, unknown))} {verb} of this model; names are e.g. {list(canonical.values())[:4]}."
+        )
     names: dict[str, str] = {}
     for given in tangents:
         first = canonical[id(every_name[given])]
@@ -428,8 +431,9 @@ def check_jvp(
         _check_deterministic_float64(outputs_of, xs, in_training)
         _, reference = jvp(outputs_of, xs, ts)
         reference = tuple(r.detach() for r in reference)
-        _, functional = torch.func.jvp(outputs_of, xs, ts)
-        jacobians = torch.func.jacrev(outputs_of, argnums=tuple(range(len(xs))))(*xs)
+        with _in_place_explained(in_training):
+            _, functional = torch.func.jvp(outputs_of, xs, ts)
+            jacobians = torch.func.jacrev(outputs_of, argnums=tuple(range(len(xs))))(*xs)
         reverse = tuple(
             sum(torch.tensordot(jac_oi, t, dims=t.ndim) for jac_oi, t in zip(jac_o, ts)) for jac_o in jacobians
         )
@@ -451,6 +455,20 @@ def check_jvp(
         exact_tolerance=exact_tolerance,
         fd_tolerance=fd_tolerance,
     )
+
+
+@contextmanager
+def _in_place_explained(in_training: bool) -> Iterator[None]:
+    """torch.func refuses a module that updates its buffers in place: in train mode, say why."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if not (in_training and "in-place operation" in str(exc)):
+            raise
+        raise LabkitValueError(
+            "The model is in training mode, where BatchNorm updates its running statistics in place on every "
+            "call, and torch.func (jvp, jacrev) refuses to differentiate through that: call model.eval() first."
+        ) from None
 
 
 def _check_deterministic_float64(

@@ -40,6 +40,15 @@ def _check_size(name: str, value: object, alternative: str = "") -> None:
         raise LabkitValueError(f"{wanted}, got {value!r}; pass e.g. 16.")
 
 
+def _check_budget(budget: float) -> None:
+    """A NaN or infinite budget would make ``blocked_autorange`` loop forever."""
+    wanted = "budget must be a positive finite number of seconds"
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+        raise LabkitTypeError(f"{wanted}, got {budget!r} ({type(budget).__name__}); pass e.g. 0.1.")
+    if not (math.isfinite(budget) and budget > 0):
+        raise LabkitValueError(f"{wanted}, got {budget!r}; pass e.g. 0.1.")
+
+
 # ---------------------------------------------------------------------------
 # jacfwd vs jacrev
 # ---------------------------------------------------------------------------
@@ -134,6 +143,8 @@ def jacobian_cost(
     ``torch.utils.benchmark.Timer`` in alternating rounds (about ``budget``
     seconds in all), so that background load hits both alike.
     """
+    _check_size("rounds", rounds)
+    _check_budget(budget)
     fn, x = jacobian_problem(in_features, out_features, hidden=hidden, batch=batch, device=device)
     forward_mode, reverse_mode = torch.func.jacfwd(fn), torch.func.jacrev(fn)
     if batch is not None:
@@ -218,6 +229,8 @@ def jacobian_sweep(
 
     ``on_point`` lets a widget redraw while the sweep is still running.
     """
+    _check_size("rounds", rounds)
+    _check_budget(budget)
     dims = default_out_dims(in_features) if out_dims is None else sorted(set(out_dims))
     if not dims:
         raise LabkitValueError("out_dims is empty; pass output sizes such as [8, 16, 32, 64].")
@@ -284,6 +297,10 @@ def jvp_overhead(
         raise LabkitTypeError(f"jvp_overhead needs an nn.Module, got {type(model).__name__}.")
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise LabkitTypeError("x must be a floating-point tensor, e.g. torch.randn(64, 256).")
+    _check_size("rounds", rounds)
+    _check_size("number", number)
+    if num_threads is not None:
+        _check_size("num_threads", num_threads, "or None")
     tangent = torch.randn_like(x)
 
     def raw_dual() -> torch.Tensor:
@@ -298,8 +315,6 @@ def jvp_overhead(
     }
     previous_threads = torch.get_num_threads()
     if num_threads is not None:
-        if num_threads < 1:
-            raise LabkitValueError(f"num_threads must be at least 1, got {num_threads}.")
         torch.set_num_threads(num_threads)
     try:
         stats = compare(candidates, rounds=rounds, number=number, device=device)

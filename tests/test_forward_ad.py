@@ -166,7 +166,7 @@ def test_swap_restores_parameters_in_order_even_on_error():
 def test_module_jvp_rejects_bad_input():
     model = _model()
     x = torch.randn(1, 3)
-    with pytest.raises(LabkitValueError, match="not parameters"):
+    with pytest.raises(LabkitValueError, match="not a parameter"):
         module_jvp(model, x, {"nope": torch.zeros(1)})
     with pytest.raises(LabkitValueError, match="empty"):
         module_jvp(model, x, {})
@@ -389,3 +389,16 @@ def test_check_jvp_explains_a_train_mode_dropout_model():
 def test_check_jvp_explains_a_random_function():
     with pytest.raises(LabkitValueError, match=r"different outputs for the same input"):
         check_jvp(lambda v: v + torch.rand_like(v), *_pair(3))
+
+
+def test_check_jvp_explains_a_train_mode_batchnorm_model():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+    with pytest.raises(LabkitValueError, match=r"training mode.*BatchNorm.*model.eval\(\)"):
+        check_jvp(model, *_pair(4, 3, dtype=torch.float32))
+    assert check_jvp(model.eval(), *_pair(4, 3, dtype=torch.float32)).ok
+
+
+def test_module_jvp_names_unknown_parameters_as_given():
+    with pytest.raises(LabkitValueError, match=r"0 is not a parameter of this model"):
+        module_jvp(_model(), torch.randn(1, 3), {0: torch.zeros(4)})

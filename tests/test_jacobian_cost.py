@@ -151,3 +151,32 @@ def test_jacobian_problem_takes_numpy_integers():
 def test_default_out_dims_rejects_a_span_that_is_not_a_power_of_two(span, error):
     with pytest.raises(error, match=r"span must be a power of two"):
         default_out_dims(8, span=span)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "named"),
+    [
+        ({"budget": float("nan")}, LabkitValueError, "budget"),  # hung forever in blocked_autorange
+        ({"budget": float("inf")}, LabkitValueError, "budget"),
+        ({"budget": 0}, LabkitValueError, "budget"),
+        ({"budget": "0.1"}, LabkitTypeError, "budget"),
+        ({"rounds": True}, LabkitTypeError, "rounds"),
+        ({"rounds": 2.5}, LabkitTypeError, "rounds"),
+    ],
+)
+def test_jacobian_cost_and_sweep_reject_bad_timing_arguments(kwargs, error, named):
+    with pytest.raises(error, match=named):
+        jacobian_cost(2, 2, **{"rounds": 1, "budget": 0.001, **kwargs})
+    with pytest.raises(error, match=named):
+        jacobian_sweep(2, [2], **{"rounds": 1, "budget": 0.001, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "named"),
+    [({"num_threads": 1.5}, LabkitTypeError, "num_threads"), ({"rounds": 0}, LabkitValueError, "rounds"), ({"number": True}, LabkitTypeError, "number")],
+)
+def test_jvp_overhead_rejects_bad_counts(kwargs, error, named):
+    before = torch.get_num_threads()
+    with pytest.raises(error, match=named):
+        jvp_overhead(mlp((2, 2)), torch.zeros(1, 2), **{"rounds": 1, "number": 1, **kwargs})
+    assert torch.get_num_threads() == before
