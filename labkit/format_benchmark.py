@@ -28,7 +28,14 @@ from labkit.device import device_line, pick_device
 from labkit.errors import LabkitTypeError, LabkitValueError
 from labkit.format_conversion import convert_model_per_layer
 from labkit.tables import ShowsAsTable, Table
-from labkit.timing import RunStats, compare_autorange, format_seconds
+from labkit.timing import (
+    RunStats,
+    _check_min_run_time,
+    _check_num_threads,
+    _require_whole,
+    compare_autorange,
+    format_seconds,
+)
 
 
 @dataclass(frozen=True)
@@ -240,8 +247,14 @@ def benchmark_formats(
         raise LabkitTypeError(f"Expected a torch.nn.Module, got {type(model).__name__}.")
     if not isinstance(example_input, torch.Tensor) or example_input.dim() not in (4, 5):
         raise LabkitValueError("example_input must be a 4-D (N, C, H, W) or 5-D (N, C, D, H, W) tensor.")
-    if rounds < 1 or warmup < 1 or min_run_time <= 0:
-        raise LabkitValueError("Use rounds >= 1, warmup >= 1 (the first call checks the precision runs) and min_run_time > 0 (seconds).")
+    _require_whole("rounds", rounds)
+    _require_whole("warmup", warmup)
+    if rounds < 1 or warmup < 1:
+        raise LabkitValueError("Use rounds >= 1 and warmup >= 1 (the first call checks the precision runs).")
+    _check_min_run_time(min_run_time)
+    _check_num_threads(num_threads)
+    if isinstance(precisions, str) or not (precisions is None or isinstance(precisions, Sequence)):
+        raise LabkitTypeError(f"precisions must be a list of names such as ['fp32'], got {precisions!r}.")
     device = pick_device(device)
     names = tuple(precisions) if precisions is not None else DEFAULT_PRECISIONS.get(device.type, ("fp32",))
     unknown = [name for name in names if name not in PRECISIONS]

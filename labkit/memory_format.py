@@ -246,8 +246,9 @@ def convert(tensor: torch.Tensor, memory_format: FormatLike, method: str = "to")
     """Convert ``tensor`` to ``memory_format`` with one of :data:`CONVERSION_METHODS`."""
     tensor = _require_tensor(tensor)
     name = check_rank(tensor, memory_format)
-    if method not in CONVERSION_METHODS:
-        raise LabkitValueError(f"Unknown conversion method {method!r}; use one of {', '.join(CONVERSION_METHODS)}.")
+    if not isinstance(method, str) or method not in CONVERSION_METHODS:
+        error = LabkitValueError if isinstance(method, str) else LabkitTypeError
+        raise error(f"Unknown conversion method {method!r}; use one of {', '.join(CONVERSION_METHODS)}.")
     return CONVERSION_METHODS[method][1](tensor, FORMATS[name])
 
 

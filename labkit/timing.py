@@ -42,9 +42,12 @@ class RunStats:
         Non-finite samples are rejected: ``sorted`` leaves a NaN wherever it happens to
         sit, so the median and min would depend on the order of the runs.
         """
-        if len(samples) == 0:
+        try:
+            values = [float(s) for s in samples]
+        except (TypeError, ValueError) as exc:
+            raise LabkitTypeError(f"samples must be a sequence of numbers (seconds), got {samples!r}.") from exc
+        if not values:
             raise LabkitValueError("RunStats needs at least one sample; run the measurement first.")
-        values = [float(s) for s in samples]
         bad = [(i, v) for i, v in enumerate(values) if not math.isfinite(v)]
         if bad:
             where = ", ".join(f"{v} at index {i}" for i, v in bad)
@@ -115,10 +118,32 @@ class SyncTimer:
         self.elapsed = time.perf_counter() - self._start
 
 
+def _require_whole(name: str, value: object) -> None:
+    """Reject floats, strings and bools where a count is needed (``range(2.5)`` fails deep inside)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LabkitTypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}); e.g. {name}=5.")
+
+
+def _check_min_run_time(min_run_time: object) -> None:
+    """A NaN or infinite run time would make ``blocked_autorange`` loop forever."""
+    message = f"min_run_time must be a finite number of seconds > 0, got {min_run_time!r}; e.g. min_run_time=0.3."
+    if isinstance(min_run_time, bool) or not isinstance(min_run_time, numbers.Real):
+        raise LabkitTypeError(message)
+    if not (math.isfinite(min_run_time) and min_run_time > 0):
+        raise LabkitValueError(message)
+
+
+def _check_num_threads(num_threads: object) -> None:
+    if num_threads is None:
+        return
+    _require_whole("num_threads", num_threads)
+    if num_threads < 1:
+        raise LabkitValueError(f"num_threads must be at least 1 (got {num_threads}); leave it None to keep torch's setting.")
+
+
 def _check_counts(warmup: int, runs: int, runs_name: str = "runs") -> None:
-    for name, value in ((runs_name, runs), ("warmup", warmup)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise LabkitTypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}); e.g. {name}=5.")
+    _require_whole(runs_name, runs)
+    _require_whole("warmup", warmup)
     if runs < 1:
         raise LabkitValueError(
             f"{runs_name} must be at least 1 (got {runs}); use {runs_name}=5 or more for stable statistics."
@@ -158,6 +183,8 @@ def benchmark(
     The benchmark Timer warms up, synchronizes CUDA and picks how many calls to
     put in each block; we return per-call statistics over the blocks.
     """
+    _check_min_run_time(min_run_time)
+    _check_num_threads(num_threads)
     bench = import_benchmark()
     timer = bench.Timer(
         stmt="fn()",
@@ -184,8 +211,11 @@ def compare_autorange(
     block size, synchronizes CUDA and pins ``num_threads`` (default: torch's
     current setting) for the measurement only.
     """
-    if rounds < 1 or min_run_time <= 0:
-        raise LabkitValueError(f"Use rounds >= 1 and min_run_time > 0 seconds (got rounds={rounds}, min_run_time={min_run_time}).")
+    _require_whole("rounds", rounds)
+    if rounds < 1:
+        raise LabkitValueError(f"Use rounds >= 1 (got rounds={rounds}).")
+    _check_min_run_time(min_run_time)
+    _check_num_threads(num_threads)
     if not candidates:
         raise LabkitValueError("compare_autorange() needs at least one candidate, e.g. {'eager': fn}.")
     bench = import_benchmark()
@@ -213,6 +243,7 @@ def compare(
     mean of ``number`` back-to-back calls.
     """
     _check_counts(warmup, rounds, runs_name="rounds")
+    _require_whole("number", number)
     if number < 1:
         raise LabkitValueError(f"number must be at least 1 (got {number}).")
     if not candidates:

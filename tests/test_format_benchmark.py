@@ -110,3 +110,18 @@ def test_other_input_errors_are_raised_with_torchs_reason():
     with pytest.raises(LabkitValueError, match=r"\(1, 3, 2, 2\).*Kernel size can't be greater.*runs on its own"):
         benchmark_formats(model, torch.randn(1, 3, 2, 2), device="cpu", min_run_time=0.01, rounds=1)
     assert model.weight.is_contiguous() and model.training
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"min_run_time": float("nan")}, LabkitValueError, "min_run_time must be a finite number"),  # used to hang
+        ({"rounds": 1.5}, LabkitTypeError, "rounds must be a whole number"),
+        ({"warmup": "2"}, LabkitTypeError, "warmup must be a whole number"),
+        ({"num_threads": -1}, LabkitValueError, "num_threads must be at least 1"),
+        ({"precisions": "fp32"}, LabkitTypeError, r"precisions must be a list of names such as \['fp32'\]"),
+    ],
+)
+def test_bad_settings_are_labkit_errors(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        benchmark_formats(nn.Conv2d(3, 4, 3), torch.randn(1, 3, 4, 4), device="cpu", **{"min_run_time": 0.01, "rounds": 1, **kwargs})

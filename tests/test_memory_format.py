@@ -73,6 +73,12 @@ def test_channels_last_on_5d_suggests_channels_last_3d():
         convert(torch.empty(2, 3, 4, 4), CL, "reshape")
 
 
+@pytest.mark.parametrize("method", [["to"], None, 1])
+def test_convert_method_of_the_wrong_type_is_a_labkit_error(method):
+    with pytest.raises(LabkitTypeError, match="Unknown conversion method.*use one of to, contiguous, permute"):
+        convert(torch.empty(2, 3, 4, 4), CL, method)
+
+
 def test_describe_rejects_non_tensors():
     with pytest.raises(LabkitTypeError, match="torch.Tensor"):
         describe([1, 2, 3])

@@ -130,3 +130,32 @@ def test_run_stats_rejects_non_finite_samples_wherever_they_sit(bad, position):
 def test_measure_rejects_non_integer_counts(kwargs, message):
     with pytest.raises(LabkitTypeError, match=message):
         measure(lambda: None, **kwargs)
+
+
+@pytest.mark.parametrize("min_run_time", [math.nan, math.inf, -1.0, 0.0])
+def test_run_time_must_be_finite_and_positive(min_run_time):
+    from labkit.timing import compare_autorange
+
+    with pytest.raises(LabkitValueError, match="min_run_time must be a finite number of seconds > 0"):
+        compare_autorange({"a": lambda: None}, min_run_time=min_run_time)  # NaN used to loop forever
+    with pytest.raises(LabkitValueError, match="min_run_time must be a finite number of seconds > 0"):
+        benchmark(lambda: None, min_run_time=min_run_time)
+
+
+def test_counts_and_threads_of_the_wrong_type_are_labkit_errors():
+    from labkit.timing import compare_autorange
+
+    with pytest.raises(LabkitTypeError, match="rounds must be a whole number"):
+        compare_autorange({"a": lambda: None}, rounds=1.5)
+    with pytest.raises(LabkitTypeError, match="number must be a whole number"):
+        compare({"a": lambda: None}, number=2.5)
+    with pytest.raises(LabkitValueError, match="num_threads must be at least 1"):
+        benchmark(lambda: None, num_threads=-1)
+    with pytest.raises(LabkitTypeError, match="min_run_time must be a finite number"):
+        benchmark(lambda: None, min_run_time="0.2")
+
+
+@pytest.mark.parametrize("samples", [["a"], None, [1.0, None]])
+def test_run_stats_needs_numbers(samples):
+    with pytest.raises(LabkitTypeError, match="samples must be a sequence of numbers"):
+        RunStats.from_samples(samples)
