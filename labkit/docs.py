@@ -194,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
     except LabkitError as exc:
         print(f"docs: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"docs: interrupted; nothing half-written was left in {args.out_dir}.", file=sys.stderr)
+        return 130
     print(f"docs: {len(pages)} notebook pages + index.html in {args.out_dir} (open {args.out_dir / 'index.html'})")
     return 0
 

@@ -55,6 +55,7 @@ class UpdateReport:
     changed: list[tuple[str, str]] = field(default_factory=list)  # (kept changed file, where its new version went)
     changed_stale: list[str] = field(default_factory=list)  # changed files the tool no longer writes, kept
     removed: list[str] = field(default_factory=list)  # unchanged files the tool no longer writes
+    leftovers: list[str] = field(default_factory=list)  # staging folders of killed runs, left alone
 
     def lines(self) -> list[str]:
         """One sentence per kind of file the user should know about; empty when there is nothing to say."""
@@ -68,6 +69,11 @@ class UpdateReport:
             lines.append(f"kept {_files(self.changed_stale)} you changed that labkit no longer writes: {', '.join(self.changed_stale)}")
         if self.removed:
             lines.append(f"removed {_files(self.removed)} labkit wrote earlier and no longer writes: {', '.join(self.removed)}")
+        if self.leftovers:
+            lines.append(
+                f"left alone {len(self.leftovers)} staging folder(s) of an interrupted run: {', '.join(self.leftovers)} "
+                "(delete them when no labkit run is writing here)"
+            )
         return lines
 
 
@@ -132,7 +138,7 @@ class OutputFolder:
         marker = _lstat(path / self.marker)
         if marker is not None and stat.S_ISREG(marker.st_mode):
             return "legacy"
-        if any(path.iterdir()):
+        if any(not p.name.startswith(STAGING_PREFIX) for p in path.iterdir()):  # a killed run's staging does not count
             raise LabkitValueError(f"{path} exists and is not {self.what}; choose an empty or new folder.")
         return "new"
 
@@ -258,6 +264,9 @@ class _Update:
         report.written = sorted(manifest)
         ours = {*manifest, MANIFEST, *kept_changed, *report.changed_stale}
         report.added = [rel for rel in self._entries() if rel not in ours]
+        report.leftovers = sorted(
+            p.name for p in self.root.iterdir() if p.name.startswith(STAGING_PREFIX) and p.name != self.staging.name
+        )
         return report
 
     def _staged_files(self) -> dict[str, str]:
@@ -349,18 +358,18 @@ class _Update:
     def _remove_emptied_parents(self, rel: str) -> None:
         for parent in PurePosixPath(rel).parents:
             folder = self.root / parent
-            if folder == self.root or any(folder.iterdir()):
-                return
+            if folder == self.root or _lstat(folder) is None or any(folder.iterdir()):
+                return  # the top, already removed with an earlier file, or still holding files
             self.undo.append(lambda folder=folder: folder.mkdir(exist_ok=True))
             folder.rmdir()
 
     def _entries(self) -> list[str]:
-        """Every file and link in the folder (links never followed), except the staging folder."""
+        """Every file and link in the folder (links never followed), except staging folders."""
         found = []
         for dirpath, dirnames, filenames in os.walk(self.root):
             here = Path(dirpath)
             if here == self.root:
-                dirnames[:] = [d for d in dirnames if d != self.staging.name]
+                dirnames[:] = [d for d in dirnames if not d.startswith(STAGING_PREFIX)]
             found += [(here / name).relative_to(self.root).as_posix() for name in filenames]
             found += [(here / d).relative_to(self.root).as_posix() for d in dirnames if (here / d).is_symlink()]
         return sorted(found)

@@ -273,6 +273,9 @@ def run(args: argparse.Namespace) -> int:
     except LabkitError as exc:
         print(f"student-copy: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"student-copy: interrupted; nothing half-written was left in {args.out_dir}.", file=sys.stderr)
+        return 130
     extra = " and solutions/" if args.with_solutions else ""
     print(f"student-copy: {len(written)} notebooks, README.md{extra} in {args.out_dir}")
     return 0

@@ -155,3 +155,21 @@ def test_outdir_that_is_a_file_is_one_line_and_exit_2(two_notebooks: Path, tmp_p
     err = capsys.readouterr().err
     assert err.startswith("docs: ") and "is a file, not a folder" in err and err.count("\n") == 1
     assert afile.read_text() == "mine"
+
+
+def test_ctrl_c_is_one_line_exit_130_and_leaves_the_site(
+    two_notebooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "site"
+    docs.build_site(two_notebooks, out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def interrupted(*args, **kwargs) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(docs, "_render", interrupted)
+    capsys.readouterr()
+    assert docs.main([str(out), "--notebooks", str(two_notebooks)]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("docs: interrupted") and err.count("\n") == 1
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

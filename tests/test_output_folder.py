@@ -279,3 +279,22 @@ def test_read_only_parent_is_a_clear_error(tmp_path: Path) -> None:
             folder(parent / "out").update(builder(V1))
     finally:
         parent.chmod(0o755)
+
+
+def test_staging_left_by_a_killed_run_does_not_block_and_is_reported(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / ".labkit-staging-dead" / "new").mkdir(parents=True)  # a first run killed while building
+    (out / ".labkit-staging-dead" / "new" / "index.html").write_text("half")
+    report = folder(out).update(builder(V1))
+    assert (out / "index.html").read_text() == "v1 index" and report.added == []
+    assert report.leftovers == [".labkit-staging-dead"]
+    assert any("interrupted run" in line and ".labkit-staging-dead" in line for line in report.lines())
+    assert (out / ".labkit-staging-dead" / "new" / "index.html").read_text() == "half"
+
+
+def test_a_folder_of_stale_files_is_removed_with_them(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    folder(out).update(builder({**V1, "more/sub/c.py": "c", "solutions/a.py": "a", "solutions/b.py": "b"}))
+    report = folder(out).update(builder(V2))
+    assert not (out / "solutions").exists() and not (out / "more").exists()
+    assert report.removed == ["more/sub/c.py", "pages/old.html", "solutions/a.py", "solutions/b.py"]

@@ -311,6 +311,23 @@ def test_cli_read_only_parent_is_one_line_and_exit_2(tmp_path: Path, capsys: pyt
     assert "no permission to write" in err and err.count("\n") == 1
 
 
+def test_cli_ctrl_c_is_one_line_exit_130_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from labkit.__main__ import main
+
+    write_lab(tmp_path / "notebooks")
+
+    def interrupted(*args, **kwargs) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(student_copy, "write_readme", interrupted)
+    assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "notebooks")]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("student-copy: interrupted") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_pytest_never_collects_a_student_copy(tmp_path: Path) -> None:
     project = tmp_path / "project"
     write_lab(project / "notebooks")
