@@ -185,7 +185,8 @@ class _SignalGuard:
     def __enter__(self) -> _SignalGuard:
         if threading.current_thread() is threading.main_thread():
             for signum in STOP_SIGNALS:
-                self._previous[signum] = signal.signal(signum, self._handle)
+                if signal.getsignal(signum) is not signal.SIG_IGN:  # as Python does: an ignored signal stays ignored
+                    self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
