@@ -5,7 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from labkit.errors import LabkitTypeError
+from labkit.errors import LabkitTypeError, LabkitValueError
+from labkit.fx_profile import NodeProfiler, TrainModeWarning
 from labkit.widgets import LiveProfile
 from labkit.widgets.live_profile import TABLE_CLASS
 
@@ -85,7 +86,116 @@ def test_bad_model_fails_at_construction_with_a_labkit_error():
 
 
 def test_a_model_input_mismatch_shows_in_the_status_and_re_enables_the_button():
-    widget = LiveProfile(nn.Sequential(nn.Conv2d(3, 4, 3)), torch.randn(1, 5, 8, 8))
+    widget = LiveProfile(nn.Sequential(nn.Conv2d(3, 4, 3)).eval(), torch.randn(1, 5, 8, 8))
     widget.run()
     assert widget.status.value.startswith("<b>error:</b> RuntimeError: ")
     assert "5 channels" in widget.status.value and not widget.button.disabled and widget.report is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"runs": -5}, r"runs must be at least 1 \(got -5\); LiveProfile takes 1 to 200"),
+        ({"runs": 0}, r"runs must be at least 1 \(got 0\)"),
+        ({"runs": 10**9}, r"runs must be at most 200 \(got 1000000000\); LiveProfile takes 1 to 200"),
+        ({"top_k": 0}, r"top_k must be at least 1 \(got 0\); LiveProfile takes 1 to 100"),
+        ({"top_k": 101}, r"top_k must be at most 100"),
+        ({"warmup": -1}, r"warmup cannot be negative \(got -1\)"),
+    ],
+)
+def test_values_out_of_range_are_refused_not_clamped(kwargs, message):
+    with pytest.raises(LabkitValueError, match=message):
+        LiveProfile(small_cnn(), X, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"runs": 2.5}, {"runs": "5"}, {"top_k": True}, {"warmup": 0.5}])
+def test_counts_that_are_not_whole_numbers_are_refused(kwargs):
+    with pytest.raises(LabkitTypeError, match=f"{next(iter(kwargs))} must be a whole number"):
+        LiveProfile(small_cnn(), X, **kwargs)
+
+
+def test_the_boxes_show_the_values_asked_for():
+    widget = LiveProfile(small_cnn(), X, runs=200, top_k=100)
+    assert widget.runs.value == 200 and widget.top_k.value == 100 and widget.progress.max == 200
+
+
+def status_text(widget) -> str:
+    return re.sub(r"<[^>]+>", "", widget.status.value)
+
+
+def interrupt_call(monkeypatch, method: str, call: int) -> None:
+    """Raise KeyboardInterrupt (what a kernel interrupt does) in the ``call``-th call of NodeProfiler.``method``."""
+    original, calls = getattr(NodeProfiler, method), []
+
+    def interrupted(self, *args):
+        calls.append(method)
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(NodeProfiler, method, interrupted)
+
+
+def test_an_interrupt_mid_run_says_interrupted_and_how_many_runs_the_table_holds(widget, monkeypatch):
+    widget.runs.value = 5
+    interrupt_call(monkeypatch, "run_once", 3)
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert status_text(widget).startswith("interrupted after 2 of 5 runs: the table holds those 2 runs only")
+    assert widget.progress.value == 2 and widget.progress.bar_style == "warning"
+    assert widget.report.runs == 2 and "2 runs after" in widget.table.value and not widget.button.disabled
+    monkeypatch.undo()
+    widget.button.click()  # and it runs again normally
+    assert widget.report.runs == 5 and "interrupted" not in widget.status.value and widget.progress.bar_style == ""
+
+
+def test_an_interrupt_during_warm_up_does_not_stay_warming_up(monkeypatch):
+    widget = LiveProfile(small_cnn(), X, runs=3, warmup=2)
+    interrupt_call(monkeypatch, "_timed_call", 1)
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert status_text(widget).startswith("interrupted during warm-up: no runs were timed")
+    assert widget.report is None and widget.table.value == "" and not widget.button.disabled
+
+
+def test_a_second_click_while_running_is_ignored_with_a_note(widget, monkeypatch):
+    original, profilers, statuses = NodeProfiler.run_once, set(), []
+    widget.status.observe(lambda change: statuses.append(change["new"]), names="value")
+
+    def run_once_and_click(self):
+        profilers.add(id(self))
+        if len(profilers) == 1 and not self.totals:  # once: a click that arrives while the profile runs
+            widget.button.click()
+        original(self)
+
+    monkeypatch.setattr(NodeProfiler, "run_once", run_once_and_click)
+    widget.button.click()
+    assert len(profilers) == 1 and widget.report.runs == 3 and widget.progress.value == 3
+    assert any("already running" in status for status in statuses)
+    assert not widget.button.disabled
+
+
+def test_a_train_mode_model_warns_and_leaves_the_global_rng_as_it_was():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 8), nn.Dropout(0.5)).train()
+    widget = LiveProfile(model, X, runs=3, warmup=1)
+    state = torch.get_rng_state()
+    with pytest.warns(TrainModeWarning, match=r"model\.eval\(\)"):
+        widget.button.click()
+    assert torch.equal(torch.get_rng_state(), state) and widget.report.runs == 3
+
+
+def test_an_interrupt_between_a_run_and_its_redraw_still_shows_every_finished_run(widget, monkeypatch):
+    interrupt_call(monkeypatch, "report", 2)  # run 2 finished, its report not built yet
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert status_text(widget).startswith("interrupted after 2 of 3 runs") and widget.report.runs == 2
+    assert "2 runs after" in widget.table.value and widget.progress.value == 2
+
+
+def test_an_interrupted_warm_up_after_a_full_profile_says_the_table_is_the_previous_one(widget, monkeypatch):
+    widget.button.click()
+    interrupt_call(monkeypatch, "warmup", 1)
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert "The table still shows the previous profile." in status_text(widget) and widget.report.runs == 3
