@@ -327,6 +327,8 @@ def mlp(sizes: Sequence[int] = (256, 512, 512, 10)) -> nn.Sequential:
     """Linear+ReLU layers of the given sizes (the last layer without ReLU)."""
     if len(sizes) < 2:
         raise LabkitValueError(f"sizes needs an input and an output size, got {list(sizes)}.")
+    for index, size in enumerate(sizes):
+        _check_size(f"sizes[{index}]", size)
     layers: list[nn.Module] = []
     for index, (a, b) in enumerate(zip(sizes, sizes[1:])):
         layers.append(nn.Linear(a, b))

@@ -180,3 +180,9 @@ def test_jvp_overhead_rejects_bad_counts(kwargs, error, named):
     with pytest.raises(error, match=named):
         jvp_overhead(mlp((2, 2)), torch.zeros(1, 2), **{"rounds": 1, "number": 1, **kwargs})
     assert torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize(("sizes", "error"), [((3, 0), LabkitValueError), ((3, -1), LabkitValueError), ((3, 2.0), LabkitTypeError), ((True, 2), LabkitTypeError)])
+def test_mlp_rejects_sizes_that_are_not_positive_integers(sizes, error):
+    with pytest.raises(error, match=r"sizes\[\d\] must be a positive integer"):
+        mlp(sizes)

@@ -58,7 +58,8 @@ def _check_span(span: int) -> None:
     if isinstance(span, bool) or not isinstance(span, numbers.Integral):
         raise LabkitTypeError(f"{wanted}, got {span!r} ({type(span).__name__}).")
     if span not in SPANS:
-        raise LabkitValueError(f"{wanted}, got {span!r}; larger spans time Jacobians of several GB.")
+        why = "; larger spans time Jacobians of several GB" if span > max(SPANS) else ""
+        raise LabkitValueError(f"{wanted}, got {span!r}{why}.")
 
 
 def _check_choices(in_features: int, out_features: int, batch: int | None) -> None:
