@@ -30,7 +30,7 @@ def _float64_pair(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, torc
     )
 
 
-def _expect_comparable(got: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+def _expect_comparable(got: object, expected: torch.Tensor, what: str) -> None:
     """Fail with a hint unless ``got`` is a tensor that can be compared with ``expected`` (no crash in the checker)."""
     expect(
         isinstance(got, torch.Tensor) and got.layout == torch.strided and got.device == expected.device,
