@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from labkit.errors import LabkitError
+
 COMMANDS = {
     "doctor": ("labkit.doctor", "check that this machine is ready for the labs"),
     "profile": ("labkit.profile_cli", "profile a torchvision model node by node with torch.fx"),
@@ -39,7 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(selected if selected in COMMANDS else None).parse_args(argv)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except LabkitError as error:  # a mistake in the arguments: one line, no traceback
+        print(f"labkit {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ from typing import Any
 import torch
 
 from labkit.device import device_line
-from labkit.files import write_text
+from labkit.errors import LabkitValueError
+from labkit.files import writable_target, write_text
 from labkit.tables import ShowsAsTable, Table
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -364,7 +365,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", nargs="+", choices=list(STEPS), help="run only these figures")
 
 
+def _json_target(path: Path) -> None:
+    """Check the --json path before a bench of minutes, not after: create its folder, refuse a folder or special file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LabkitValueError(f"Cannot write --json {path}: cannot create its folder ({exc.strerror}).") from None
+    writable_target(path)
+
+
 def run(args: argparse.Namespace) -> int:
+    _json_target(args.json)
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     result = run_bench(mode, args.only, log=lambda message: print(message, file=sys.stderr))
     print(result.to_text())
