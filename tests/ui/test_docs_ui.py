@@ -5,9 +5,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import NOTEBOOKS
 from test_lab_ui import WIDGET_CLASSES, widgets_in
 
+from conftest import NOTEBOOKS
 from labkit import docs
 
 pytestmark = pytest.mark.ui

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
 from conftest import NOTEBOOKS, LabServer, skip_or_fail
 
 pytestmark = pytest.mark.ui
