@@ -48,7 +48,7 @@ bench: $(STAMP)
 	$(PY) -m labkit bench --json build/bench.json $(BENCH_ARGS)
 
 docs: $(STAMP)
-	$(PY) -m labkit.docs build/site
+	$(PY) -m labkit docs build/site
 
 student-copy: $(STAMP)
 	$(PY) -m labkit student-copy build/student --force
