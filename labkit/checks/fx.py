@@ -23,18 +23,20 @@ from labkit.fx_profile import ProfileReport, profile_model
 from labkit.notebook import seeded
 
 
-def _reference_model() -> nn.Module:
+def _reference_model(width: int = 8) -> nn.Module:
+    """A small Conv-BN CNN. Exercise 1.3 uses ``width=128``: wide 3x3 convolutions, so Conv2d
+    costs far more than everything else together."""
     with seeded(0):
         return nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1),
-            nn.BatchNorm2d(8),
+            nn.Conv2d(3, width, 3, padding=1),
+            nn.BatchNorm2d(width),
             nn.ReLU(),
-            nn.Conv2d(8, 8, 3, padding=1),
-            nn.BatchNorm2d(8),
+            nn.Conv2d(width, width, 3, padding=1),
+            nn.BatchNorm2d(width),
             nn.ReLU(),
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),
-            nn.Linear(8, 5),
+            nn.Linear(width, 5),
         ).eval()
 
 
@@ -99,19 +101,7 @@ def check_shape_recorder(recorder_class: type) -> CheckResult:
 
 
 def _fusion_model() -> nn.Module:
-    """Exercise 1.3's model: wide 3x3 convolutions, so Conv2d costs far more than everything else together."""
-    with seeded(0):
-        return nn.Sequential(
-            nn.Conv2d(3, 128, 3, padding=1),
-            nn.BatchNorm2d(128),
-            nn.ReLU(),
-            nn.Conv2d(128, 128, 3, padding=1),
-            nn.BatchNorm2d(128),
-            nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
-            nn.Flatten(),
-            nn.Linear(128, 5),
-        ).eval()
+    return _reference_model(width=128)
 
 
 def _fusion_input() -> torch.Tensor:
