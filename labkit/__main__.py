@@ -20,6 +20,7 @@ COMMANDS = {
     "bench": ("labkit.bench", "reproduce every performance figure the labs claim"),
     "student-copy": ("labkit.student_copy", "write notebook copies for students (no solutions, no outputs)"),
     "docs": ("labkit.docs", "build the static HTML site from the executed notebooks"),
+    "fwad-sweep": ("labkit.fwad_sweep", "run forward_ad.jvp and check_jvp over PyTorch's OpInfo database and count the outcomes"),
 }
 
 
