@@ -16,13 +16,15 @@ of a silent wrong answer or a deep torch traceback. Everything else is torch:
 from __future__ import annotations
 
 import copy
+import dataclasses
+import html
 import math
 import numbers
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 import torch
@@ -545,29 +547,60 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
 # ---------------------------------------------------------------------------
 # check_jvp: four ways to the same numbers
 # ---------------------------------------------------------------------------
+DUAL_API = "dual API"
+FUNC_JVP = "torch.func.jvp"
+REVERSE_MODE = "reverse mode (jacrev @ tangent)"
+FINITE_DIFFERENCES = "central finite differences"
+_FORWARD_MODE = (DUAL_API, FUNC_JVP)  # share the same jvp formulas: one piece of evidence, not two
+
+
 @dataclass(frozen=True, repr=False)
 class JvpCheckReport(ShowsAsTable):
-    """Maximum absolute difference of each method from the dual-tensor JVP (float64)."""
+    """Each method's JVP against the dual API's (float64), compared element by element.
+
+    An element of method ``m`` agrees when ``|m - dual| <= tol * (1 + |dual|)``
+    (plus, for finite differences, their rounding error), so a small entry is
+    not judged by the scale of a large one. Positions that are NaN or inf in
+    either method are not compared (they are counted in ``notes``).
+    """
 
     errors: dict[str, float]
     scale: float
     exact_tolerance: float
     fd_tolerance: float
+    disagreeing: tuple[str, ...] = ()
+    unavailable: dict[str, str] = field(default_factory=dict)
+    uncounted: dict[str, str] = field(default_factory=dict)
+    odd_one_out: tuple[str, ...] | None = None
+    notes: tuple[str, ...] = ()
+    symmetric_tangent_agrees: bool = False
+    compared: dict[str, int] = field(default_factory=dict)
 
     @property
     def max_error(self) -> float:
-        return max(self.errors.values())
+        """Largest |difference| from the dual API at finite positions, over the methods that ran."""
+        return max(self.errors.values(), default=0.0)
+
+    @property
+    def counted(self) -> tuple[str, ...]:
+        """The methods besides the dual API whose comparison decides ``ok``."""
+        return tuple(name for name in self.errors if name not in self.uncounted)
 
     @property
     def ok(self) -> bool:
-        """Exact methods agree to rounding error; finite differences to their truncation error."""
-        return all(
-            err <= (self.fd_tolerance if name == FINITE_DIFFERENCES else self.exact_tolerance) * self.scale
-            for name, err in self.errors.items()
-        )
+        """At least one other method ran and counts, and every counted one agrees with the dual API."""
+        return bool(self.counted) and not any(name in self.disagreeing for name in self.counted)
 
     def table(self) -> Table:
-        rows = [[name, err, "yes" if self._agrees(name, err) else "NO"] for name, err in self.errors.items()]
+        rows: list[list[Any]] = []
+        for name in (FUNC_JVP, REVERSE_MODE, FINITE_DIFFERENCES):
+            if name in self.unavailable:
+                rows.append([name, None, "unavailable"])
+            elif self.compared.get(name) == 0:
+                rows.append([name, None, "not compared"])
+            elif name in self.errors:
+                verdict = "NO" if name in self.disagreeing else "yes"
+                rows.append([name, self.errors[name], verdict + (" (not counted)" if name in self.uncounted else "")])
         return Table(
             ["method", "max |error| vs dual API", "agrees"],
             rows,
@@ -575,12 +608,70 @@ class JvpCheckReport(ShowsAsTable):
             floatfmt=".1e",
         )
 
-    def _agrees(self, name: str, err: float) -> bool:
-        tolerance = self.fd_tolerance if name == FINITE_DIFFERENCES else self.exact_tolerance
-        return err <= tolerance * self.scale
+    def explanations(self) -> list[str]:
+        """One line per method that could not run or does not count, then the notes."""
+        lines = [f"{name}: unavailable, because {why}" for name, why in self.unavailable.items()]
+        lines += [f"{name}: not counted, because {why}" for name, why in self.uncounted.items()]
+        return lines + list(self.notes)
+
+    def to_text(self) -> str:
+        return "\n".join([self.table().to_text(), *(f"- {line}" for line in self.explanations())])
+
+    def _repr_html_(self) -> str:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in self.explanations())
+        return self.table().to_html() + (f"\n<ul>{items}</ul>" if items else "")
 
 
-FINITE_DIFFERENCES = "central finite differences"
+def _flat(outputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """All outputs as one real float64 vector (complex entries as their real and imaginary parts)."""
+    parts = [(torch.view_as_real(o) if o.is_complex() else o).reshape(-1).double() for o in outputs]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)
+
+
+def _agreement(
+    a: torch.Tensor, b: torch.Tensor, tol_a: torch.Tensor, tol_b: torch.Tensor
+) -> tuple[bool, float, int]:
+    """(all finite positions within the looser tolerance, max |a - b| there, how many positions were compared)."""
+    finite = a.isfinite() & b.isfinite()
+    diff = (a - b).abs()[finite]
+    limit = torch.maximum(tol_a, tol_b)[finite]
+    return bool((diff <= limit).all()), float(diff.max()) if diff.numel() else 0.0, int(finite.sum())
+
+
+def _odd_one_out(names: Sequence[str], agree: Callable[[str, str], bool]) -> tuple[str, ...] | None:
+    """The group of methods that the independent evidence outvotes, or None when it is a tie.
+
+    Methods are grouped by agreement; a group's weight counts independent
+    evidence (forward mode once, however many forward methods it holds).
+    """
+    groups: list[list[str]] = []
+    for name in names:
+        home = next((g for g in groups if any(agree(name, other) for other in g)), None)
+        if home is None:
+            groups.append([name])
+        else:
+            home.append(name)
+    if len(groups) != 2:
+        return None
+
+    def weight(group: list[str]) -> int:
+        return len({"forward" if n in _FORWARD_MODE else n for n in group})
+
+    light, heavy = sorted(groups, key=weight)
+    return tuple(light) if weight(light) < weight(heavy) else None
+
+
+_WHY_ODD = {
+    _FORWARD_MODE: "the forward-mode rule is the odd one out: the dual API and torch.func.jvp use the same jvp "
+    "formula and agree with each other, not with reverse mode and finite differences, so a jvp formula (a custom "
+    "Function's jvp, or an operator's forward formula) is likely wrong",
+    (DUAL_API,): "the dual API is the odd one out (a bug in how fn treats dual tensors, e.g. .data or a detach)",
+    (FUNC_JVP,): "torch.func.jvp is the odd one out (fn behaves differently under torch.func transforms)",
+    (REVERSE_MODE,): "reverse mode is the odd one out: a backward formula (e.g. a custom Function's backward) is "
+    "likely wrong",
+    (FINITE_DIFFERENCES,): "finite differences are the odd one out: truncation or rounding error, or a kink "
+    "near x; try another eps",
+}
 
 
 def _positive_finite(name: str, value: float, *, zero_ok: bool = False) -> None:
@@ -603,11 +694,22 @@ def check_jvp(
 ) -> JvpCheckReport:
     """Compare the dual-API JVP with ``torch.func.jvp``, reverse mode and finite differences.
 
-    Everything runs in float64 on copies (a module ``fn`` is deep-copied and
-    converted), so the differences show the methods, not float32 rounding.
-    Reverse mode builds the Jacobian with ``torch.func.jacrev`` and applies it
-    to the tangent; finite differences use ``(f(x + eps t) - f(x - eps t)) / 2 eps``.
-    Tolerances are relative to the largest JVP entry.
+    Everything runs in float64 (complex128) on copies (a module ``fn`` is
+    deep-copied and converted), so the differences show the methods, not float32
+    rounding. Reverse mode builds the Jacobian with ``torch.func.jacrev`` and
+    applies it to the tangent; finite differences use
+    ``(f(x + eps t) - f(x - eps t)) / 2 eps``. Each element is compared with
+    its own tolerance, ``tol * (1 + |jvp|)``, so a wrong small entry is found
+    beside a large one; the report names the odd method out.
+
+    A method that cannot run here (torch.func with an old-style custom
+    Function, jacrev on a complex input) is reported as unavailable and the
+    others still compare; bool/int outputs are skipped as not differentiable;
+    NaN/inf positions are not compared. When fn lowers the precision inside
+    (e.g. to bfloat16), finite differences are shown but not counted. When
+    methods disagree on a square input and agree once its tangent is made
+    symmetric, the report says so: fn treats that input as symmetric or
+    Hermitian (linalg.cholesky, eigh).
 
     ``fn`` is first called twice on the same input: if the outputs differ (a
     module in training mode with Dropout, or any randomness), the methods could
@@ -623,39 +725,188 @@ def check_jvp(
     in_training = isinstance(fn, nn.Module) and any(m.training for m in fn.modules())
     if isinstance(fn, nn.Module):
         fn = copy.deepcopy(fn).double()
-    xs = tuple(p.detach().double() for p in primal_tuple)
-    ts = tuple(t.detach().double() for t in tangent_tuple)
+    xs = tuple(_wide(p) for p in primal_tuple)
+    ts = tuple(_wide(t) for t in tangent_tuple)
 
-    def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def all_outputs(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return _split_output(fn(*args))[0]
 
     with _fork_rng(xs):
-        _check_deterministic_float64(outputs_of, xs, in_training)
-        _, reference = jvp(outputs_of, xs, ts)
-        reference = tuple(r.detach() for r in reference)
-        with _in_place_explained(in_training):
-            _, functional = torch.func.jvp(outputs_of, xs, ts)
-            jacobians = torch.func.jacrev(outputs_of, argnums=tuple(range(len(xs))))(*xs)
-        reverse = tuple(
-            sum(torch.tensordot(jac_oi, t, dims=t.ndim) for jac_oi, t in zip(jac_o, ts)) for jac_o in jacobians
+        first = _check_deterministic_float64(all_outputs, xs, in_training)
+        keep = [i for i, out in enumerate(first) if _differentiable(out)]
+        if not keep:
+            dtypes = ", ".join(str(out.dtype) for out in first)
+            raise LabkitTypeError(
+                f"fn returns only bool or integer tensors ({dtypes}), which are not differentiable: there is no "
+                "JVP to check. Check a function with a floating-point output."
+            )
+
+        def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            outs = all_outputs(*args)
+            return tuple(outs[i] for i in keep)
+
+        notes = [f"output {i} is {out.dtype}: not differentiable, skipped" for i, out in enumerate(first) if i not in keep]
+        report = _compare(outputs_of, xs, ts, eps, exact_tolerance, fd_tolerance, in_training, notes)
+        square = [
+            i for i, (x, t) in enumerate(zip(xs, ts))
+            if x.ndim >= 2 and x.shape[-1] == x.shape[-2] and not torch.equal(t, t.mT.conj())
+        ]
+        if report.ok or not square:
+            return report
+        symmetric = tuple((t + t.mT.conj()) / 2 if i in square else t for i, t in enumerate(ts))
+        if not _compare(outputs_of, xs, symmetric, eps, exact_tolerance, fd_tolerance, in_training, []).ok:
+            return report
+    which = ", ".join(str(i) for i in square)
+    note = (
+        f"with the tangent of primal {which} made symmetric ((t + t.mT) / 2, Hermitian for complex) all methods "
+        "agree: fn treats that input as symmetric or Hermitian (linalg.cholesky, eigh and eigvalsh read one "
+        "triangle), so a non-symmetric tangent leaves the set of valid inputs and the methods see different "
+        "functions. Pass a symmetric tangent."
+    )
+    return dataclasses.replace(report, notes=(*report.notes, note), symmetric_tangent_agrees=True)
+
+
+class _Unavailable(Exception):
+    """A check_jvp method that cannot give a meaningful answer here; the message says why."""
+
+
+def _wide(tensor: torch.Tensor) -> torch.Tensor:
+    """A detached float64 copy (complex128 for complex), so check_jvp compares methods, not rounding."""
+    return tensor.detach().to(torch.complex128 if tensor.is_complex() else torch.float64)
+
+
+class _PrecisionRecorder(TorchFunctionMode):
+    """Records the floating dtypes narrower than float64 that any torch call in fn returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lowered: set[torch.dtype] = set()
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        self.lowered.update(
+            t.dtype for t in _tensors_in(result) if _differentiable(t) and t.dtype.itemsize < (16 if t.is_complex() else 8)
         )
+        return result
+
+
+def _compare(
+    outputs_of: Callable[..., tuple[torch.Tensor, ...]],
+    xs: tuple[torch.Tensor, ...],
+    ts: tuple[torch.Tensor, ...],
+    eps: float,
+    exact_tolerance: float,
+    fd_tolerance: float,
+    in_training: bool,
+    notes: list[str],
+) -> JvpCheckReport:
+    """Run the four methods (each that can), compare them element by element, and build the report."""
+    notes = list(notes)
+    uncounted: dict[str, str] = {}
+    recorder = _PrecisionRecorder()
+    with recorder:
+        outputs_of(*xs)
+    if recorder.lowered:
+        lowest = max(recorder.lowered, key=lambda d: torch.finfo(d).eps)
+        uncounted[FINITE_DIFFERENCES] = (
+            f"fn lowers the precision to {lowest} inside, so finite differences with eps={eps:g} measure its "
+            "rounding, not the derivative"
+        )
+        exact_tolerance = max(exact_tolerance, 8 * torch.finfo(lowest).eps)
+        notes.append(f"fn computes in {lowest} inside: exact methods compared to {exact_tolerance:.1e}")
+
+    _, reference = jvp(outputs_of, xs, ts)
+    results: dict[str, tuple[torch.Tensor, ...]] = {DUAL_API: tuple(r.detach() for r in reference)}
+    unavailable: dict[str, str] = {}
+    fd_rounding = torch.zeros(0)
+
+    def functional() -> tuple[torch.Tensor, ...]:
+        return torch.func.jvp(outputs_of, xs, ts)[1]
+
+    def reverse() -> tuple[torch.Tensor, ...]:
+        if any(x.is_complex() for x in xs):
+            raise _Unavailable(
+                "a primal is complex, and jacrev's Jacobian then follows the conjugate (Wirtinger) convention, "
+                "which is not J applied to the tangent"
+            )
+
+        def real_outputs(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            return tuple(torch.view_as_real(o) if o.is_complex() else o for o in outputs_of(*args))
+
+        jacobians = torch.func.jacrev(real_outputs, argnums=tuple(range(len(xs))))(*xs)
+        products = [sum(torch.tensordot(j, t, dims=t.ndim) for j, t in zip(jac, ts)) for jac in jacobians]
+        return tuple(
+            torch.view_as_complex(p.contiguous()) if r.is_complex() else p for p, r in zip(products, reference)
+        )
+
+    def finite() -> tuple[torch.Tensor, ...]:
+        nonlocal fd_rounding
         plus = outputs_of(*(x + eps * t for x, t in zip(xs, ts)))
         minus = outputs_of(*(x - eps * t for x, t in zip(xs, ts)))
-    finite = tuple((p - m) / (2 * eps) for p, m in zip(plus, minus))
+        fd_rounding = 4 * torch.finfo(torch.float64).eps * (_flat(plus).abs() + _flat(minus).abs()) / (2 * eps)
+        return tuple((p - m) / (2 * eps) for p, m in zip(plus, minus))
 
-    def max_diff(candidate: tuple[torch.Tensor, ...]) -> float:
-        return max(float((c.detach() - r).abs().max()) if r.numel() else 0.0 for c, r in zip(candidate, reference))
+    for name, method in ((FUNC_JVP, functional), (REVERSE_MODE, reverse), (FINITE_DIFFERENCES, finite)):
+        try:
+            with _in_place_explained(in_training), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # fn's own warnings were shown by the dual-API run
+                result = tuple(r.detach() for r in method())
+        except _Unavailable as exc:
+            unavailable[name] = str(exc)
+            continue
+        except LabkitError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a method that cannot run is reported, the others compare
+            unavailable[name] = f"torch says: {_first_line(exc)}"
+            continue
+        if [r.shape for r in result] != [r.shape for r in reference]:
+            unavailable[name] = "its result has other shapes than fn's outputs"
+            continue
+        results[name] = result
 
-    scale = max(max((float(r.abs().max()) if r.numel() else 0.0) for r in reference), 1.0)
+    flat = {name: _flat(result) for name, result in results.items()}
+
+    def tolerance(name: str, magnitude: torch.Tensor) -> torch.Tensor:
+        if name == FINITE_DIFFERENCES:
+            return fd_tolerance * (1 + magnitude) + fd_rounding
+        return exact_tolerance * (1 + magnitude)
+
+    def agree(a: str, b: str) -> tuple[bool, float, int]:
+        magnitude = torch.maximum(flat[a].abs(), flat[b].abs()).nan_to_num(posinf=0.0)
+        return _agreement(flat[a], flat[b], tolerance(a, magnitude), tolerance(b, magnitude))
+
+    errors: dict[str, float] = {}
+    compared_counts: dict[str, int] = {}
+    disagreeing = []
+    size = flat[DUAL_API].numel()
+    for name in results:
+        if name == DUAL_API:
+            continue
+        agrees, errors[name], compared = agree(DUAL_API, name)
+        compared_counts[name] = compared
+        if not agrees:
+            disagreeing.append(name)
+        if 0 < compared < size:
+            notes.append(f"{name}: {size - compared} of {size} positions not finite here or in the dual API, not compared")
+        if size and not compared:
+            uncounted.setdefault(name, "it has no finite position in common with the dual API")
+    counted = [DUAL_API, *(n for n in errors if n not in uncounted)]
+    odd = None
+    if any(name in counted for name in disagreeing):
+        odd = _odd_one_out(counted, lambda a, b: agree(a, b)[0])
+        notes.append(_WHY_ODD.get(odd, f"odd one out: {', '.join(odd)}") if odd else "the methods disagree, and it cannot be told which is wrong")
+    finite_values = flat[DUAL_API][flat[DUAL_API].isfinite()]
     return JvpCheckReport(
-        errors={
-            "torch.func.jvp": max_diff(functional),
-            "reverse mode (jacrev @ tangent)": max_diff(reverse),
-            FINITE_DIFFERENCES: max_diff(finite),
-        },
-        scale=scale,
+        errors=errors,
+        scale=max(float(finite_values.abs().max()) if finite_values.numel() else 0.0, 1.0),
         exact_tolerance=exact_tolerance,
         fd_tolerance=fd_tolerance,
+        disagreeing=tuple(disagreeing),
+        unavailable=unavailable,
+        uncounted=uncounted,
+        odd_one_out=odd,
+        notes=tuple(notes),
+        compared=compared_counts,
     )
 
 
@@ -675,8 +926,8 @@ def _in_place_explained(in_training: bool) -> Iterator[None]:
 
 def _check_deterministic_float64(
     outputs_of: Callable[..., tuple[torch.Tensor, ...]], xs: tuple[torch.Tensor, ...], in_training: bool
-) -> None:
-    """Say so when ``fn`` cannot be checked in float64, or gives a different output each call."""
+) -> tuple[torch.Tensor, ...]:
+    """Fn's outputs; says so when ``fn`` cannot be checked in float64, or gives a different output each call."""
     try:
         first = outputs_of(*xs)
     except RuntimeError as exc:
@@ -696,7 +947,7 @@ def _check_deterministic_float64(
         )
     second = outputs_of(*xs)
     if all(torch.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True) for a, b in zip(first, second)):
-        return
+        return first
     cause = (
         "The model is in training mode, where e.g. Dropout draws a new mask on every call: call model.eval() first."
         if in_training

@@ -6,7 +6,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from labkit.errors import LabkitTypeError
-from labkit.forward_ad import ForwardADUnsupportedError, jvp
+from labkit.forward_ad import FINITE_DIFFERENCES, ForwardADUnsupportedError, check_jvp, jvp
 
 X = torch.tensor([0.3, 1.2, 2.5], dtype=torch.float64)
 T = torch.tensor([1.0, -0.5, 2.0], dtype=torch.float64)
@@ -82,3 +82,111 @@ def test_sparse_primals_are_rejected_before_make_dual(to_sparse):
         jvp(lambda m: m @ X, torch.eye(3, dtype=torch.float64), a)
     with fwAD.dual_level():
         pass
+
+
+# --- 4. check_jvp reports a method that cannot run, and compares the others ---------
+REVERSE = "reverse mode (jacrev @ tangent)"
+
+
+class _NoSetupContext(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        return tangent * 2
+
+
+@pytest.mark.parametrize(
+    "fn, unavailable",
+    [
+        (lambda x: (x.sin(), x > 1), []),  # a bool output is skipped as not differentiable
+        (torch.fft.fft, []),  # complex output: reverse mode runs on its real view
+        (lambda x: torch.polar(x, x), []),
+        (_NoSetupContext.apply, ["torch.func.jvp", REVERSE]),
+    ],
+)
+def test_check_jvp_never_crashes_on_what_jvp_handles(fn, unavailable):
+    report = check_jvp(fn, X, T)
+    assert report.ok, report.to_text()
+    assert sorted(report.unavailable) == sorted(unavailable)
+    for name in unavailable:
+        assert f"{name}: unavailable, because" in report.to_text()
+
+
+def test_check_jvp_with_only_integer_outputs_says_not_differentiable():
+    with pytest.raises(LabkitTypeError, match="not differentiable"):
+        check_jvp(lambda x: x.argsort(), X, T)
+
+
+# --- 5. NaN/inf and lowered precision -------------------------------------------------
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (torch.sqrt, torch.tensor([-1.0, 0.5, 2.0], dtype=torch.float64)),
+        (torch.special.entr, torch.tensor([-1.0, 0.5, 2.0], dtype=torch.float64)),
+        (lambda v: torch.log_softmax(v.masked_fill(torch.tensor([True, False, False]), float("-inf")), 0), X),
+    ],
+)
+def test_check_jvp_compares_only_finite_positions(fn, x):
+    report = check_jvp(fn, x, T)
+    assert report.ok, report.to_text()
+    assert "not finite" in report.to_text()
+
+
+def test_check_jvp_does_not_count_finite_differences_through_lowered_precision():
+    report = check_jvp(lambda v: v.to(torch.bfloat16).sin().double(), X, T)
+    assert report.ok, report.to_text()
+    assert FINITE_DIFFERENCES in report.uncounted
+    assert "lowers the precision" in report.to_text() and "torch.bfloat16" in report.to_text()
+
+
+# --- 6. elementwise tolerances, and who is the odd one out -----------------------------
+class _CubeWrongAtHalf(torch.autograd.Function):
+    """x**3 whose jvp is 1% wrong at x = 0.5 only."""
+
+    @staticmethod
+    def forward(x):
+        return x**3
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,) = inputs
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+
+    @staticmethod
+    def jvp(ctx, tangent):
+        (x,) = ctx.saved_tensors
+        return 3 * x**2 * tangent * torch.where(x == 0.5, 1.01, 1.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 3 * x**2 * grad
+
+
+def test_check_jvp_finds_a_one_percent_error_beside_a_large_entry():
+    x = torch.tensor([0.5, 1e4], dtype=torch.float64)
+    report = check_jvp(_CubeWrongAtHalf.apply, x, torch.ones_like(x))
+    assert not report.ok
+    assert report.odd_one_out == ("dual API", "torch.func.jvp")
+    assert "forward-mode rule" in report.to_text()
+
+
+# --- 7. symmetric / Hermitian inputs -----------------------------------------------------
+@pytest.mark.parametrize("fn", [torch.linalg.cholesky, lambda a: torch.linalg.eigh(a)[0], torch.linalg.eigvalsh])
+def test_check_jvp_explains_a_non_symmetric_tangent_for_a_symmetric_input(fn):
+    g = torch.Generator().manual_seed(0)
+    b = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    a = b @ b.mT + 3 * torch.eye(3, dtype=torch.float64)
+    t = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    report = check_jvp(fn, a, t)
+    assert not report.ok
+    assert "symmetric" in report.to_text() and report.symmetric_tangent_agrees
+    assert check_jvp(fn, a, (t + t.mT) / 2).ok
