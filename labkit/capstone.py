@@ -13,6 +13,7 @@ the hand-written teaching pass lives in lab 01.
 from __future__ import annotations
 
 import copy
+import numbers
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from torch.utils._pytree import tree_leaves
 
 from labkit._noise import filtered_native_stderr, silence_known_warnings
 from labkit.errors import LabkitTypeError, LabkitValueError
-from labkit.fx_fusion import compare_outputs, fuse_safely
+from labkit.fx_fusion import check_tolerance, compare_outputs, fuse_safely
 from labkit.fx_profile import TraceFailedError
 from labkit.notebook import seeded
 from labkit.tables import ShowsAsTable, Table
@@ -185,6 +186,7 @@ def compare_variants(
     """Time all variants interleaved (same process, same noise) and check outputs vs the first."""
     if not variants:
         raise LabkitValueError("compare_variants needs at least one variant; use build_variants(model, x).")
+    rtol = check_tolerance("rtol", rtol)
     with torch.inference_mode():
         reference = variants[0]()
         outputs = {v.name: v() for v in variants}
@@ -220,6 +222,8 @@ def challenge_model() -> nn.Module:
 
 def challenge_input(batch: int = 8) -> torch.Tensor:
     """A fixed, seeded input for :func:`challenge_model` (batch x 3 x 64 x 64)."""
+    if isinstance(batch, bool) or not isinstance(batch, numbers.Integral) or batch < 1:
+        raise LabkitValueError(f"batch must be a whole number >= 1, such as 8; got {batch!r}.")
     generator = torch.Generator().manual_seed(1)
     return torch.randn(batch, 3, 64, 64, generator=generator)
 
@@ -234,6 +238,8 @@ def profile_variants(variants: Sequence[Variant], *, warmup: int = 2, runs: int 
 
 def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | None = None) -> Table:
     """Milliseconds per op type (rows) for each profiled variant (columns), side by side."""
+    if not reports:
+        raise LabkitValueError("reports is empty: op_type_table needs at least one report; pass profile_variants(variants).")
     breakdowns = {name: report.by_op_type().seconds for name, report in reports.items()}
     if op_types is None:
         first = next(iter(breakdowns.values()))

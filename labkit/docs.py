@@ -27,6 +27,7 @@ from pathlib import Path
 import nbformat
 
 from labkit.errors import LabkitError, LabkitValueError
+from labkit.nbrun import read_notebook
 from labkit.output_folder import OutputFolder
 
 SITE_TITLE = "labkit labs"
@@ -153,7 +154,7 @@ def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
     output = OutputFolder(out_dir, tool=TOOL, marker=MARKER, what="a labkit site")
     output.check()
     paths = find_notebooks(notebooks_dir)
-    notebooks = [nbformat.read(path, as_version=4) for path in paths]
+    notebooks = [read_notebook(path, write=False) for path in paths]
     for path, notebook in zip(paths, notebooks):
         check_executed(path, notebook)
     pages = [describe_notebook(path, nb) for path, nb in zip(paths, notebooks)]

@@ -104,6 +104,11 @@ def fold_bn_into_conv(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     channel. With ``scale = gamma / sqrt(var + eps)`` that is ``y * scale + shift``,
     so scale the conv's weights per output channel and fix up its bias.
     """
+    if not isinstance(conv, nn.Conv2d) or not isinstance(bn, nn.BatchNorm2d):
+        raise LabkitTypeError(
+            f"fold_bn_into_conv(conv, bn) needs an nn.Conv2d and an nn.BatchNorm2d, got {type(conv).__name__} and "
+            f"{type(bn).__name__}. For other layer types use torch.fx.experimental.optimization.fuse."
+        )
     if bn.num_features != conv.out_channels:
         raise LabkitValueError(
             f"bn has {bn.num_features} features but conv has {conv.out_channels} output channels: "
@@ -256,7 +261,7 @@ class FusionCheck:
         return f"<p>{self.to_text()}</p>"
 
 
-def _check_tolerance(name: str, value: Any) -> float:
+def check_tolerance(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise LabkitTypeError(f"{name} must be a number such as 1e-4, got {type(value).__name__}.")
     if not (math.isfinite(value) and value >= 0):
@@ -313,7 +318,7 @@ def check_fusion(
     original: nn.Module, fused: nn.Module, *inputs: Any, rtol: float = 1e-4, atol: float = 1e-5
 ) -> FusionCheck:
     """Run both models on ``inputs`` and compare every output tensor relative to its scale (see :class:`FusionCheck`)."""
-    rtol, atol = _check_tolerance("rtol", rtol), _check_tolerance("atol", atol)
+    rtol, atol = check_tolerance("rtol", rtol), check_tolerance("atol", atol)
     if not inputs:
         raise LabkitValueError("check_fusion needs the example inputs to run both models on: check_fusion(model, fused, x).")
     with torch.no_grad():

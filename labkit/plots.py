@@ -36,6 +36,12 @@ def to_png(figure: Figure, dpi: int = 90) -> bytes:
 
 def variant_bars(comparison: VariantComparison) -> Figure:
     """Horizontal bars of each variant's median time, IQR as error bars, speedup as labels."""
+    from labkit.capstone import VariantComparison  # at call time: plots must not import the capstone's models
+
+    if not isinstance(comparison, VariantComparison):
+        raise LabkitTypeError(
+            f"comparison must be the result of capstone.compare_variants(...), got {type(comparison).__name__}."
+        )
     results = comparison.results
     names = [r.name for r in results]
     medians = [r.stats.median * 1e3 for r in results]

@@ -33,6 +33,7 @@ import nbformat
 
 from labkit.docs import describe_notebook, find_notebooks
 from labkit.errors import LabkitError, LabkitValueError
+from labkit.nbrun import read_notebook
 from labkit.output_folder import MANIFEST, OutputFolder
 
 SOLUTION_TAG = "solution"
@@ -143,7 +144,7 @@ def exercises_in(path: Path, notebook: nbformat.NotebookNode) -> list[Exercise]:
 
 def student_notebook(path: Path) -> nbformat.NotebookNode:
     """``path`` as students get it: stubs for solutions, outputs cleared except ``keep_output`` cells."""
-    notebook = nbformat.read(path, as_version=4)
+    notebook = read_notebook(path, write=False)
     for exercise in exercises_in(path, notebook):
         solution_file = path.parent / exercise.solution
         if not solution_file.is_file():
@@ -204,7 +205,7 @@ checker.
 def write_readme(folder: Path, notebooks: list[Path], with_solutions: bool) -> None:
     lines = []
     for path in notebooks:
-        page = describe_notebook(path, nbformat.read(path, as_version=4))
+        page = describe_notebook(path, read_notebook(path, write=False))
         lines.append(f"- `{path.name}`: {page.title}")
     note = "\nThis copy includes `solutions/`.\n" if with_solutions else "\nThis copy does not include `solutions/` yet.\n"
     text = README.format(title="labkit labs: student copy", notebook_list="\n".join(lines), solutions_note=note)

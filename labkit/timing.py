@@ -48,11 +48,11 @@ class RunStats:
             raise LabkitTypeError(f"samples must be a sequence of numbers (seconds), got {samples!r}.") from exc
         if not values:
             raise LabkitValueError("RunStats needs at least one sample; run the measurement first.")
-        bad = [(i, v) for i, v in enumerate(values) if not math.isfinite(v)]
+        bad = [(i, v) for i, v in enumerate(values) if not (math.isfinite(v) and v >= 0)]
         if bad:
             where = ", ".join(f"{v} at index {i}" for i, v in bad)
             raise LabkitValueError(
-                f"samples must be finite seconds, got {where} (of {len(values)} samples). "
+                f"samples must be finite, non-negative seconds, got {where} (of {len(values)} samples). "
                 "Drop failed runs before summarising, or re-run the measurement."
             )
         ordered = sorted(values)
@@ -242,6 +242,10 @@ def compare(
     otherwise land on one candidate only and fake a speedup. Each sample is the
     mean of ``number`` back-to-back calls.
     """
+    if not isinstance(candidates, Mapping):
+        raise LabkitTypeError(
+            f"candidates must be a dict of name -> function, e.g. {{'eager': fn}}; got {type(candidates).__name__}."
+        )
     _check_counts(warmup, rounds, runs_name="rounds")
     _require_whole("number", number)
     if number < 1:

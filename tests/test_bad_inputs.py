@@ -500,17 +500,7 @@ WIDGETS = [
 LIBRARY_CASES = PROFILE + FORWARD_AD + MEMORY_FORMAT + FUSION_CAPSTONE + TIMING + WIDGETS
 
 #: Cases still failing after the issue-10 fixes: open defects, reported to the lead (ids -> what happens).
-OPEN_DEFECTS: dict[str, str] = {
-    "variant_bars a list": "AttributeError: 'list' object has no attribute 'results' (variants instead of compare_variants' result)",
-    "fold_bn_into_conv a Linear": "AttributeError: 'Linear' object has no attribute 'out_channels'",
-    "compare_variants rtol=-1": "accepted: every variant, eager itself included, is reported NO for allclose",
-    "challenge_input batch=2.5": "raw torch TypeError: randn() received an invalid combination of arguments",
-    "op_type_table({})": "a bare StopIteration from next(iter({}))",
-    "compare a list": "AttributeError: 'list' object has no attribute 'values'",
-    "RunStats.from_samples negative": "accepted: 'median -50 ms (IQR 150 ms, min -200 ms, n=2)'",
-    "student-copy --notebooks bad json": "nbformat NotJSONError traceback, exit 1",
-    "docs --notebooks bad json": "nbformat NotJSONError traceback, exit 1",
-}
+OPEN_DEFECTS: dict[str, str] = {}
 
 
 def _params(cases: Sequence[Case]) -> list[object]:
