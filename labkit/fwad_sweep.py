@@ -7,13 +7,18 @@ sample inputs (``op_db``); this sweep differentiates the float64 CPU samples of 
 respect to their first floating tensor input (the other arguments held fixed), in a seeded
 random direction, and sorts every outcome into a class:
 
-- ``jvp``: agree (with ``torch.func.jvp``); not differentiable (no floating output); labkit
-  clear error; labkit warning (a result labkit warned about); raw error (any other exception);
-  silent wrong (differs from ``torch.func.jvp``, or a zero tangent where finite differences
-  show a derivative); unverified (no reference could run).
+- ``jvp``: agree (with ``torch.func.jvp``); empty (nothing to compare); not differentiable (no
+  floating output); labkit clear error; op fails without AD too (e.g. a CUDA-only op: its own
+  error is the right one); labkit warning (a wrong result labkit warned about); raw error (any
+  other exception); silent wrong (differs from ``torch.func.jvp``, or a zero tangent where finite
+  differences at two step sizes agree on a slope); unverified (no reference could run).
 - ``check_jvp``: agree (its verdict matches the sweep's own comparison of the dual API,
-  ``torch.func.jvp`` and finite differences); labkit clear error; raw error; false alarm (not
-  ok although the methods agree); miss (ok although they clearly disagree).
+  ``torch.func.jvp`` and finite differences at the positions where all are finite); labkit clear
+  error; raw error; false alarm (not ok although those methods agree); miss (ok although they
+  clearly disagree).
+
+Sparse or complex inputs, an op past its time budget, and ops without float64 samples are
+counted in buckets of their own, so the totals always add up.
 
 Like ``bench`` it is a report, not a test: the counts move with every torch release. Importing
 ``torch.testing._internal`` takes seconds and changes process-wide state (it freezes the
@@ -32,7 +37,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +54,7 @@ AGREE = "agree"
 NOT_DIFFERENTIABLE = "not differentiable (no floating output)"
 EMPTY = "empty (nothing to compare)"
 LABKIT_ERROR = "labkit clear error"
+OP_FAILS = "op fails without AD too"
 LABKIT_WARNING = "labkit warning"
 RAW_ERROR = "raw error"
 SILENT_WRONG = "silent wrong"
@@ -60,10 +66,10 @@ SKIPPED_JACOBIAN = "skipped: Jacobian too large for check_jvp"
 TOO_SLOW = "too slow (op stopped)"
 NO_SAMPLES = "no float64 samples (op)"
 CLASSES = (
-    AGREE, EMPTY, NOT_DIFFERENTIABLE, LABKIT_ERROR, LABKIT_WARNING, RAW_ERROR, SILENT_WRONG, FALSE_ALARM, MISS,
+    AGREE, EMPTY, NOT_DIFFERENTIABLE, LABKIT_ERROR, OP_FAILS, LABKIT_WARNING, RAW_ERROR, SILENT_WRONG, FALSE_ALARM, MISS,
     UNVERIFIED, SKIPPED_INPUT, SKIPPED_JACOBIAN, TOO_SLOW, NO_SAMPLES,
 )
-GOOD_CLASSES = frozenset({AGREE, EMPTY, NOT_DIFFERENTIABLE, LABKIT_ERROR})
+GOOD_CLASSES = frozenset({AGREE, EMPTY, NOT_DIFFERENTIABLE, LABKIT_ERROR, OP_FAILS})
 
 EXACT_RTOL, EXACT_ATOL = 1e-6, 1e-8  # dual API vs torch.func.jvp: the same formulas, rounding only
 FD_RTOL, FD_ATOL = 1e-3, 1e-5  # vs finite differences; FD_ATOL is scaled by 1 + |f(x)| at each position
@@ -315,6 +321,8 @@ def sweep_function(
     """
     dtype = x.dtype if x.is_floating_point() else torch.float64
     t = torch.randn(x.shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+    if x.layout != torch.strided:
+        return _sweep_sparse(fn, x, t, SampleResult(op, sample, supports_forward_ad, SKIPPED_INPUT, SKIPPED_INPUT))
     labkit_error: BaseException | None = None
     labkit_result, differentiable = _Tangents(None), True
     with _caught_warnings() as labkit_caught:
@@ -334,8 +342,33 @@ def sweep_function(
     jvp_class, jvp_detail = _classify_jvp(labkit_result, labkit_error, reference, fd, bool(messages), differentiable)
     with _caught_warnings():
         check_class, check_detail = _run_check(fn, x, t, labkit_result, reference, fd)
+        if RAW_ERROR in (jvp_class, check_class) and _fails_alone(fn, x):  # e.g. a CUDA-only op: not labkit's error
+            jvp_class, check_class = (OP_FAILS if c == RAW_ERROR else c for c in (jvp_class, check_class))
     detail = "; ".join(f"{method}: {text}" for method, text in (("jvp", jvp_detail), ("check_jvp", check_detail)) if text)
     return SampleResult(op, sample, supports_forward_ad, jvp_class, check_class, detail, messages)
+
+
+def _sweep_sparse(fn: Callable[[torch.Tensor], Any], x: torch.Tensor, t: torch.Tensor, skipped: SampleResult) -> SampleResult:
+    """A sparse primal: no reference to compare with, but labkit must refuse it with a clear error."""
+    classes, details = [], []
+    with _caught_warnings():
+        for method in (forward_ad.jvp, forward_ad.check_jvp):
+            try:
+                method(fn, x.clone(), t.clone())
+                classes.append(SKIPPED_INPUT)
+            except Exception as exc:
+                classes.append(LABKIT_ERROR if isinstance(exc, LabkitError) else OP_FAILS if _fails_alone(fn, x) else RAW_ERROR)
+                details.append(f"{method.__name__}: {_one_line(exc)}")
+    return replace(skipped, jvp=classes[0], check_jvp=classes[1], detail="; ".join(details))
+
+
+def _fails_alone(fn: Callable[[torch.Tensor], Any], x: torch.Tensor) -> bool:
+    """Does ``fn`` raise on a plain call, without any AD? Then its error is the right one to pass on."""
+    try:
+        fn(x.clone())
+    except Exception:
+        return True
+    return False
 
 
 def _run_check(
@@ -389,12 +422,11 @@ def _sample_function(op: Any, sample: Any) -> tuple[Callable[[torch.Tensor], Any
     """``(fn, x)``: the op as a function of its first floating tensor input; or why the sample is skipped."""
     leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
     tensors = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
-    if any(leaves[i].layout != torch.strided or leaves[i].is_complex() for i in tensors):
-        return SKIPPED_INPUT
-    floating = [i for i in tensors if leaves[i].is_floating_point()]
     if not tensors:
         return NOT_DIFFERENTIABLE
-    chosen = (floating or tensors)[0]
+    chosen = ([i for i in tensors if leaves[i].is_floating_point()] or tensors)[0]
+    if any(leaves[i].is_complex() or (i != chosen and leaves[i].layout != torch.strided) for i in tensors):
+        return SKIPPED_INPUT  # a sparse primal is tried (labkit must refuse it clearly), sparse fixed arguments are not
 
     def fn(primal: torch.Tensor) -> Any:
         new = [primal if i == chosen else leaf.clone() if isinstance(leaf, torch.Tensor) else leaf for i, leaf in enumerate(leaves)]
@@ -435,7 +467,7 @@ def sweep_op(op: Any, samples: int, op_timeout: float, seed: int = 0) -> list[Sa
         return [SampleResult(name, -1, claims, NO_SAMPLES, NO_SAMPLES, "float64 not supported on CPU")]
     results: list[SampleResult] = []
     try:
-        with _time_limit(op_timeout):
+        with _time_limit(op_timeout), _caught_warnings():  # sample generation warns too (sparse CSR is beta)
             inputs = op.sample_inputs("cpu", torch.float64, requires_grad=False)
             for index, sample in enumerate(itertools.islice(inputs, samples)):
                 made = _sample_function(op, sample)

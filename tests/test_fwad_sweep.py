@@ -15,7 +15,7 @@ import torch
 from labkit import forward_ad
 from labkit import fwad_sweep as sweep
 from labkit.__main__ import main
-from labkit.errors import LabkitValueError
+from labkit.errors import LabkitError, LabkitValueError
 
 
 class SlightlyWrongSquare(torch.autograd.Function):
@@ -59,6 +59,14 @@ def test_sin_agrees_with_every_method():
 def test_integer_output_is_not_differentiable_or_a_clear_error():
     result = sweep.sweep_function(lambda x: x.argmax(), torch.tensor([1.0, 3.0, 2.0], dtype=torch.float64))
     assert result.jvp in (sweep.NOT_DIFFERENTIABLE, sweep.LABKIT_ERROR)
+
+
+def test_an_op_that_fails_without_ad_is_not_labkits_raw_error():
+    def cuda_only(x):
+        raise RuntimeError("only on CUDA")
+
+    result = sweep.sweep_function(cuda_only, torch.ones(2, dtype=torch.float64))
+    assert (result.jvp, result.check_jvp) == (sweep.OP_FAILS, sweep.OP_FAILS)
 
 
 def test_a_zero_tangent_where_finite_differences_see_a_slope_is_silent_wrong_unless_labkit_warned():
@@ -124,11 +132,24 @@ def _samples(*inputs):
     return lambda device, dtype, requires_grad=False: iter(SimpleNamespace(input=x, args=(), kwargs={}) for x in inputs)
 
 
-def test_sweep_op_skips_sparse_and_complex_inputs_and_takes_at_most_n_samples():
+def test_sweep_op_skips_complex_inputs_and_takes_at_most_n_samples():
     x = torch.linspace(0, 1, 4, dtype=torch.float64)
-    op = _fake_op("sin", _samples(x.to_sparse(), x.to(torch.complex128), x, x, x))
-    results = sweep.sweep_op(op, samples=3, op_timeout=60)
-    assert [r.jvp for r in results] == [sweep.SKIPPED_INPUT, sweep.SKIPPED_INPUT, sweep.AGREE]
+    op = _fake_op("sin", _samples(x.to(torch.complex128), x, x, x))
+    results = sweep.sweep_op(op, samples=2, op_timeout=60)
+    assert [r.jvp for r in results] == [sweep.SKIPPED_INPUT, sweep.AGREE]
+
+
+def test_a_sparse_primal_is_only_checked_for_a_clear_error():
+    x = torch.eye(3, dtype=torch.float64).to_sparse()
+    result = sweep.sweep_function(torch.sin, x)
+    try:
+        forward_ad.jvp(torch.sin, x, torch.ones(3, 3, dtype=torch.float64))
+        expected = sweep.SKIPPED_INPUT
+    except LabkitError:
+        expected = sweep.LABKIT_ERROR
+    except Exception:
+        expected = sweep.RAW_ERROR
+    assert result.jvp == expected, result.detail
 
 
 def test_an_op_without_float64_or_whose_samples_fail_is_one_counted_entry():
