@@ -47,7 +47,7 @@ def _tangents(*values):
 
 def _fd(values, reliable=True):
     value = torch.tensor(values, dtype=torch.float64)
-    return sweep._FiniteDifferences([value], [torch.full_like(value, 1e-5)], [torch.full(value.shape, reliable)])
+    return sweep._FiniteDifferences([value], [torch.ones_like(value)], [torch.full(value.shape, reliable)])
 
 
 def test_sin_agrees_with_every_method():
@@ -95,6 +95,10 @@ def test_methods_agree_ignores_positions_that_are_not_finite():
     assert sweep._methods_agree(with_nan, with_nan, _fd([1.2, 0.0])) is False
     assert sweep._methods_agree(_tangents([1.0]), _tangents([1.1]), None) is False
     assert sweep._methods_agree(_tangents([1.0]), sweep._Tangents(None), None) is None
+    nothing_finite = _tangents([float("nan"), float("inf")])
+    assert sweep._methods_agree(nothing_finite, nothing_finite, _fd([0.0, 0.0], reliable=False)) is None  # not "agree"
+    assert sweep._methods_agree(_tangents([]), _tangents([]), None) is True  # empty outputs agree trivially
+    assert sweep._methods_agree(_tangents([1.0]), _tangents([1.0]), _fd([1.0 + 1e-4])) is False  # a 1e-4 error is found
 
 
 @pytest.mark.parametrize(
