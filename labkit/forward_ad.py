@@ -324,6 +324,14 @@ def forward_level() -> Iterator[None]:
         if not _is_missing_forward_formula(exc):
             raise
         raise _unsupported(exc) from exc
+    except RuntimeError as exc:
+        if "cannot resize variables that has a forward grad" not in str(exc):
+            raise
+        raise ForwardADUnsupportedError(
+            "fn resizes a dual tensor in place (Tensor.resize_ or resize_as_), which forward-mode AD cannot follow: "
+            "the tangent would no longer match its primal's shape. Resize a copy instead, e.g. x.clone().resize_(...), "
+            "or use reshape / new tensors."
+        ) from None
     finally:
         level.__exit__(None, None, None)
 
@@ -624,7 +632,7 @@ class JvpCheckReport(ShowsAsTable):
 
 def _flat(outputs: Sequence[torch.Tensor]) -> torch.Tensor:
     """All outputs as one real float64 vector (complex entries as their real and imaginary parts)."""
-    parts = [(torch.view_as_real(o) if o.is_complex() else o).reshape(-1).double() for o in outputs]
+    parts = [(torch.view_as_real(o.resolve_conj()) if o.is_complex() else o).reshape(-1).double() for o in outputs]
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)
 
 
@@ -831,7 +839,7 @@ def _compare(
             )
 
         def real_outputs(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            return tuple(torch.view_as_real(o) if o.is_complex() else o for o in outputs_of(*args))
+            return tuple(torch.view_as_real(o.resolve_conj()) if o.is_complex() else o for o in outputs_of(*args))
 
         jacobians = torch.func.jacrev(real_outputs, argnums=tuple(range(len(xs))))(*xs)
         products = [sum(torch.tensordot(j, t, dims=t.ndim) for j, t in zip(jac, ts)) for jac in jacobians]
@@ -939,6 +947,12 @@ def _check_deterministic_float64(
             "float64 (w.double()), pass it as a primal, or make it a parameter or buffer of an nn.Module, "
             f"which check_jvp converts. torch said: {exc}"
         ) from None
+    sparse = sorted({str(out.layout) for out in first if out.layout != torch.strided})
+    if sparse:
+        raise LabkitTypeError(
+            f"fn returns a {', '.join(sparse)} tensor; check_jvp compares dense outputs element by element. "
+            "Return out.to_dense() from fn to check its JVP."
+        )
     lower = sorted({str(out.dtype) for out in first if out.is_floating_point() and out.dtype != torch.float64})
     if lower:
         raise LabkitTypeError(

@@ -190,3 +190,26 @@ def test_check_jvp_explains_a_non_symmetric_tangent_for_a_symmetric_input(fn):
     assert not report.ok
     assert "symmetric" in report.to_text() and report.symmetric_tangent_agrees
     assert check_jvp(fn, a, (t + t.mT) / 2).ok
+
+
+# --- the raw errors the full fwad-sweep still found -------------------------------------
+def test_complex_outputs_with_a_conj_bit_are_compared():
+    """fft.ifft's OpInfo samples give lazily conjugated results (a view with the conj bit set),
+    which view_as_real refuses unless resolved first."""
+    from labkit.forward_ad import _flat
+
+    conjugated = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128).conj()
+    assert conjugated.is_conj()
+    assert _flat([conjugated]).tolist() == [1.0, -2.0, 3.0, 1.0]
+    assert check_jvp(lambda x: torch.fft.ifft(x).conj(), X, T).ok
+
+
+def test_check_jvp_refuses_a_sparse_output_with_what_to_do():
+    with pytest.raises(LabkitTypeError, match="to_dense"):
+        check_jvp(lambda x: x.to_sparse(), X, T)
+
+
+def test_resizing_a_dual_tensor_in_place_is_explained():
+    for fn in (jvp, check_jvp):
+        with pytest.raises(ForwardADUnsupportedError, match="resize"):
+            fn(lambda x: x.clone().resize_(2), X, T)
