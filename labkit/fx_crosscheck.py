@@ -9,13 +9,12 @@ type. If they agree within a few percentage points, the FX numbers are honest.
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from labkit._noise import filtered_native_stderr, silence_known_warnings
-from labkit.errors import LabkitTypeError, LabkitValueError
-from labkit.fx_profile import NodeProfiler
+from labkit.errors import LabkitValueError
+from labkit.fx_profile import NodeProfiler, check_count
 from labkit.tables import ShowsAsTable, Table
 
 # Top-level aten operator -> the op type labkit reports for the node that issued it.
@@ -105,18 +104,16 @@ def compare_with_torch_profiler(
     """
     from torch.profiler import ProfilerActivity, profile
 
-    if isinstance(runs, bool) or not isinstance(runs, numbers.Integral):
-        raise LabkitTypeError(f"runs must be a whole number (an int), got {runs!r} ({type(runs).__name__}); e.g. runs=5.")
-    if runs < 1:
-        raise LabkitValueError(f"runs must be at least 1 (got {runs}); e.g. runs=5.")
+    runs = check_count("runs", runs, 1, "e.g. runs=5")
     silence_known_warnings()
     profiler = NodeProfiler(model, *inputs, mode=mode)
-    profiler.warmup(warmup)
     use_cuda = profiler.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
-    with filtered_native_stderr(), profile(activities=activities) as prof:
-        for _ in range(runs):
-            profiler.run_once()
+    with profiler.session(stacklevel=4):  # a train-mode model: warn once, leave the global RNG as it was
+        profiler.warmup(warmup)
+        with filtered_native_stderr(), profile(activities=activities) as prof:
+            for _ in range(runs):
+                profiler.run_once()
     ours = _shares(profiler.report().by_op_type().seconds)
     theirs = _shares(seconds_by_op_type(prof.events(), use_device_time=use_cuda))
     names = sorted(set(ours) | set(theirs), key=lambda n: -ours.get(n, 0.0))

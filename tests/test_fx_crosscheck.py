@@ -47,3 +47,14 @@ def test_an_empty_cross_check_says_so():
         CrossCheck([]).max_difference
     with pytest.raises(LabkitTypeError, match="runs must be a whole number"):
         compare_with_torch_profiler(small_cnn(), torch.randn(1, 3, 8, 8), runs=2.5)
+
+
+def test_a_train_mode_model_leaves_the_global_rng_as_it_was_and_warns():
+    from labkit.fx_profile import TrainModeWarning
+
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.ReLU())  # train mode: Dropout draws numbers
+    x = torch.randn(4, 8)
+    before = torch.random.get_rng_state()
+    with pytest.warns(TrainModeWarning, match="model.eval"):
+        compare_with_torch_profiler(model, x, warmup=1, runs=2)
+    assert torch.equal(torch.random.get_rng_state(), before)
