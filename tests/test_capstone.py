@@ -1,5 +1,6 @@
 import pytest
 import torch
+from test_fx_fusion import ConvCalledTwice  # the model torch's fuse alone gets wrong
 from torch import nn
 
 from labkit.capstone import (
@@ -103,21 +104,6 @@ def test_optimize_for_inference_variant_matches_eager(small):
     comparison = compare_variants(variants, rounds=1, warmup=0)
     assert comparison[OPTIMIZED_FOR_INFERENCE].allclose
     assert variants[0].model is model and model[0].weight.is_contiguous()
-
-
-class ConvCalledTwice(nn.Module):
-    """One Conv2d called twice, only once followed by BatchNorm: torch's fuse alone gets this wrong."""
-
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.conv, self.bn = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3)
-        with torch.no_grad():
-            self.bn.running_mean.uniform_(-1, 1)
-            self.bn.running_var.uniform_(0.5, 2)
-
-    def forward(self, x):
-        return self.bn(self.conv(x)) + self.conv(x)
 
 
 def test_fused_variants_never_change_the_output_of_a_shared_conv():
