@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.student_copy import is_student_copy
+from labkit.tools.student_copy import is_student_copy
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

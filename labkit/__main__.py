@@ -12,15 +12,17 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from labkit.errors import LabkitError
+from labkit.core.errors import LabkitError
 
 COMMANDS = {
-    "doctor": ("labkit.doctor", "check that this machine is ready for the labs"),
-    "profile": ("labkit.profile_cli", "profile a torchvision model node by node with torch.fx"),
-    "bench": ("labkit.bench", "reproduce every performance figure the labs claim"),
-    "student-copy": ("labkit.student_copy", "write notebook copies for students (no solutions, no outputs)"),
-    "docs": ("labkit.docs", "build the static HTML site from the executed notebooks"),
-    "fwad-sweep": ("labkit.fwad_sweep", "run forward_ad.jvp and check_jvp over PyTorch's OpInfo database and count the outcomes"),
+    "doctor": ("labkit.tools.doctor", "check that this machine is ready for the labs"),
+    "profile": ("labkit.tools.profile", "profile a torchvision model node by node with torch.fx"),
+    "bench": ("labkit.tools.bench", "reproduce every performance figure the labs claim"),
+    "student-copy": ("labkit.tools.student_copy", "write notebook copies for students (no solutions, no outputs)"),
+    "docs": ("labkit.tools.docs", "build the static HTML site from the executed notebooks"),
+    "notebooks": ("labkit.tools.nbrun", "execute notebooks in place, storing outputs and widget state"),
+    "nbval-stress": ("labkit.tools.nbval_stress", "strict nbval on the notebooks under CPU load, then single-threaded"),
+    "fwad-sweep": ("labkit.tools.fwad_sweep", "run forward_ad.jvp and check_jvp over PyTorch's OpInfo database and count the outcomes"),
 }
 
 

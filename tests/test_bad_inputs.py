@@ -4,7 +4,7 @@ Why: a learner who passes ``runs=2.5`` or a 1-D tensor should read one labkit
 sentence that names the argument, not a deep torch traceback, and nothing may
 be left changed after the error (the global RNG, torch's mode stack, an open
 forward-AD level, the model). Each library case expects a
-:class:`labkit.errors.LabkitError` whose message names the bad argument or
+:class:`labkit.core.errors.LabkitError` whose message names the bad argument or
 value; a few expect a torch (or Python) error instead, where that error is
 genuinely the clearest answer (each says why). CLI cases run ``python -m ...``
 and expect exit status 2, a short message on stderr and no traceback.
@@ -34,11 +34,16 @@ from torch import nn
 from torch.overrides import _get_current_function_mode_stack
 
 import labkit
-from labkit import capstone, fx_crosscheck, fx_fusion, jacobian_cost, memory_format, timing
-from labkit.errors import LabkitError
-from labkit.format_tracker import FormatTracker
-from labkit.forward_ad import check_jvp, hvp, jvp, module_jvp
-from labkit.fx_profile import ProfilingInterpreter, TrainModeWarning, profile_model
+import labkit.memory_format as memory_format
+from labkit.capstone import variants as capstone
+from labkit.core import timing
+from labkit.core.errors import LabkitError
+from labkit.forward_ad import jacobian_cost
+from labkit.forward_ad.derivatives import check_jvp, hvp, jvp, module_jvp
+from labkit.fx import crosscheck as fx_crosscheck
+from labkit.fx import fusion as fx_fusion
+from labkit.fx.profile import ProfilingInterpreter, TrainModeWarning, profile_model
+from labkit.memory_format.tracker import FormatTracker
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -221,9 +226,9 @@ def _widget(name: str, *args: object, **kwargs: object) -> Callable[[], object]:
 def _variant_bars(comparison: object) -> Callable[[], object]:
     def draw() -> object:
         pytest.importorskip("matplotlib")
-        from labkit import plots
+        from labkit.capstone.widgets import variant_bars
 
-        return plots.variant_bars(comparison)
+        return variant_bars(comparison)
 
     return draw
 
@@ -231,9 +236,9 @@ def _variant_bars(comparison: object) -> Callable[[], object]:
 def _plot(name: str, *args: object) -> Callable[[], object]:
     def draw() -> object:
         pytest.importorskip("matplotlib")
-        from labkit import plots
+        from labkit.memory_format import widgets
 
-        return getattr(plots, name)(*args)
+        return getattr(widgets, name)(*args)
 
     return draw
 
@@ -681,15 +686,15 @@ CLI_CASES = [
     CliCase("student-copy OUTDIR is a file", "labkit", ["student-copy", "{tmp}/afile"], ["afile", "file"]),
     CliCase("student-copy --notebooks missing", "labkit", ["student-copy", "{tmp}/out1", "--notebooks", "{tmp}/nope"], ["nope"]),
     CliCase("student-copy --notebooks bad json", "labkit", ["student-copy", "{tmp}/out2", "--notebooks", "{tmp}/badnb"], ["00_bad.ipynb"]),
-    CliCase("docs OUTDIR is a file", "labkit.docs", ["{tmp}/afile"], ["afile", "file"], subprocess=True),
-    CliCase("docs --notebooks missing", "labkit.docs", ["{tmp}/out3", "--notebooks", "{tmp}/nope"], ["nope"]),
-    CliCase("docs --notebooks empty folder", "labkit.docs", ["{tmp}/out4", "--notebooks", "{tmp}/empty"], ["empty"]),
-    CliCase("nbrun missing notebook", "labkit.nbrun", ["{tmp}/missing.ipynb"], ["missing.ipynb"], subprocess=True),
-    CliCase("nbrun a folder", "labkit.nbrun", ["{tmp}/empty"], ["empty"]),
-    CliCase("nbrun not JSON", "labkit.nbrun", ["{tmp}/badnb/00_bad.ipynb"], ["00_bad.ipynb"]),
-    CliCase("docs --notebooks bad json", "labkit.docs", ["{tmp}/out5", "--notebooks", "{tmp}/badnb"], ["00_bad.ipynb"]),
-    CliCase("nbrun a FIFO", "labkit.nbrun", ["{tmp}/pipe.ipynb"], ["pipe.ipynb"]),
-    CliCase("nbrun --timeout abc", "labkit.nbrun", ["--timeout", "abc", "{tmp}/missing.ipynb"], ["timeout", "abc"]),
+    CliCase("docs OUTDIR is a file", "labkit", ["docs", "{tmp}/afile"], ["afile", "file"], subprocess=True),
+    CliCase("docs --notebooks missing", "labkit", ["docs", "{tmp}/out3", "--notebooks", "{tmp}/nope"], ["nope"]),
+    CliCase("docs --notebooks empty folder", "labkit", ["docs", "{tmp}/out4", "--notebooks", "{tmp}/empty"], ["empty"]),
+    CliCase("nbrun missing notebook", "labkit", ["notebooks", "{tmp}/missing.ipynb"], ["missing.ipynb"], subprocess=True),
+    CliCase("nbrun a folder", "labkit", ["notebooks", "{tmp}/empty"], ["empty"]),
+    CliCase("nbrun not JSON", "labkit", ["notebooks", "{tmp}/badnb/00_bad.ipynb"], ["00_bad.ipynb"]),
+    CliCase("docs --notebooks bad json", "labkit", ["docs", "{tmp}/out5", "--notebooks", "{tmp}/badnb"], ["00_bad.ipynb"]),
+    CliCase("nbrun a FIFO", "labkit", ["notebooks", "{tmp}/pipe.ipynb"], ["pipe.ipynb"]),
+    CliCase("nbrun --timeout abc", "labkit", ["notebooks", "--timeout", "abc", "{tmp}/missing.ipynb"], ["timeout", "abc"]),
 ]
 
 CLI_TIMEOUT_S = 60
@@ -730,7 +735,7 @@ def _run_in_process(case: CliCase, folder: Path, monkeypatch: pytest.MonkeyPatch
     """What ``python -m`` would do: ``sys.exit(main(argv))``, and a traceback for an escaping exception."""
     monkeypatch.setenv("LABKIT_DEVICE", "cpu")
     monkeypatch.chdir(REPO)
-    main = importlib.import_module("labkit.__main__" if case.module == "labkit" else case.module).main
+    main = importlib.import_module("labkit.__main__").main
     stderr = io.StringIO()
 
     def hung(*_: object) -> None:

@@ -1,26 +1,13 @@
-"""Live ipywidgets UIs for the labs, one module per widget.
+"""The labs' widgets under one name, for ``from labkit.widgets import LiveProfile``.
 
-Widgets only render: every number they show comes from labkit's core modules.
-Importing this package is cheap; ipywidgets and matplotlib load when a widget
-class is first used.
+Each widget lives in its lab's package (``labkit.fx.widgets`` ...); this package
+only points there, and imports nothing until a widget is used.
 """
-from __future__ import annotations
+from labkit.core.lazy import lazy_exports
 
-import importlib
-from typing import Any
-
-_WIDGETS = {
-    "SliderPlot": "labkit.widgets.slider_plot",
-    "LiveProfile": "labkit.widgets.live_profile",
-    "StrideExplorer": "labkit.widgets.stride_explorer",
-    "JacobianScaling": "labkit.widgets.jacobian_scaling",
-}
-
-__all__ = list(_WIDGETS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _WIDGETS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'labkit.widgets' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "labkit.core.widgets": ("SliderPlot",),
+    "labkit.fx.widgets": ("LiveProfile",),
+    "labkit.memory_format.widgets": ("StrideExplorer",),
+    "labkit.forward_ad.widgets": ("JacobianScaling",),
+})

@@ -5,10 +5,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_lab_ui import WIDGET_CLASSES, widgets_in
 
-from conftest import NOTEBOOKS
-from labkit import docs
+from labkit.tools import docs
+from tests.ui.support import NOTEBOOKS
+from tests.ui.test_lab_ui import WIDGET_CLASSES, widgets_in
 
 pytestmark = pytest.mark.ui
 RENDER_TIMEOUT_MS = 30_000

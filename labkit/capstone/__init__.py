@@ -1,0 +1,15 @@
+"""Lab 04, the capstone: make a model faster with everything the labs taught.
+
+- :mod:`~labkit.capstone.variants`: the model variants (channels_last, fused,
+  compiled, ...) timed side by side and profiled.
+- :mod:`~labkit.capstone.widgets`: the bar chart of the variants (the only module importing matplotlib).
+- :mod:`~labkit.capstone.checks`: the exercise checker.
+"""
+from labkit.core.lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "variants": ("EAGER", "CHANNELS_LAST", "FUSED", "FUSED_CHANNELS_LAST", "COMPILED", "OPTIMIZED_FOR_INFERENCE",
+                 "Variant", "VariantResult", "VariantComparison", "compiler_available", "build_variants",
+                 "optimize_for_inference_variant", "compile_variant", "compare_variants", "challenge_model",
+                 "challenge_input", "profile_variants", "op_type_table", "break_even_runs"),
+})

@@ -1,0 +1,259 @@
+"""The capstone's variants of one model, measured side by side and checked.
+
+Why: "faster" only counts when it is measured against the same baseline in the
+same process, and when the faster model still computes the same thing. This
+module builds the variants the labs taught (channels_last, Conv-BN fusion,
+both, and optionally ``torch.compile``) from *copies* of the model, times them
+interleaved with :func:`labkit.core.timing.compare`, and checks every output
+against eager with ``torch.allclose``. Fusion is the library's
+``torch.fx.experimental.optimization.fuse``, guarded by
+:func:`labkit.fx.fusion.fuse_safely` against the models it would get wrong;
+the hand-written teaching pass lives in lab 01.
+"""
+from __future__ import annotations
+
+import copy
+import numbers
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_leaves
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.noise import filtered_native_stderr, silence_known_warnings
+from labkit.core.notebook import seeded
+from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.timing import RunStats, compare
+from labkit.fx.fusion import check_tolerance, compare_outputs, fuse_safely
+from labkit.fx.profile import TraceFailedError
+
+if TYPE_CHECKING:
+    from labkit.fx.profile import ProfileReport
+
+EAGER = "eager"
+CHANNELS_LAST = "channels_last"
+FUSED = "fused"
+FUSED_CHANNELS_LAST = "fused + channels_last"
+COMPILED = "compiled (fused + channels_last)"
+OPTIMIZED_FOR_INFERENCE = "optimize_for_inference"
+
+
+@dataclass
+class Variant:
+    """One way of running the model: the module, its inputs, and how it was made."""
+
+    name: str
+    model: nn.Module
+    inputs: tuple[torch.Tensor, ...]
+    description: str
+    setup_seconds: float = 0.0
+
+    def __call__(self) -> torch.Tensor:
+        return self.model(*self.inputs)
+
+
+def _to_channels_last(model: nn.Module, inputs: Sequence[torch.Tensor]) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    model = model.to(memory_format=torch.channels_last)
+    converted = tuple(x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in inputs)
+    return model, converted
+
+
+def compiler_available() -> bool:
+    """``torch.compile`` on CPU needs a C++ compiler (inductor generates C++)."""
+    return any(shutil.which(name) for name in ("c++", "g++", "clang++"))
+
+
+def build_variants(model: nn.Module, *inputs: torch.Tensor, include_compiled: bool = False) -> list[Variant]:
+    """Eager, channels_last, fused, fused + channels_last (and compiled) copies of ``model``.
+
+    ``model`` itself is never changed. It must be in eval mode: fusion folds
+    BatchNorm's running statistics into the convolution weights.
+    """
+    if not isinstance(model, nn.Module):
+        raise LabkitTypeError(f"build_variants needs an nn.Module, got {type(model).__name__}.")
+    if model.training:
+        raise LabkitValueError("Call model.eval() first: Conv-BN fusion folds BatchNorm's running statistics, which is only valid in eval mode.")
+    if not inputs:
+        raise LabkitValueError("Pass at least one example input, e.g. build_variants(model, torch.randn(8, 3, 224, 224)).")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise LabkitTypeError(f"build_variants: inputs[{i}] must be a tensor, got {type(x).__name__}.")
+        if x.numel() == 0:
+            raise LabkitValueError(
+                f"build_variants: inputs[{i}] is empty (shape {tuple(x.shape)}): nothing to time or compare. "
+                "Pass a batch of at least one example, e.g. torch.randn(8, 3, 224, 224)."
+            )
+    try:
+        fused_model, unfused = fuse_safely(model)
+    except TraceFailedError as exc:
+        raise TraceFailedError(f"build_variants needs torch.fx to trace the model for the fused variants. {exc}") from exc
+    note = f"; {unfused}" if unfused else ""
+    eager = Variant(EAGER, model, tuple(inputs), "the model as written, contiguous (NCHW) tensors")
+    cl_model, cl_inputs = _to_channels_last(copy.deepcopy(model), inputs)
+    fused_cl_model, _ = _to_channels_last(copy.deepcopy(fused_model), inputs)
+    variants = [
+        eager,
+        Variant(CHANNELS_LAST, cl_model, cl_inputs, "model and input converted to channels_last (NHWC in memory)"),
+        Variant(FUSED, fused_model, tuple(inputs), "Conv2d+BatchNorm2d folded into one Conv2d with torch.fx" + note),
+        Variant(FUSED_CHANNELS_LAST, fused_cl_model, cl_inputs, "both" + note),
+    ]
+    if include_compiled:
+        variants.append(compile_variant(variants[-1]))
+    return variants
+
+
+def optimize_for_inference_variant(base: Variant) -> Variant:
+    """The library's one-call CPU recipe: ``torch.fx.experimental.optimization.optimize_for_inference``.
+
+    It fuses Conv+BN, removes dropout and moves convolutions to MKLDNN layouts;
+    the capstone compares it with the hand-made variants.
+    """
+    from torch.fx.experimental.optimization import optimize_for_inference
+
+    silence_known_warnings()
+    optimized = optimize_for_inference(copy.deepcopy(base.model))
+    return Variant(OPTIMIZED_FOR_INFERENCE, optimized, base.inputs, "torch.fx.experimental.optimization.optimize_for_inference")
+
+
+def compile_variant(base: Variant) -> Variant:
+    """``torch.compile`` the given variant; the first call (the compile) is timed separately."""
+    if not compiler_available():
+        raise LabkitValueError("torch.compile on CPU needs a C++ compiler (g++ or clang++); install one or skip this variant.")
+    silence_known_warnings()
+    compiled = torch.compile(base.model)
+    start = time.perf_counter()
+    with torch.inference_mode(), filtered_native_stderr():
+        compiled(*base.inputs)
+    return Variant(COMPILED, compiled, base.inputs, "torch.compile (inductor) of fused + channels_last",
+                   setup_seconds=time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    name: str
+    stats: RunStats
+    speedup: float
+    max_abs_diff: float
+    allclose: bool
+    setup_seconds: float
+
+
+@dataclass(repr=False)
+class VariantComparison(ShowsAsTable):
+    """Timings and correctness of every variant, relative to the first (eager)."""
+
+    results: list[VariantResult] = field(default_factory=list)
+    rtol: float = 1e-3
+
+    def __getitem__(self, name: str) -> VariantResult:
+        for result in self.results:
+            if result.name == name:
+                return result
+        raise KeyError(f"no variant named {name!r}; have {[r.name for r in self.results]}")
+
+    @property
+    def all_close(self) -> bool:
+        return all(r.allclose for r in self.results)
+
+    def correctness_table(self) -> Table:
+        """Only the facts that repeat run after run (for stored, compared notebook output)."""
+        rows = [(r.name, "yes" if r.allclose else "NO") for r in self.results]
+        return Table(["variant", f"allclose to eager (rtol={self.rtol:g})"], rows, title="Same outputs?")
+
+    def table(self) -> Table:
+        rows = [
+            (r.name, r.stats.median * 1e3, r.stats.iqr * 1e3, f"{r.speedup:.2f}x", "yes" if r.allclose else "NO",
+             f"{r.setup_seconds:.1f} s" if r.setup_seconds else "")
+            for r in self.results
+        ]
+        headers = ["variant", "median (ms)", "IQR (ms)", "speedup", "allclose", "setup"]
+        return Table(headers, rows, title="Variants side by side", floatfmt=".2f")
+
+
+def compare_variants(
+    variants: Sequence[Variant],
+    *,
+    rounds: int = 10,
+    warmup: int = 2,
+    rtol: float = 1e-3,
+    device: str | torch.device = "cpu",
+) -> VariantComparison:
+    """Time all variants interleaved (same process, same noise) and check outputs vs the first."""
+    if not variants:
+        raise LabkitValueError("compare_variants needs at least one variant; use build_variants(model, x).")
+    rtol = check_tolerance("rtol", rtol)
+    with torch.inference_mode():
+        reference = variants[0]()
+        outputs = {v.name: v() for v in variants}
+        if not any(leaf.numel() for leaf in tree_leaves(reference) if isinstance(leaf, torch.Tensor)):
+            raise LabkitValueError(
+                f"Variant {variants[0].name!r} returned an empty output, so there is nothing to compare: "
+                "build the variants from a batch of at least one example, e.g. build_variants(model, torch.randn(8, 3, 224, 224))."
+            )
+        candidates: dict[str, Callable[[], object]] = {v.name: v for v in variants}
+        stats = compare(candidates, rounds=rounds, warmup=warmup, device=device)
+    baseline = stats[variants[0].name]
+    results = []
+    for variant in variants:
+        diff, close = compare_outputs(reference, outputs[variant.name], rtol=rtol, atol=0.0, actual_name=f"variant {variant.name!r}")
+        timing = stats[variant.name]
+        results.append(VariantResult(variant.name, timing, timing.ratio_to(baseline), diff, close, variant.setup_seconds))
+    return VariantComparison(results, rtol=rtol)
+
+
+def challenge_model() -> nn.Module:
+    """The capstone challenge's model: three Conv-BN-ReLU-MaxPool blocks and a classifier, eval mode."""
+    with seeded(0):
+        def block(c_in: int, c_out: int) -> list[nn.Module]:
+            return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(3, 1, 1)]
+
+        model = nn.Sequential(*block(3, 32), *block(32, 32), *block(32, 32), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+        for module in model.modules():  # non-trivial running statistics, so fusion has something to fold
+            if isinstance(module, nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.5, 2.0)
+        return model.eval()
+
+
+def challenge_input(batch: int = 8) -> torch.Tensor:
+    """A fixed, seeded input for :func:`challenge_model` (batch x 3 x 64 x 64)."""
+    if isinstance(batch, bool) or not isinstance(batch, numbers.Integral) or batch < 1:
+        raise LabkitValueError(f"batch must be a whole number >= 1, such as 8; got {batch!r}.")
+    generator = torch.Generator().manual_seed(1)
+    return torch.randn(batch, 3, 64, 64, generator=generator)
+
+
+def profile_variants(variants: Sequence[Variant], *, warmup: int = 2, runs: int = 3) -> dict[str, ProfileReport]:
+    """Profile each variant node by node with labkit (fast mode), warm runs only."""
+    from labkit.fx.profile import profile_model
+
+    with torch.inference_mode():
+        return {v.name: profile_model(v.model, *v.inputs, warmup=warmup, runs=runs) for v in variants}
+
+
+def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | None = None) -> Table:
+    """Milliseconds per op type (rows) for each profiled variant (columns), side by side."""
+    if not reports:
+        raise LabkitValueError("reports is empty: op_type_table needs at least one report; pass profile_variants(variants).")
+    breakdowns = {name: report.by_op_type().seconds for name, report in reports.items()}
+    if op_types is None:
+        first = next(iter(breakdowns.values()))
+        op_types = list(first)
+    rows = [[t, *(f"{b[t] * 1e3:.2f}" if t in b else "-" for b in breakdowns.values())] for t in op_types]
+    return Table(["op type", *(f"{name} (ms)" for name in breakdowns)], rows, title="Time per op type, per variant (means of warm runs)")
+
+
+def break_even_runs(comparison: VariantComparison, variant: str, baseline: str = FUSED_CHANNELS_LAST) -> float | None:
+    """How many forward passes ``variant`` needs before its setup time (a compile) pays off.
+
+    None when it is not faster per pass than ``baseline``: then it never pays off.
+    """
+    saved_per_run = comparison[baseline].stats.median - comparison[variant].stats.median
+    if saved_per_run <= 0:
+        return None
+    return comparison[variant].setup_seconds / saved_per_run

@@ -1,0 +1,34 @@
+"""The capstone's chart: each variant's time side by side, as a matplotlib figure.
+
+Why a module of its own: it is the only part of the capstone that imports
+matplotlib, so :mod:`labkit.capstone.variants` stays importable headless.
+"""
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from labkit.capstone.variants import VariantComparison
+from labkit.core.errors import LabkitTypeError
+from labkit.core.plots import new_figure
+
+
+def variant_bars(comparison: VariantComparison) -> Figure:
+    """Horizontal bars of each variant's median time, IQR as error bars, speedup as labels."""
+    if not isinstance(comparison, VariantComparison):
+        raise LabkitTypeError(
+            f"comparison must be the result of capstone.compare_variants(...), got {type(comparison).__name__}."
+        )
+    results = comparison.results
+    names = [r.name for r in results]
+    medians = [r.stats.median * 1e3 for r in results]
+    iqrs = [r.stats.iqr * 1e3 for r in results]
+    figure = new_figure(6.5, 0.5 + 0.45 * len(results))
+    axes = figure.add_subplot()
+    positions = list(range(len(results)))[::-1]
+    half_iqrs = [iqr / 2 for iqr in iqrs]
+    axes.barh(positions, medians, xerr=half_iqrs, color="tab:blue", alpha=0.85, capsize=3)
+    axes.set_yticks(positions, names)
+    for y, result in zip(positions, results):
+        axes.text(0, y, f" {result.speedup:.2f}x", va="center", color="white", fontweight="bold")
+    axes.set_xlabel("median time per forward pass (ms); error bar spans the IQR")
+    return figure

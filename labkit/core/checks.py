@@ -1,0 +1,207 @@
+"""Exercise checkers: one module per lab (``labkit.fx.checks``, ...).
+
+Why a shared result type: a checker must never crash the learner's notebook.
+It says "solved", "not yet solved" (the generated stub still raises
+``NotImplementedError("Exercise N.M: ...")``, as in a student copy), "not
+solved" with the reason, or "checker error" when the checker itself broke, and
+shows itself as one readable line in text and HTML.
+
+Why ``expect`` and ``call_learner`` instead of ``assert`` and plain calls:
+``assert`` disappears under ``python -O``, which would report every wrong
+answer as solved; and only an exception that really came out of the learner's
+code may be blamed on the learner. A checker calls learner code through
+:func:`call_learner`, which marks what it raises; anything unmarked is a bug in
+the checker and is reported as one.
+"""
+from __future__ import annotations
+
+import html
+import numbers
+import re
+import sysconfig
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from torch.autograd import forward_ad as _fwad  # not "forward_ad": that name is the submodule labkit.forward_ad.checks
+
+T = TypeVar("T")
+
+
+class Status(str, Enum):
+    SOLVED = "solved"
+    NOT_YET = "not yet solved"
+    WRONG = "not solved"
+    CHECKER_ERROR = "checker error"
+
+
+_ICONS = {Status.SOLVED: "✅", Status.NOT_YET: "⏳", Status.WRONG: "❌", Status.CHECKER_ERROR: "⚠️"}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of one exercise checker."""
+
+    exercise: str
+    status: Status
+    message: str
+
+    @property
+    def solved(self) -> bool:
+        return self.status is Status.SOLVED
+
+    def __str__(self) -> str:
+        return f"{_ICONS[self.status]} Exercise {self.exercise}: {self.status.value}. {self.message}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        return f"<p>{html.escape(str(self))}</p>"
+
+
+class CheckFailed(Exception):
+    """The learner's answer is wrong; the message is the hint shown to them."""
+
+
+class LearnerError(Exception):
+    """An exception raised inside the learner's code, carried out of the checker by :func:`call_learner`."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}: {original}")
+        self.original = original
+
+
+def expect(condition: object, hint: str) -> None:
+    """Fail the check with ``hint`` unless ``condition`` holds (an ``assert`` that ``-O`` cannot remove)."""
+    if not condition:
+        raise CheckFailed(hint)
+
+
+def int_tuple(value: object) -> tuple[int, ...] | None:
+    """A learner's shape or strides as a tuple of ints, or None when it is not one (so comparing cannot raise)."""
+    if isinstance(value, (tuple, list, torch.Size)) and all(isinstance(item, numbers.Integral) for item in value):
+        return tuple(int(item) for item in value)
+    return None
+
+
+# Notes that run_check appends to its message, e.g. that a dual level was closed.
+_notes: ContextVar[list[str] | None] = ContextVar("labkit_check_notes", default=None)
+
+DUAL_LEVEL_NOTE = (
+    "Note: your code left a forward-AD dual level open (entered without exiting); the checker closed it "
+    "with torch.autograd.forward_ad.exit_dual_level(). Write `with fwAD.dual_level():` so it always closes."
+)
+
+
+def _close_dual_levels(above: int) -> None:
+    """Exit forward-AD levels that were entered above level ``above`` and left open, and note it.
+
+    torch has no public query for the current level, so this reads
+    ``_fwad._current_level`` and closes with the public ``exit_dual_level``.
+    """
+    if _fwad._current_level <= above:
+        return
+    while _fwad._current_level > above:
+        _fwad.exit_dual_level()
+    notes = _notes.get()
+    if notes is not None and DUAL_LEVEL_NOTE not in notes:
+        notes.append(DUAL_LEVEL_NOTE)
+
+
+def call_learner(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call the learner's ``fn``; whatever it raises comes out as :class:`LearnerError`.
+
+    A forward-AD dual level the call leaves open is closed here, so it cannot
+    break the checker's next step or the learner's later cells.
+    """
+    level = _fwad._current_level
+    try:
+        return fn(*args, **kwargs)
+    except LearnerError:
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - every learner failure is reported, never raised
+        raise LearnerError(exc) from exc
+    finally:
+        _close_dual_levels(level)
+
+
+def _is_stub(exc: BaseException, exercise: str) -> bool:
+    """True for the ``NotImplementedError("Exercise N.M: ...")`` that student_copy generates for this exercise."""
+    return isinstance(exc, NotImplementedError) and re.match(rf"Exercise {re.escape(exercise)}(?!\d)", str(exc)) is not None
+
+
+def _library_folders() -> tuple[str, ...]:
+    import labkit
+
+    folders = (Path(torch.__file__).parent, Path(labkit.__file__).parent, sysconfig.get_paths()["stdlib"])
+    return tuple(str(Path(folder).resolve()) for folder in folders)
+
+
+def _learner_frame(exc: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame outside torch, labkit and the standard library: the learner's line, if any."""
+    library = _library_folders()
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if not str(Path(frame.filename).resolve()).startswith(library):
+            return frame
+    return None
+
+
+@contextmanager
+def _collecting_notes() -> Iterator[list[str]]:
+    notes: list[str] = []
+    token = _notes.set(notes)
+    try:
+        yield notes
+    finally:
+        _notes.reset(token)
+
+
+def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
+    """Run ``check``; turn its outcome into a :class:`CheckResult`. Never raises.
+
+    ``check`` returns a success message, or raises :class:`CheckFailed` (via
+    :func:`expect`) with a hint when the answer is wrong. It calls learner
+    code through :func:`call_learner`: there, this exercise's generated stub
+    means "not yet solved" and any other exception is the learner's, reported
+    with their line. An exception from the checker's own code is reported as
+    a checker error, never blamed on the learner.
+    """
+    level = _fwad._current_level
+    with _collecting_notes() as notes:
+        try:
+            result = CheckResult(exercise, Status.SOLVED, check())
+        except CheckFailed as exc:
+            result = CheckResult(exercise, Status.WRONG, str(exc) or "The answer does not match yet.")
+        except LearnerError as exc:
+            result = _learner_failure(exercise, exc.original)
+        except Exception as exc:  # noqa: BLE001 - a checker reports, it never crashes the notebook
+            if _is_stub(exc, exercise):  # a checker that called the stub directly
+                result = _learner_failure(exercise, exc)
+            else:
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                result = CheckResult(
+                    exercise,
+                    Status.CHECKER_ERROR,
+                    f"This is a bug in labkit's checker, not in your code; please report it: "
+                    f"{type(exc).__name__}: {exc} (line {where.lineno} of {Path(where.filename).name}, in {where.name}).",
+                )
+        finally:
+            _close_dual_levels(level)
+    if notes:
+        result = CheckResult(result.exercise, result.status, " ".join([result.message, *notes]))
+    return result
+
+
+def _learner_failure(exercise: str, exc: BaseException) -> CheckResult:
+    if _is_stub(exc, exercise):
+        return CheckResult(exercise, Status.NOT_YET, "Replace the stub that raises NotImplementedError with your code, then run this cell again.")
+    where = _learner_frame(exc)
+    line = f" (line {where.lineno} of {where.name})" if where is not None else ""
+    return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.")

@@ -1,0 +1,265 @@
+"""Sync-aware timers and run statistics.
+
+Why: a time is only honest if the device has finished the work before the clock
+is read, and a single number hides the spread. Everything here synchronizes the
+device (see :mod:`labkit.core.device`) and reports mean, median, min, max, IQR and
+count. For whole-function timings we build on ``torch.utils.benchmark``, which
+handles warm-up, CUDA sync and thread settings; the hand-written pieces are the
+small per-run timer that the FX profiler needs and :func:`compare`, which
+interleaves candidates so that machine noise hits all of them alike.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+
+from labkit.core.device import pick_device, synchronize
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.noise import import_benchmark
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """Summary statistics of repeated timings, in seconds."""
+
+    mean: float
+    median: float
+    min: float
+    max: float
+    iqr: float
+    count: int
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float]) -> RunStats:
+        """Summarise ``samples`` (seconds).
+
+        Non-finite samples are rejected: ``sorted`` leaves a NaN wherever it happens to
+        sit, so the median and min would depend on the order of the runs.
+        """
+        try:
+            values = [float(s) for s in samples]
+        except (TypeError, ValueError) as exc:
+            raise LabkitTypeError(f"samples must be a sequence of numbers (seconds), got {samples!r}.") from exc
+        if not values:
+            raise LabkitValueError("RunStats needs at least one sample; run the measurement first.")
+        bad = [(i, v) for i, v in enumerate(values) if not (math.isfinite(v) and v >= 0)]
+        if bad:
+            where = ", ".join(f"{v} at index {i}" for i, v in bad)
+            raise LabkitValueError(
+                f"samples must be finite, non-negative seconds, got {where} (of {len(values)} samples). "
+                "Drop failed runs before summarising, or re-run the measurement."
+            )
+        ordered = sorted(values)
+        if len(ordered) >= 2:
+            q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+        else:
+            q1 = q3 = ordered[0]
+        return cls(
+            mean=statistics.fmean(ordered),
+            median=statistics.median(ordered),
+            min=ordered[0],
+            max=ordered[-1],
+            iqr=q3 - q1,
+            count=len(ordered),
+        )
+
+    def ratio_to(self, other: RunStats) -> float:
+        """How many times faster ``self`` is than ``other`` (by median)."""
+        return other.median / self.median
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return (
+            f"median {format_seconds(self.median)} "
+            f"(IQR {format_seconds(self.iqr)}, min {format_seconds(self.min)}, n={self.count})"
+        )
+
+
+def format_seconds(seconds: float) -> str:
+    """Readable duration: ``1.23 ms``, ``45.6 µs``."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+class SyncTimer:
+    """Context manager that times a block, synchronizing ``device`` at both ends.
+
+    ``device=None`` means the device labkit picks (:func:`labkit.core.device.pick_device`),
+    so a GPU is synchronized even when the caller forgets to say so.
+
+    >>> with SyncTimer("cpu") as t:
+    ...     _ = sum(range(10))
+    >>> t.elapsed >= 0
+    True
+    """
+
+    def __init__(self, device: str | torch.device | None = None) -> None:
+        self.device = torch.device(device) if device is not None else pick_device()
+        self.elapsed: float = float("nan")
+        self._start = 0.0
+
+    def __enter__(self) -> SyncTimer:
+        synchronize(self.device)
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        synchronize(self.device)
+        self.elapsed = time.perf_counter() - self._start
+
+
+def _require_whole(name: str, value: object) -> None:
+    """Reject floats, strings and bools where a count is needed (``range(2.5)`` fails deep inside)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LabkitTypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}); e.g. {name}=5.")
+
+
+def _check_min_run_time(min_run_time: object) -> None:
+    """A NaN or infinite run time would make ``blocked_autorange`` loop forever."""
+    message = f"min_run_time must be a finite number of seconds > 0, got {min_run_time!r}; e.g. min_run_time=0.3."
+    if isinstance(min_run_time, bool) or not isinstance(min_run_time, numbers.Real):
+        raise LabkitTypeError(message)
+    if not (math.isfinite(min_run_time) and min_run_time > 0):
+        raise LabkitValueError(message)
+
+
+def _check_num_threads(num_threads: object) -> None:
+    if num_threads is None:
+        return
+    _require_whole("num_threads", num_threads)
+    if num_threads < 1:
+        raise LabkitValueError(f"num_threads must be at least 1 (got {num_threads}); leave it None to keep torch's setting.")
+
+
+def _check_counts(warmup: int, runs: int, runs_name: str = "runs") -> None:
+    _require_whole(runs_name, runs)
+    _require_whole("warmup", warmup)
+    if runs < 1:
+        raise LabkitValueError(
+            f"{runs_name} must be at least 1 (got {runs}); use {runs_name}=5 or more for stable statistics."
+        )
+    if warmup < 0:
+        raise LabkitValueError(f"warmup cannot be negative (got {warmup}); use warmup=0 to skip it.")
+
+
+def measure(
+    fn: Callable[[], object],
+    *,
+    warmup: int = 2,
+    runs: int = 10,
+    device: str | torch.device | None = None,
+) -> RunStats:
+    """Call ``fn`` ``warmup`` times untimed, then ``runs`` times timed one by one."""
+    _check_counts(warmup, runs)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(runs):
+        with SyncTimer(device) as timer:
+            fn()
+        samples.append(timer.elapsed)
+    return RunStats.from_samples(samples)
+
+
+def benchmark(
+    fn: Callable[[], object],
+    *,
+    label: str = "",
+    min_run_time: float = 0.2,
+    num_threads: int | None = None,
+) -> RunStats:
+    """Time ``fn`` with ``torch.utils.benchmark.Timer.blocked_autorange``.
+
+    The benchmark Timer warms up, synchronizes CUDA and picks how many calls to
+    put in each block; we return per-call statistics over the blocks.
+    """
+    _check_min_run_time(min_run_time)
+    _check_num_threads(num_threads)
+    bench = import_benchmark()
+    timer = bench.Timer(
+        stmt="fn()",
+        globals={"fn": fn},
+        label=label,
+        num_threads=num_threads or torch.get_num_threads(),
+    )
+    measurement = timer.blocked_autorange(min_run_time=min_run_time)
+    return RunStats.from_samples(measurement.times)
+
+
+def compare_autorange(
+    candidates: Mapping[str, Callable[[], object]],
+    *,
+    rounds: int = 3,
+    min_run_time: float = 0.3,
+    num_threads: int | None = None,
+) -> dict[str, RunStats]:
+    """Like :func:`compare`, but each sample is a ``torch.utils.benchmark`` block.
+
+    Rounds alternate between candidates; in each round every candidate runs
+    ``Timer.blocked_autorange`` for ``min_run_time / rounds`` seconds, so each
+    candidate gets about ``min_run_time`` in all. The benchmark Timer picks the
+    block size, synchronizes CUDA and pins ``num_threads`` (default: torch's
+    current setting) for the measurement only.
+    """
+    _require_whole("rounds", rounds)
+    if rounds < 1:
+        raise LabkitValueError(f"Use rounds >= 1 (got rounds={rounds}).")
+    _check_min_run_time(min_run_time)
+    _check_num_threads(num_threads)
+    if not candidates:
+        raise LabkitValueError("compare_autorange() needs at least one candidate, e.g. {'eager': fn}.")
+    bench = import_benchmark()
+    threads = num_threads or torch.get_num_threads()
+    timers = {name: bench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads) for name, fn in candidates.items()}
+    samples: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, timer in timers.items():
+            samples[name].extend(timer.blocked_autorange(min_run_time=min_run_time / rounds).times)
+    return {name: RunStats.from_samples(values) for name, values in samples.items()}
+
+
+def compare(
+    candidates: Mapping[str, Callable[[], object]],
+    *,
+    rounds: int = 10,
+    warmup: int = 2,
+    number: int = 1,
+    device: str | torch.device | None = None,
+) -> dict[str, RunStats]:
+    """Time several candidates side by side, interleaved round by round.
+
+    Why interleave: on a noisy shared machine a burst of background load would
+    otherwise land on one candidate only and fake a speedup. Each sample is the
+    mean of ``number`` back-to-back calls.
+    """
+    if not isinstance(candidates, Mapping):
+        raise LabkitTypeError(
+            f"candidates must be a dict of name -> function, e.g. {{'eager': fn}}; got {type(candidates).__name__}."
+        )
+    _check_counts(warmup, rounds, runs_name="rounds")
+    _require_whole("number", number)
+    if number < 1:
+        raise LabkitValueError(f"number must be at least 1 (got {number}).")
+    if not candidates:
+        raise LabkitValueError("compare() needs at least one candidate, e.g. {'eager': fn}.")
+    for fn in candidates.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(rounds):
+        for name, fn in candidates.items():
+            with SyncTimer(device) as timer:
+                for _ in range(number):
+                    fn()
+            samples[name].append(timer.elapsed / number)
+    return {name: RunStats.from_samples(values) for name, values in samples.items()}

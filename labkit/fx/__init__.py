@@ -1,0 +1,20 @@
+"""Lab 01: profile a model node by node with ``torch.fx``.
+
+- :mod:`~labkit.fx.profile`: the tutorial's ``ProfilingInterpreter``, the fast
+  instrumented mode, ``profile_model`` and its ``ProfileReport``.
+- :mod:`~labkit.fx.overhead`: what each profiling mode costs per node.
+- :mod:`~labkit.fx.crosscheck`: the same breakdown from ``torch.profiler``.
+- :mod:`~labkit.fx.fusion`: Conv+BatchNorm fusion, by hand and by torch.
+- :mod:`~labkit.fx.widgets`: ``LiveProfile`` (the only module importing ipywidgets).
+- :mod:`~labkit.fx.checks`: the exercise checkers.
+"""
+from labkit.core.lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "profile": ("ProfilingInterpreter", "InstrumentedModule", "NodeProfiler", "ProfileReport", "OpTypeBreakdown",
+                "NodeTiming", "profile_model", "trace", "TraceFailedError", "NotRunYetError", "TrainModeWarning", "MODES"),
+    "overhead": ("measure_overhead", "OverheadResult", "TinyOpsChain"),
+    "crosscheck": ("compare_with_torch_profiler", "CrossCheck"),
+    "fusion": ("fold_bn_into_conv", "fuse_conv_bn_teaching", "fuse_conv_bn_library", "fuse_safely", "count_nodes",
+               "check_fusion", "FusionCheck", "fusion_timings", "FusionTimings", "UnsafeFusionError", "FusionSkippedWarning"),
+})

@@ -1,0 +1,373 @@
+"""Fold each BatchNorm2d into the Conv2d before it, with torch.fx.
+
+Why: in inference a BatchNorm is an affine map per channel, so it can be folded
+into the preceding convolution's weights and bias; the graph loses a node per
+pair and the model one memory pass per pair. :func:`fuse_conv_bn_teaching` is a
+short pass written by hand to show the two halves of the idea, the graph
+rewrite and the arithmetic; :func:`fuse_conv_bn_library` is the library's
+``torch.fx.experimental.optimization.fuse``, which is what to use in practice.
+:func:`check_fusion` proves a fused model computes the same thing and
+:func:`fusion_timings` measures both variants against the original side by side.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+from torch import nn
+from torch.fx.experimental.optimization import fuse, matches_module_pattern
+from torch.utils._pytree import keystr, tree_flatten_with_path
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.timing import RunStats, compare
+from labkit.fx.profile import trace
+
+# The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
+TORCH_FUSE_PATTERNS = (
+    (nn.Conv1d, nn.BatchNorm1d),
+    (nn.Conv2d, nn.BatchNorm2d),
+    (nn.Conv3d, nn.BatchNorm3d),
+    (nn.Linear, nn.BatchNorm1d),
+)
+
+
+class FusionSkippedWarning(UserWarning):
+    """A layer-BatchNorm pair was left unfused; the message says which and why."""
+
+
+class UnsafeFusionError(LabkitValueError):
+    """torch's ``fuse`` would silently change the model's output (a layer used by more than one node)."""
+
+
+def _require_eval_module(model: Any) -> None:
+    if not isinstance(model, nn.Module):
+        raise LabkitTypeError(f"Fusion needs a torch.nn.Module, got {type(model).__name__}.")
+    training = [repr(name) if name else "the model" for name, module in model.named_modules() if module.training]
+    if training:
+        raise LabkitValueError(
+            "Conv-BN fusion is only valid in inference: BatchNorm in training mode uses batch statistics. "
+            f"In training mode: {', '.join(training[:3])}{' ...' if len(training) > 3 else ''}. Call model.eval() first."
+        )
+
+
+def _path_uses(graph_module: torch.fx.GraphModule, target: str) -> int:
+    """Graph nodes that reach the submodule at ``target``: calls to it or to a module holding it, reads of its attributes.
+
+    Fusion replaces the module at that path, so every one of these nodes would see the folded layer.
+    """
+    return sum(
+        1
+        for n in graph_module.graph.nodes
+        if n.op in ("call_module", "get_attr")
+        and (n.target == target or n.target.startswith(target + ".") or target.startswith(n.target + "."))
+    )
+
+
+def _torch_fuse_skips(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node) -> str | None:
+    """Why torch's ``fuse`` (and the teaching pass) leaves this pair alone, or None if it folds it."""
+    bn = graph_module.get_submodule(bn_node.target)
+    if not bn.track_running_stats or bn.running_mean is None:
+        return "it has no running statistics (track_running_stats=False): it normalises with each batch's statistics"
+    if len(bn_node.args[0].users) > 1:
+        return f"the output of {bn_node.args[0].target!r} is also used elsewhere"
+    return None
+
+
+def _shared_layer(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node) -> str | None:
+    """Why folding would change another use of the layer (torch's ``fuse`` misses this), or None."""
+    layer = bn_node.args[0].target
+    uses = _path_uses(graph_module, layer)
+    if uses > 1:
+        return f"{layer!r} is used by {uses} nodes (called twice, or its weights read directly), and folding would change every use"
+    return None
+
+
+def _shared_batchnorm(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node) -> str | None:
+    """The safe rule also keeps a BatchNorm that more than one node uses (torch's ``fuse`` gets this case right)."""
+    return "it is used by more than one node" if _path_uses(graph_module, bn_node.target) > 1 else None
+
+
+def _note_unfused(bn_node: torch.fx.Node, reason: str) -> None:
+    warnings.warn(f"BatchNorm {bn_node.target!r} left unfused: {reason}.", FusionSkippedWarning, stacklevel=3)
+
+
+def fold_bn_into_conv(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
+    """A new Conv2d computing ``bn(conv(x))`` in eval mode.
+
+    BatchNorm computes ``(y - mean) / sqrt(var + eps) * gamma + beta`` per output
+    channel. With ``scale = gamma / sqrt(var + eps)`` that is ``y * scale + shift``,
+    so scale the conv's weights per output channel and fix up its bias.
+    """
+    if not isinstance(conv, nn.Conv2d) or not isinstance(bn, nn.BatchNorm2d):
+        raise LabkitTypeError(
+            f"fold_bn_into_conv(conv, bn) needs an nn.Conv2d and an nn.BatchNorm2d, got {type(conv).__name__} and "
+            f"{type(bn).__name__}. For other layer types use torch.fx.experimental.optimization.fuse."
+        )
+    if bn.num_features != conv.out_channels:
+        raise LabkitValueError(
+            f"bn has {bn.num_features} features but conv has {conv.out_channels} output channels: "
+            "pass the BatchNorm that directly follows this conv."
+        )
+    if bn.running_mean is None or bn.running_var is None:
+        raise LabkitValueError(
+            "bn has no running statistics (track_running_stats=False), so there is nothing to fold: "
+            "it normalises with each batch's statistics even in eval mode. Keep that BatchNorm unfused."
+        )
+    gamma = bn.weight if bn.weight is not None else torch.ones_like(bn.running_mean)
+    beta = bn.bias if bn.bias is not None else torch.zeros_like(bn.running_mean)
+    bias = conv.bias if conv.bias is not None else torch.zeros_like(bn.running_mean)
+    fused = copy.deepcopy(conv)
+    with torch.no_grad():
+        scale = gamma / torch.sqrt(bn.running_var + bn.eps)
+        fused.weight = nn.Parameter(conv.weight * scale.reshape(-1, 1, 1, 1))
+        fused.bias = nn.Parameter((bias - bn.running_mean) * scale + beta)
+    return fused
+
+
+def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
+    """Trace a copy of ``model`` and fold every ``Conv2d -> BatchNorm2d`` pair that is safe to fold.
+
+    Safe: the conv and the BatchNorm are each used by one node only, the conv's
+    output feeds only the BatchNorm, and the BatchNorm has running statistics.
+    Folding replaces the conv module itself, so a second call of it would
+    silently compute ``bn(conv(x))`` too. Other pairs stay, with a
+    :class:`FusionSkippedWarning`. The rewrite: swap in the folded conv, point
+    the BatchNorm's users at the conv node, erase the BatchNorm node.
+    ``model`` is left unchanged.
+    """
+    _require_eval_module(model)
+    graph_module = trace(copy.deepcopy(model))
+    modules = dict(graph_module.named_modules())
+    for node in list(graph_module.graph.nodes):
+        if not matches_module_pattern((nn.Conv2d, nn.BatchNorm2d), node, modules):
+            continue
+        reason = _torch_fuse_skips(graph_module, node) or _shared_layer(graph_module, node) or _shared_batchnorm(graph_module, node)
+        if reason is not None:
+            _note_unfused(node, reason)
+            continue
+        conv_node = node.args[0]
+        conv = graph_module.get_submodule(conv_node.target)
+        bn = graph_module.get_submodule(node.target)
+        graph_module.add_submodule(conv_node.target, fold_bn_into_conv(conv, bn))
+        node.replace_all_uses_with(conv_node)
+        graph_module.graph.erase_node(node)
+    graph_module.graph.lint()
+    graph_module.delete_all_unused_submodules()
+    graph_module.recompile()
+    return graph_module
+
+
+def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
+    """``torch.fx.experimental.optimization.fuse`` on a copy of ``model`` (Conv+BN, Linear+BN).
+
+    torch's ``fuse`` replaces a layer module even when another node also uses
+    it, which silently changes that other use; such a model raises
+    :class:`UnsafeFusionError` instead (:func:`fuse_safely` falls back to the
+    teaching pass's safe rule). Pairs ``fuse`` leaves alone get a
+    :class:`FusionSkippedWarning`.
+    """
+    _require_eval_module(model)
+    graph_module = trace(model)  # a clear labkit error if the model cannot be traced
+    modules = dict(graph_module.named_modules())
+    unsafe = []
+    for node in graph_module.graph.nodes:
+        if not any(matches_module_pattern(pattern, node, modules) for pattern in TORCH_FUSE_PATTERNS):
+            continue
+        skipped = _torch_fuse_skips(graph_module, node)
+        if skipped is not None:
+            _note_unfused(node, skipped)
+        elif (shared := _shared_layer(graph_module, node)) is not None:
+            unsafe.append(f"BatchNorm {node.target!r} after {shared}")
+    if unsafe:
+        raise UnsafeFusionError(
+            "torch.fx.experimental.optimization.fuse would silently change this model's output: "
+            + "; ".join(unsafe)
+            + ". Use labkit.fx.fusion.fuse_conv_bn_teaching(model) (or fuse_safely), which leaves such pairs unfused."
+        )
+    return fuse(model, inplace=False)
+
+
+def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
+    """Fuse with torch's ``fuse`` where that is safe, else with the teaching pass's safe rule.
+
+    Returns the fused copy and a note naming what was left unfused ("" when
+    nothing was), so a caller can show it instead of a warning.
+    """
+    notes = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FusionSkippedWarning)
+        try:
+            fused = fuse_conv_bn_library(model)
+        except UnsafeFusionError:
+            caught.clear()
+            notes.append("torch's fuse not used (it would change a layer used twice): only safe Conv2d+BatchNorm2d pairs folded")
+            fused = fuse_conv_bn_teaching(model)
+    notes += [str(w.message).removesuffix(".") for w in caught if issubclass(w.category, FusionSkippedWarning)]
+    for w in caught:  # anything else is not ours to swallow
+        if not issubclass(w.category, FusionSkippedWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return fused, "; ".join(notes)
+
+
+def count_nodes(model: nn.Module, op_type: type[nn.Module] | None = None) -> int:
+    """Nodes of the traced model; with ``op_type``, only call_module nodes of that class."""
+    graph_module = trace(model)
+    if op_type is None:
+        return len(graph_module.graph.nodes)
+    return sum(
+        1
+        for n in graph_module.graph.nodes
+        if n.op == "call_module" and isinstance(graph_module.get_submodule(n.target), op_type)
+    )
+
+
+@dataclass(frozen=True)
+class FusionCheck:
+    """Does a fused model compute what the original does?
+
+    ``allclose`` holds when, for every tensor in the output (a tensor, tuple or
+    dict), ``max|fused - original| <= rtol * max|original| + atol``: relative to
+    the output's scale, since float32 rounding grows with the activations.
+    """
+
+    nodes_before: int
+    nodes_after: int
+    batchnorms_left: int
+    max_abs_diff: float
+    allclose: bool
+    rtol: float
+    atol: float
+
+    def to_text(self) -> str:
+        verdict = "same outputs" if self.allclose else "DIFFERENT outputs"
+        return (
+            f"{verdict} (max|fused - original| <= rtol * max|original| + atol, rtol={self.rtol:g}, atol={self.atol:g}); "
+            f"nodes {self.nodes_before} -> {self.nodes_after}, BatchNorm2d left: {self.batchnorms_left}"
+        )
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.to_text())
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self.to_text()}</p>"
+
+
+def check_tolerance(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise LabkitTypeError(f"{name} must be a number such as 1e-4, got {type(value).__name__}.")
+    if not (math.isfinite(value) and value >= 0):
+        raise LabkitValueError(f"{name} must be a finite number >= 0 such as 1e-4, got {value}.")
+    return float(value)
+
+
+def _shape_of(output: Any, spec: Any) -> str:
+    return f"{type(output).__name__} of {spec.num_leaves} value{'s' if spec.num_leaves != 1 else ''}"
+
+
+def compare_outputs(
+    expected: Any, actual: Any, *, rtol: float, atol: float, actual_name: str = "the fused model"
+) -> tuple[float, bool]:
+    """``(largest |difference|, same?)`` over every tensor of two model outputs of the same structure.
+
+    Each tensor is compared relative to its own scale:
+    ``max|actual - expected| <= rtol * max|expected| + atol``. Other leaves
+    (ints, None) must be equal.
+    """
+    expected_leaves, expected_spec = tree_flatten_with_path(expected)
+    actual_leaves, actual_spec = tree_flatten_with_path(actual)
+    # Paths, not container types: a traced GraphModule returns a dict where the model returned an OrderedDict.
+    if [keystr(path) for path, _ in expected_leaves] != [keystr(path) for path, _ in actual_leaves]:
+        raise LabkitValueError(
+            f"The outputs differ in structure: the original returns {_shape_of(expected, expected_spec)}, "
+            f"{actual_name} {_shape_of(actual, actual_spec)}. Compare two models that return the same kind of output."
+        )
+    if not any(isinstance(leaf, torch.Tensor) and leaf.numel() for _, leaf in expected_leaves):
+        raise LabkitValueError(
+            "The original model's output has no elements, so there is nothing to compare: "
+            "pass inputs with a batch of at least one example."
+        )
+    largest, same = 0.0, True
+    for (path, a), (_, b) in zip(expected_leaves, actual_leaves):
+        if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+            same = same and type(a) is type(b) and a == b
+            continue
+        if a.shape != b.shape:
+            raise LabkitValueError(
+                f"{actual_name.capitalize()} returns shape {tuple(b.shape)}, the original {tuple(a.shape)} (output{keystr(path)})."
+            )
+        if a.numel() == 0:
+            continue
+        dtype = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
+        a, b = a.detach().to("cpu", dtype), b.detach().to("cpu", dtype)
+        diff = float((a - b).abs().max())
+        largest = max(largest, diff) if not math.isnan(diff) else math.nan
+        same = same and diff <= rtol * float(a.abs().max()) + atol
+    return largest, same
+
+
+def check_fusion(
+    original: nn.Module, fused: nn.Module, *inputs: Any, rtol: float = 1e-4, atol: float = 1e-5
+) -> FusionCheck:
+    """Run both models on ``inputs`` and compare every output tensor relative to its scale (see :class:`FusionCheck`)."""
+    rtol, atol = check_tolerance("rtol", rtol), check_tolerance("atol", atol)
+    if not inputs:
+        raise LabkitValueError("check_fusion needs the example inputs to run both models on: check_fusion(model, fused, x).")
+    with torch.no_grad():
+        expected = original(*inputs)
+        actual = fused(*inputs)
+    max_abs_diff, same = compare_outputs(expected, actual, rtol=rtol, atol=atol)
+    return FusionCheck(
+        nodes_before=count_nodes(original),
+        nodes_after=count_nodes(fused),
+        batchnorms_left=count_nodes(fused, nn.BatchNorm2d),
+        max_abs_diff=max_abs_diff,
+        allclose=same,
+        rtol=rtol,
+        atol=atol,
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class FusionTimings(ShowsAsTable):
+    """Forward-pass times of the original and the fused variants, measured interleaved."""
+
+    stats: dict[str, RunStats]
+
+    def speedup(self, variant: str) -> float:
+        """How many times faster ``variant`` is than ``"original"`` (by median)."""
+        return self.stats[variant].ratio_to(self.stats["original"])
+
+    def table(self) -> Table:
+        return Table(
+            ["variant", "median", "IQR", "speed-up"],
+            [[name, f"{s.median * 1e3:.2f} ms", f"{s.iqr * 1e3:.2f} ms", f"{self.speedup(name):.2f}x"]
+             for name, s in self.stats.items()],
+            title="Forward pass before and after Conv-BN fusion",
+        )
+
+
+def fusion_timings(model: nn.Module, *inputs: Any, rounds: int = 10, warmup: int = 2) -> FusionTimings:
+    """Time ``model``, its teaching-fused and its library-fused versions side by side."""
+    variants = {
+        "original": model,
+        "teaching pass": fuse_conv_bn_teaching(model),
+        "torch.fx fuse": fuse_conv_bn_library(model),
+    }
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    with torch.no_grad():
+        stats = compare(
+            {name: (lambda m=m: m(*inputs)) for name, m in variants.items()},
+            rounds=rounds,
+            warmup=warmup,
+            device=device,
+        )
+    return FusionTimings(stats)

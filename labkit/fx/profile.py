@@ -1,0 +1,583 @@
+"""Profile a model node by node with ``torch.fx``: where does the time go?
+
+Why this module exists: ``torch.profiler`` answers "which aten kernels are slow",
+but a learner thinks in layers ("is it the BatchNorms?"). ``torch.fx`` traces a
+model into a graph whose nodes *are* those layers, so timing each node answers
+the learner's question directly. Two ways to time the nodes:
+
+- :class:`ProfilingInterpreter` (``mode="interpreter"``) is the classic tutorial's
+  teaching version, kept API-compatible: a ``torch.fx.Interpreter`` that wraps
+  every ``run_node`` in a timer. Easy to read, but the interpreter itself adds a
+  few microseconds per node, which is more than a small op costs.
+- :class:`InstrumentedModule` (``mode="fast"``) generates a new ``GraphModule``
+  whose code reads the clock after every node. The graph runs as compiled Python,
+  so each node pays one clock read and one list append (well under a microsecond).
+
+Both feed the same result object, :class:`ProfileReport` (per-node statistics,
+by-type breakdown, text/HTML/CSV/JSON). What each mode costs per node is measured in
+:mod:`labkit.fx.overhead`. Fusion lives in :mod:`labkit.fx.fusion`
+and the ``torch.profiler`` cross-check in :mod:`labkit.fx.crosscheck`.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import csv
+import json
+import linecache
+import numbers
+import statistics
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import tabulate
+import torch
+import torch.fx
+
+from labkit.core.device import synchronize
+from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.core.files import write_file
+from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.timing import RunStats, format_seconds
+
+MODES = ("fast", "interpreter")
+SUMMARY_HEADERS = ["Op type", "Op", "Average runtime (s)", "Pct total runtime"]
+
+
+class TraceFailedError(LabkitError):
+    """``torch.fx.symbolic_trace`` could not trace the model."""
+
+
+class NotRunYetError(LabkitError, RuntimeError):
+    """A summary or report was asked for before any timed run."""
+
+
+class TrainModeWarning(UserWarning):
+    """The profiled model is in train mode: Dropout and BatchNorm then do training work."""
+
+
+def check_count(name: str, value: Any, minimum: int, hint: str) -> int:
+    """``value`` as an int if it is a whole number >= ``minimum``; else a labkit error naming ``name``.
+
+    Why: ``range(2.5)`` fails deep inside a run, ``range("5")`` too, and a bool
+    (a subclass of int) is almost surely a mistake, so all are refused up front.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LabkitTypeError(f"{name} must be a whole number (an int), got {value!r} ({type(value).__name__}); {hint}.")
+    if value < minimum:
+        requirement = "cannot be negative" if minimum == 0 else f"must be at least {minimum}"
+        raise LabkitValueError(f"{name} {requirement} (got {value}); {hint}.")
+    return int(value)
+
+
+def _check_runs(warmup: Any, runs: Any) -> tuple[int, int]:
+    return (
+        check_count("warmup", warmup, 0, "use warmup=0 to skip it"),
+        check_count("runs", runs, 1, "use runs=5 or more for stable statistics"),
+    )
+
+
+# --------------------------------------------------------------------------- tracing
+
+
+def _describe_trace_failure(exc: BaseException) -> str:
+    """'Block.forward, line 12 of model.py: `if x.sum() > 0:`' for the innermost user frame."""
+    torch_dir = str(Path(torch.__file__).parent)
+    where = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if code.co_filename.startswith(torch_dir) or code.co_filename == __file__:
+            continue
+        owner = frame.f_locals.get("self")
+        name = f"{type(owner).__name__}.{code.co_name}" if isinstance(owner, torch.nn.Module) else code.co_name
+        line = linecache.getline(code.co_filename, lineno).strip()
+        where = f"{name}, line {lineno} of {Path(code.co_filename).name}" + (f": `{line}`" if line else "")
+    return where or "an unknown place (no user frame in the traceback)"
+
+
+def trace(model: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.GraphModule:
+    """Symbolically trace ``model`` (an ``nn.Module`` or a function) into a ``GraphModule``.
+
+    Raises :class:`LabkitTypeError` for something that is not callable, and
+    :class:`TraceFailedError` naming the module and line where tracing failed
+    (typically Python control flow that depends on tensor values).
+    """
+    if isinstance(model, torch.fx.GraphModule) and concrete_args is None:
+        return model
+    if not callable(model):
+        raise LabkitTypeError(
+            f"Expected a torch.nn.Module (or a function) to trace, got {type(model).__name__}. "
+            "Pass the model itself, e.g. profile_model(torchvision.models.resnet18(), x)."
+        )
+    try:
+        return torch.fx.symbolic_trace(model, concrete_args=concrete_args)
+    except Exception as exc:  # noqa: BLE001 - fx raises TraceError, TypeError, RuntimeError...
+        raise TraceFailedError(
+            f"torch.fx could not trace the model: {type(exc).__name__}: {exc}\n"
+            f"It failed in {_describe_trace_failure(exc)}.\n"
+            "Symbolic tracing cannot follow Python control flow that depends on tensor values. "
+            "Options: fix the branch with concrete_args (e.g. trace(model, concrete_args={'flag': True})), "
+            "make the offending submodule a leaf (a custom torch.fx.Tracer with is_leaf_module), "
+            "or profile the eager model with torch.profiler instead."
+        ) from exc
+
+
+def _model_device(module: torch.nn.Module) -> torch.device | None:
+    for tensor in (*module.parameters(), *module.buffers()):
+        return tensor.device
+    return None
+
+
+def _check_input_devices(module: torch.nn.Module, inputs: Sequence[Any]) -> torch.device:
+    """The device to synchronize; raises if an input tensor sits elsewhere than the model."""
+    model_device = _model_device(module)
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    for index, tensor in enumerate(tensors):
+        if model_device is not None and tensor.device != model_device:
+            raise LabkitValueError(
+                f"Input {index} is on {tensor.device} but the model is on {model_device}. "
+                f"Move one of them, e.g. x = x.to({str(model_device)!r}) or model.to(x.device)."
+            )
+    if model_device is not None:
+        return model_device
+    return tensors[0].device if tensors else torch.device("cpu")
+
+
+# --------------------------------------------------------------- the teaching version
+
+
+class ProfilingInterpreter(torch.fx.Interpreter):
+    """The classic FX profiling tutorial's interpreter, with honest timers.
+
+    Same API as the tutorial: ``.run(*args)``, ``.summary(should_sort=False)``,
+    ``total_runtime_sec`` and ``runtimes_sec``. Differences: ``time.perf_counter``
+    instead of ``time.time`` and a device synchronization around each node, so
+    GPU times are the kernels' and not just their launches. ``device`` is the one
+    to synchronize (default: the model's); :class:`NodeProfiler` passes the inputs'
+    device, which is the only clue for a model without parameters.
+    """
+
+    def __init__(self, module: torch.nn.Module, device: torch.device | str | None = None) -> None:
+        graph_module = trace(module)
+        super().__init__(graph_module)
+        # The model's device by default; pass the inputs' device for a parameter-free model.
+        self.device = torch.device(device) if device is not None else _model_device(graph_module) or torch.device("cpu")
+        self._asynchronous = self.device.type != "cpu"  # CPU ops finish before they return
+        self.total_runtime_sec: list[float] = []
+        self.runtimes_sec: dict[torch.fx.Node, list[float]] = {}
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        synchronize(self.device)
+        start = time.perf_counter()
+        result = super().run(*args, **kwargs)
+        synchronize(self.device)
+        self.total_runtime_sec.append(time.perf_counter() - start)
+        return result
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        if self._asynchronous:
+            synchronize(self.device)
+        start = time.perf_counter()
+        result = super().run_node(n)
+        if self._asynchronous:
+            synchronize(self.device)
+        self.runtimes_sec.setdefault(n, []).append(time.perf_counter() - start)
+        return result
+
+    def summary(self, should_sort: bool = False) -> str:
+        """One row per node: op kind, node, mean seconds, percent of the mean total run."""
+        if not self.total_runtime_sec:
+            raise NotRunYetError("No runs recorded yet: call .run(*inputs) at least once before .summary().")
+        mean_total = statistics.mean(self.total_runtime_sec)
+        rows = []
+        for node, runtimes in self.runtimes_sec.items():
+            mean_runtime = statistics.mean(runtimes)
+            rows.append([node.op, str(node), mean_runtime, mean_runtime / mean_total * 100])
+        if should_sort:
+            rows.sort(key=lambda row: row[2], reverse=True)
+        return tabulate.tabulate(rows, headers=SUMMARY_HEADERS)
+
+
+# ----------------------------------------------------------------- the low-overhead mode
+
+_STAMPS_ATTR = "_labkit_stamps"
+
+
+def _cuda_stamp() -> float:
+    torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def _mps_stamp() -> float:
+    torch.mps.synchronize()
+    return time.perf_counter()
+
+
+def _stamp_function(device: torch.device) -> Callable[[], float]:
+    return {"cuda": _cuda_stamp, "mps": _mps_stamp}.get(device.type, time.perf_counter)
+
+
+class InstrumentedModule:
+    """A copy of a ``GraphModule`` whose generated code reads the clock after every node.
+
+    The generated ``forward`` looks like::
+
+        stamps = self._labkit_stamps
+        append = stamps.append(perf_counter())
+        conv1 = self.conv1(x)
+        append_1 = stamps.append(perf_counter())
+        ...
+
+    so node ``i`` took ``stamps[i + 1] - stamps[i]`` seconds. The output is not
+    touched; calling the instance returns what the model returns.
+    """
+
+    def __init__(self, graph_module: torch.fx.GraphModule, device: torch.device | str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.timed_nodes: list[torch.fx.Node] = [
+            n for n in graph_module.graph.nodes if n.op not in ("placeholder", "output")
+        ]
+        self.module = self._instrument(graph_module, _stamp_function(self.device))
+        self.stamps: list[float] = getattr(self.module, _STAMPS_ATTR)
+
+    @staticmethod
+    def _instrument(graph_module: torch.fx.GraphModule, stamp: Callable[[], float]) -> torch.fx.GraphModule:
+        instrumented = torch.fx.GraphModule(graph_module, copy.deepcopy(graph_module.graph))
+        setattr(instrumented, _STAMPS_ATTR, [])
+        graph = instrumented.graph
+        timed = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
+        first = timed[0] if timed else next(n for n in graph.nodes if n.op == "output")
+        with warnings.catch_warnings():  # a plain list attribute is fine for get_attr here
+            warnings.filterwarnings("ignore", message="Attempted to insert a get_attr Node")
+            with graph.inserting_before(first):
+                stamps = graph.get_attr(_STAMPS_ATTR)
+                graph.call_method("append", (stamps, graph.call_function(stamp)))
+        for node in timed:
+            with graph.inserting_after(node):
+                clock = graph.call_function(stamp)
+            with graph.inserting_after(clock):
+                graph.call_method("append", (stamps, clock))
+        instrumented.recompile()
+        return instrumented
+
+    def __call__(self, *inputs: Any) -> Any:
+        self.stamps.clear()
+        return self.module(*inputs)
+
+    def last_durations(self) -> list[float]:
+        """Seconds per timed node for the most recent call, in graph order."""
+        return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
+
+
+# --------------------------------------------------------------------- result objects
+
+
+@dataclass(frozen=True)
+class NodeTiming:
+    """One graph node's timings."""
+
+    op: str  # call_module, call_function, call_method, get_attr
+    name: str  # node name, e.g. "layer1_0_conv1"
+    target: str  # "layer1.0.conv1" or "add"
+    op_type: str  # module class ("Conv2d") or function/method name ("add")
+    stats: RunStats
+    pct: float  # mean as percent of the mean total run
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "name": self.name,
+            "target": self.target,
+            "op_type": self.op_type,
+            "mean_s": self.stats.mean,
+            "median_s": self.stats.median,
+            "min_s": self.stats.min,
+            "iqr_s": self.stats.iqr,
+            "runs": self.stats.count,
+            "pct_total": self.pct,
+        }
+
+
+REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
+# Columns of to_csv and keys of NodeTiming.as_dict, fixed so an empty report still writes a header.
+NODE_FIELDS = ("op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total")
+
+
+@dataclass(frozen=True, repr=False)
+class OpTypeBreakdown(ShowsAsTable):
+    """Time per op type (module class or function name), slowest first."""
+
+    rows: list[tuple[str, int, float, float]]  # (op_type, nodes, seconds, pct)
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        return {op_type: seconds for op_type, _, seconds, _ in self.rows}
+
+    @property
+    def pct(self) -> dict[str, float]:
+        return {op_type: pct for op_type, _, _, pct in self.rows}
+
+    def table(self) -> Table:
+        return Table(
+            ["type", "nodes", "mean per run", "% total"],
+            [[t, n, format_seconds(s), f"{p:.1f}"] for t, n, s, p in self.rows],
+            title="Time by op type",
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class ProfileReport(ShowsAsTable):
+    """Per-node timings of repeated runs; renders as text, HTML, CSV and JSON."""
+
+    rows: list[NodeTiming]  # graph order
+    total: RunStats  # whole runs
+    mode: str
+    warmup: int
+    graph_nodes: int = 0  # timed nodes in the whole graph (``top`` keeps fewer rows)
+
+    @property
+    def runs(self) -> int:
+        return self.total.count
+
+    def sorted(self, key: str = "mean", descending: bool = True) -> list[NodeTiming]:
+        """Rows sorted by ``mean``, ``median``, ``min``, ``iqr``, ``pct`` or ``name``."""
+        if key == "name":
+            return sorted(self.rows, key=lambda r: r.name, reverse=descending)
+        if key == "pct":
+            return sorted(self.rows, key=lambda r: r.pct, reverse=descending)
+        if key not in ("mean", "median", "min", "iqr"):
+            raise LabkitValueError(f"Cannot sort by {key!r}; use mean, median, min, iqr, pct or name.")
+        return sorted(self.rows, key=lambda r: getattr(r.stats, key), reverse=descending)
+
+    def top(self, k: int = 10, key: str = "mean") -> ProfileReport:
+        """A report with only the first ``k`` nodes by ``key``: the slowest, or A-Z for ``"name"``.
+
+        Percentages stay those of the whole run.
+        """
+        k = check_count("k", k, 1, "e.g. top(10) for the ten slowest nodes")
+        rows = self.sorted(key, descending=key != "name")[:k]
+        return ProfileReport(rows, self.total, self.mode, self.warmup, self.graph_nodes)
+
+    def by_op_type(self) -> OpTypeBreakdown:
+        """Sum of mean node times per module class / function name, slowest first."""
+        groups: dict[str, list[NodeTiming]] = {}
+        for row in self.rows:
+            groups.setdefault(row.op_type, []).append(row)
+        rows = [
+            (op_type, len(members), sum(r.stats.mean for r in members), sum(r.pct for r in members))
+            for op_type, members in groups.items()
+        ]
+        return OpTypeBreakdown(sorted(rows, key=lambda r: r[2], reverse=True))
+
+    def table(self) -> Table:
+        rows = [
+            [
+                r.op,
+                r.name,
+                r.op_type,
+                format_seconds(r.stats.mean),
+                format_seconds(r.stats.median),
+                format_seconds(r.stats.min),
+                format_seconds(r.stats.iqr),
+                f"{r.pct:.1f}",
+            ]
+            for r in self.rows
+        ]
+        shown = f"{len(self.rows)} nodes" if len(self.rows) == self.graph_nodes else (
+            f"top {len(self.rows)} of {self.graph_nodes} nodes"
+        )
+        title = (
+            f"{shown}, mode={self.mode}, {self.runs} runs after {self.warmup} warm-up; "
+            f"total {self.total}"
+        )
+        return Table(REPORT_HEADERS, rows, title=title)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [r.as_dict() for r in self.rows]
+
+    def to_csv(self, path: str | Path) -> Path:
+        """One line per node (columns :data:`NODE_FIELDS`); seconds as floats. Returns the path written.
+
+        Written atomically through :func:`labkit.core.files.write_file`: a symlink is
+        followed, a folder or special file is refused, a missing folder is an error.
+        """
+
+        def write(handle: TextIO) -> None:
+            writer = csv.DictWriter(handle, fieldnames=NODE_FIELDS)
+            writer.writeheader()
+            writer.writerows(self.to_dicts())
+
+        return write_file(path, write)
+
+    def to_json(self, path: str | Path) -> Path:
+        """``{"mode", "warmup", "total": {...}, "nodes": [...]}``. Returns the path written (as :meth:`to_csv`)."""
+        payload = {"mode": self.mode, "warmup": self.warmup, "total": self.total.as_dict(), "nodes": self.to_dicts()}
+        return write_file(path, lambda handle: handle.write(json.dumps(payload, indent=2)))
+
+
+# ---------------------------------------------------------------------- the profiler
+
+
+def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
+    if node.op == "call_module":
+        return type(graph_module.get_submodule(node.target)).__name__
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", str(node.target))
+    return str(node.target)
+
+
+def _target(node: torch.fx.Node) -> str:
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", str(node.target))
+    return str(node.target)
+
+
+def _with_private_buffers(graph_module: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of ``graph_module`` that shares its parameters but owns its buffers.
+
+    A training-mode BatchNorm updates running_mean/var and num_batches_tracked on
+    every forward, even under ``no_grad``. Profiling runs on this copy, so the
+    learner's model is left exactly as it was, at the memory cost of the buffers only.
+    """
+    shared_parameters = {id(p): p for p in graph_module.parameters()}
+    return copy.deepcopy(graph_module, memo=shared_parameters)
+
+
+class NodeProfiler:
+    """Times a traced model run by run; :func:`profile_model` and the LiveProfile widget use it.
+
+    ``run_once()`` adds one timed run, ``report()`` summarizes all runs so far,
+    so a widget can redraw after every run.
+    """
+
+    def __init__(self, model: Any, *inputs: Any, mode: str = "fast") -> None:
+        if mode not in MODES:
+            raise LabkitValueError(f"mode must be one of {MODES} (got {mode!r}).")
+        self.graph_module = _with_private_buffers(trace(model))
+        self.inputs = inputs
+        self.device = _check_input_devices(self.graph_module, inputs)
+        self.mode = mode
+        self.warmup_runs = 0
+        self.nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
+        # The model itself or a layer the graph calls; fx's own container stand-ins are always "training".
+        self.training = isinstance(model, torch.nn.Module) and (
+            model.training
+            or any(self.graph_module.get_submodule(n.target).training for n in self.nodes if n.op == "call_module")
+        )
+        self.samples: dict[str, list[float]] = {n.name: [] for n in self.nodes}
+        self.totals: list[float] = []
+        if mode == "fast":
+            self._instrumented = InstrumentedModule(self.graph_module, self.device)
+        else:
+            self._interpreter = ProfilingInterpreter(self.graph_module, self.device)
+
+    def _timed_call(self) -> tuple[float, list[float]]:
+        with torch.no_grad():
+            if self.mode == "fast":
+                synchronize(self.device)
+                start = time.perf_counter()
+                self._instrumented(*self.inputs)
+                synchronize(self.device)
+                return time.perf_counter() - start, self._instrumented.last_durations()
+            interpreter = self._interpreter
+            interpreter.run(*self.inputs)
+            return interpreter.total_runtime_sec[-1], [interpreter.runtimes_sec[n][-1] for n in self.nodes]
+
+    @contextlib.contextmanager
+    def session(self, stacklevel: int = 3) -> Iterator[None]:
+        """Wrap a series of runs: the global RNG (CPU and the device in use) is restored afterwards.
+
+        A train-mode Dropout draws random numbers on every run, so without the
+        fork profiling would change what the learner's next random call returns.
+        A train-mode model also gets one :class:`TrainModeWarning` per session.
+        """
+        if self.training:
+            warnings.warn(
+                "The model is in train mode, so Dropout and BatchNorm do training work in every profiled run. "
+                "Call model.eval() first to profile inference.",
+                TrainModeWarning,
+                stacklevel=stacklevel,  # 3: the line with the ``with``
+            )
+        if self.device.type in ("cpu", "meta"):
+            devices, device_type = [], "cpu"
+        else:
+            device_module = torch.get_device_module(self.device.type)
+            devices = [self.device.index if self.device.index is not None else device_module.current_device()]
+            device_type = self.device.type
+        with torch.random.fork_rng(devices=devices, device_type=device_type):
+            yield
+
+    def warmup(self, runs: int = 2) -> None:
+        """Run ``runs`` times without recording (first calls allocate and pick kernels)."""
+        runs = check_count("warmup", runs, 0, "use warmup=0 to skip it")
+        for _ in range(runs):
+            self._timed_call()
+        self.warmup_runs += runs
+
+    def run_once(self) -> None:
+        """One recorded run."""
+        total, durations = self._timed_call()
+        self.totals.append(total)
+        for node, seconds in zip(self.nodes, durations):
+            self.samples[node.name].append(seconds)
+
+    def report(self) -> ProfileReport:
+        if not self.totals:
+            raise NotRunYetError("No timed runs yet: call run_once() (or profile_model(..., runs=5)) first.")
+        total = RunStats.from_samples(self.totals)
+        rows = []
+        for node in self.nodes:
+            stats = RunStats.from_samples(self.samples[node.name])
+            rows.append(
+                NodeTiming(
+                    op=node.op,
+                    name=node.name,
+                    target=_target(node),
+                    op_type=_op_type(node, self.graph_module),
+                    stats=stats,
+                    pct=stats.mean / total.mean * 100,
+                )
+            )
+        return ProfileReport(rows, total, self.mode, self.warmup_runs, len(rows))
+
+
+def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode: str = "fast") -> ProfileReport:
+    """Trace ``model``, run it ``warmup`` times untimed and ``runs`` times timed; time every node.
+
+    ``mode="fast"`` (default) times with an instrumented GraphModule (see
+    :class:`InstrumentedModule`); ``mode="interpreter"`` with the tutorial's
+    :class:`ProfilingInterpreter`. Runs happen under ``torch.no_grad()`` on a
+    copy with private buffers, and the global RNG is restored afterwards, so
+    ``model`` and later random numbers are left unchanged. A train-mode model is
+    profiled as it is, with a :class:`TrainModeWarning`.
+    """
+    warmup, runs = _check_runs(warmup, runs)
+    profiler = NodeProfiler(model, *inputs, mode=mode)
+    with profiler.session(stacklevel=4):  # the warning points at the caller's line
+        profiler.warmup(warmup)
+        for _ in range(runs):
+            profiler.run_once()
+    return profiler.report()
+
+
+__all__ = [
+    "MODES",
+    "NODE_FIELDS",
+    "InstrumentedModule",
+    "NodeProfiler",
+    "NodeTiming",
+    "NotRunYetError",
+    "OpTypeBreakdown",
+    "ProfileReport",
+    "ProfilingInterpreter",
+    "TraceFailedError",
+    "TrainModeWarning",
+    "check_count",
+    "profile_model",
+    "trace",
+]

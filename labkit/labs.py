@@ -1,0 +1,83 @@
+"""The one registry of labs: each lab's notebook, title, package and widgets.
+
+Why: bench, the browser tests, the docs site and the student copy all walk the
+learning path. They read it from :data:`LABS` instead of keeping their own
+lists, so adding a lab means adding one :class:`Lab` entry here and one package
+(see CONTRIBUTING.md, "Adding a lab"). ``tests/test_labs.py`` checks that the
+registry and the ``notebooks/`` folder agree.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from labkit.core.errors import LabkitValueError
+
+#: Where the solved reference notebooks live in a checkout of labkit.
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOK_PATTERN = re.compile(r"^\d\d_[\w-]+\.ipynb$")
+
+Kind = Literal["intro", "lab", "capstone"]
+
+
+@dataclass(frozen=True)
+class Lab:
+    """One notebook of the learning path and the labkit package behind it."""
+
+    number: str  # "01": the notebook's prefix and the first part of its exercise ids
+    notebook: str  # file name in notebooks/
+    title: str  # the notebook's heading, without the "01 · " prefix
+    package: str  # the package holding its code; its ``widgets`` module holds the widgets
+    widgets: tuple[str, ...] = ()  # widget classes the notebook shows, defined in ``<package>.widgets``
+    budget_s: float = 45.0  # the most a top-to-bottom run may take on a 2-core CPU (checked by bench)
+    kind: Kind = "lab"
+
+    @property
+    def stem(self) -> str:
+        return Path(self.notebook).stem
+
+    @property
+    def widgets_module(self) -> str:
+        return f"{self.package}.widgets"
+
+
+LABS: tuple[Lab, ...] = (
+    Lab("00", "00_start_here.ipynb", "Start here", "labkit.core", ("SliderPlot",), kind="intro"),
+    Lab("01", "01_fx_profiling.ipynb", "Where does the time go? Profiling a model with `torch.fx`", "labkit.fx",
+        ("LiveProfile",)),
+    Lab("02", "02_memory_format.ipynb", "Memory formats and `channels_last`", "labkit.memory_format", ("StrideExplorer",)),
+    Lab("03", "03_forward_ad.ipynb", "Forward-mode automatic differentiation", "labkit.forward_ad", ("JacobianScaling",)),
+    Lab("04", "04_capstone.ipynb", "Capstone: make it faster, and prove it", "labkit.capstone", budget_s=60.0,
+        kind="capstone"),
+)
+
+#: The most the intro and the labs (not the capstone) may take together, run one after another.
+PATH_BUDGET_S = 120.0
+
+
+def lab_for(notebook: str | Path) -> Lab | None:
+    """The registered lab whose notebook has this file name, if any."""
+    name = Path(notebook).name
+    return next((lab for lab in LABS if lab.notebook == name), None)
+
+
+def widget_css_class(widget: str) -> str:
+    """The DOM class a labkit widget adds to itself: ``StrideExplorer`` -> ``labkit-stride-explorer``."""
+    return "labkit-" + re.sub(r"(?<!^)(?=[A-Z])", "-", widget).lower()
+
+
+def find_notebooks(folder: Path) -> list[Path]:
+    """The lab notebooks (``NN_name.ipynb``) in ``folder``, in the registry's learning order.
+
+    Notebooks the registry does not know (an instructor's extra ``05_x.ipynb``)
+    follow, by name.
+    """
+    if not folder.is_dir():
+        raise LabkitValueError(f"{folder} is not a folder; pass the notebooks folder with --notebooks.")
+    found = [p for p in folder.iterdir() if NOTEBOOK_PATTERN.match(p.name)]
+    if not found:
+        raise LabkitValueError(f"No notebooks named like 00_name.ipynb in {folder}.")
+    order = {lab.notebook: index for index, lab in enumerate(LABS)}
+    return sorted(found, key=lambda p: (order.get(p.name, len(order)), p.name))

@@ -1,0 +1,226 @@
+"""StrideExplorer: move N, C, H, W sliders and watch strides and memory order change.
+
+Why: channels_last keeps the shape and changes only the strides, which is hard
+to believe from a printed tuple. This widget draws each element of a small
+tensor at its logical (n, c, h, w) place, labelled and coloured by its offset
+in memory, next to the flat memory itself, so the learner sees the channel
+dimension become the densest one. Every number comes from
+:mod:`labkit.memory_format.layout` and the two pictures
+(:func:`layout_figure`, :func:`memory_figure`) are drawn here from it.
+"""
+from __future__ import annotations
+
+import html
+import numbers
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.core.plots import new_figure, to_png
+from labkit.memory_format.layout import (
+    CONVERSION_METHODS,
+    FORMATS,
+    FormatLike,
+    LayoutDescription,
+    convert,
+    describe,
+    elements_in_memory_order,
+    format_name,
+    memory_offsets,
+)
+
+# ---------------------------------------------------------------- the two pictures
+
+MEMORY_ROW = 16  # elements per row in the flat-memory panel
+#: The layout pictures label every element, so they stay readable (and fast) only for small tensors.
+MAX_DRAWN_ELEMENTS = 512
+
+
+def _check_drawable(tensor: object, what: str) -> torch.Tensor:
+    """Reject what the layout pictures cannot draw, with the fix, before matplotlib is touched."""
+    if not isinstance(tensor, torch.Tensor):
+        raise LabkitTypeError(f"{what} needs a torch.Tensor, got {type(tensor).__name__}.")
+    shape = tuple(tensor.shape)
+    if tensor.dim() not in (4, 5):
+        raise LabkitValueError(
+            f"{what} draws 4-D (N, C, H, W) or 5-D (N, C, D, H, W) tensors; got shape {shape}. "
+            "Reshape it first, e.g. x.reshape(1, 1, 1, -1) for a 1-D x."
+        )
+    if tensor.numel() == 0:
+        raise LabkitValueError(f"{what} got a tensor with no elements (shape {shape}); give every dimension size 1 or more.")
+    if tensor.numel() > MAX_DRAWN_ELEMENTS:
+        raise LabkitValueError(
+            f"{what} labels every element, so it draws at most {MAX_DRAWN_ELEMENTS} elements; got "
+            f"{tensor.numel()} (shape {shape}). Draw a small slice, e.g. x[:1, :3, :4, :4]."
+        )
+    return tensor
+
+
+def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+    """Offsets laid out as blocks of H x W cells: one block column per channel, one block row per n (and d).
+
+    Returns the grid (NaN in the one-cell gaps between blocks) and the column and
+    row labels as (position, ..., text) for the picture.
+    """
+    offsets = memory_offsets(tensor)
+    five_d = offsets.dim() == 5
+    if not five_d:
+        offsets = offsets.unsqueeze(2)  # treat NCHW as NCDHW with D = 1
+    n_size, c_size, d_size, h_size, w_size = offsets.shape
+    grid = np.full((n_size * d_size * (h_size + 1) - 1, c_size * (w_size + 1) - 1), np.nan)
+    row_labels = []
+    for n in range(n_size):
+        for d in range(d_size):
+            row = (n * d_size + d) * (h_size + 1)
+            row_labels.append((row + (h_size - 1) / 2, f"n={n}, d={d}" if five_d else f"n={n}"))
+            for c in range(c_size):
+                col = c * (w_size + 1)
+                grid[row : row + h_size, col : col + w_size] = offsets[n, c, d].numpy()
+    column_labels = [(c * (w_size + 1) + (w_size - 1) / 2, f"c={c}") for c in range(c_size)]
+    return grid, column_labels, row_labels
+
+
+def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
+    """Each element at its logical place, labelled and coloured by its memory offset."""
+    tensor = _check_drawable(tensor, "layout_figure")
+    grid, column_labels, row_labels = _block_grid(tensor)
+    figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.6), max(1.8, 0.42 * grid.shape[0] + 0.9))
+    axes = figure.add_subplot()
+    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(tensor.numel() - 1, 1))
+    for (row, col), value in np.ndenumerate(grid):
+        if not np.isnan(value):
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
+                      color="white" if value < 0.6 * tensor.numel() else "black")
+    for x, label in column_labels:
+        axes.text(x, -0.9, label, ha="center", va="center", fontsize=8)
+    for y, label in row_labels:
+        axes.text(-0.9, y, label, ha="right", va="center", fontsize=8)
+    axes.set_xlim(-1.5, grid.shape[1] - 0.5)
+    axes.set_ylim(grid.shape[0] - 0.5, -1.5)
+    axes.set_axis_off()
+    figure.colorbar(image, ax=axes, shrink=0.8, label="offset in memory")
+    axes.set_title(title or "logical layout, number = offset in memory", fontsize=9)
+    return figure
+
+
+def memory_figure(tensor: torch.Tensor) -> Figure:
+    """The flat memory, in order, each cell coloured and numbered by its element's channel."""
+    tensor = _check_drawable(tensor, "memory_figure")
+    channels = [index[1] for index in elements_in_memory_order(tensor)]
+    rows = -(-len(channels) // MEMORY_ROW)
+    strip = np.full((rows, MEMORY_ROW), np.nan)
+    strip.flat[: len(channels)] = channels
+    figure = new_figure(0.42 * MEMORY_ROW + 0.6, 0.42 * rows + 0.8)
+    axes = figure.add_subplot()
+    axes.imshow(strip, cmap="tab10", vmin=0, vmax=9)
+    for (row, col), value in np.ndenumerate(strip):
+        if not np.isnan(value):
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8, color="white")
+    axes.set_xticks(range(MEMORY_ROW))
+    axes.set_yticks(range(rows), [f"{MEMORY_ROW * r}" for r in range(rows)])
+    axes.tick_params(labelsize=7, length=0)
+    axes.set_title("flat memory, offset 0 top left; colour and number = channel c", fontsize=9)
+    return figure
+
+
+# ---------------------------------------------------------------- the widget
+
+#: The largest size each slider offers: small enough that every element stays readable.
+SLIDER_MAX = {"N": 2, "C": 4, "D": 2, "H": 4, "W": 4}
+
+
+def _is_size(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_arguments(shape: object, memory_format: FormatLike, method: object) -> tuple[tuple[int, ...], str]:
+    """Reject what the controls cannot show, before any widget is built; return the shape and format name."""
+    if not isinstance(shape, (tuple, list)):  # torch.Size is a tuple
+        raise LabkitTypeError(
+            f"shape must be a tuple (N, C, H, W) or (N, C, D, H, W), got {type(shape).__name__} {shape!r}. "
+            "Try shape=(2, 3, 2, 2)."
+        )
+    letters = "NCDHW" if len(shape) == 5 else "NCHW"
+    sizes_ok = len(shape) in (4, 5) and all(
+        _is_size(size) and 1 <= size <= SLIDER_MAX[letter] for letter, size in zip(letters, shape)
+    )
+    if not sizes_ok:
+        limits = ", ".join(f"{letter} 1..{top}" for letter, top in SLIDER_MAX.items())
+        raise LabkitValueError(
+            f"shape must be (N, C, H, W) or (N, C, D, H, W) with whole-number sizes {limits} "
+            f"(what the sliders offer); got {shape!r}. Try shape=(2, 3, 2, 2)."
+        )
+    name = format_name(memory_format)
+    if not isinstance(method, str) or method not in CONVERSION_METHODS:
+        error = LabkitValueError if isinstance(method, str) else LabkitTypeError
+        raise error(f"method must be one of {', '.join(CONVERSION_METHODS)}; got {method!r}.")
+    return tuple(int(size) for size in shape), name
+
+
+def _slider(name: str, value: int, top: int) -> widgets.IntSlider:
+    return widgets.IntSlider(value=value, min=1, max=top, description=name, continuous_update=True)
+
+
+class StrideExplorer(widgets.VBox):
+    """Sliders for N, C, H, W (and D), format and method dropdowns, and live pictures."""
+
+    def __init__(self, shape: tuple[int, ...] = (2, 3, 2, 2), memory_format: FormatLike = "channels_last", method: str = "to") -> None:
+        shape, memory_format = _check_arguments(shape, memory_format, method)
+        five_d = len(shape) == 5
+        n, c, *spatial = shape
+        h, w = spatial[-2:]
+        depth = spatial[0] if five_d else 2
+        self.n, self.c, self.h, self.w = (_slider(letter, size, SLIDER_MAX[letter]) for letter, size in zip("NCHW", (n, c, h, w)))
+        self.d = _slider("D", depth, SLIDER_MAX["D"])
+        self.five_d = widgets.Checkbox(value=five_d, description="5-D (add D)")
+        self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description="format")
+        self.method = widgets.Dropdown(options=list(CONVERSION_METHODS), value=method, description="method")
+        self.strides = widgets.HTML()
+        self.strides.add_class("labkit-strides")
+        self.description = widgets.HTML()
+        self.layout_image = widgets.Image(format="png")
+        self.memory_image = widgets.Image(format="png")
+        self.tensor: torch.Tensor | None = None
+        self.layout_description: LayoutDescription | None = None
+        self.error = ""
+        controls = widgets.HBox([
+            widgets.VBox([self.n, self.c, self.h, self.w]),
+            widgets.VBox([self.five_d, self.d, self.format, self.method]),
+        ])
+        super().__init__([controls, self.strides, self.description, self.layout_image, self.memory_image])
+        self.add_class("labkit-stride-explorer")
+        for control in (self.n, self.c, self.h, self.w, self.d, self.five_d, self.format, self.method):
+            control.observe(self._on_change, names="value")
+        self.redraw()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The logical shape the sliders describe."""
+        spatial = (self.d.value, self.h.value, self.w.value) if self.five_d.value else (self.h.value, self.w.value)
+        return (self.n.value, self.c.value, *spatial)
+
+    def _on_change(self, _change: dict) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Convert a fresh tensor of the chosen shape and re-render every panel."""
+        self.d.disabled = not self.five_d.value
+        source = torch.arange(int(np.prod(self.shape)), dtype=torch.float32).reshape(self.shape)
+        try:
+            self.tensor = convert(source, self.format.value, self.method.value)
+        except LabkitError as exc:
+            self.tensor, self.layout_description, self.error = None, None, str(exc)
+            self.strides.value = "<b>strides:</b> —"
+            self.description.value = f'<p class="labkit-error">⚠ {html.escape(self.error)}</p>'
+            self.layout_image.value = b""
+            self.memory_image.value = b""
+            return
+        self.error = ""
+        self.layout_description = describe(self.tensor)
+        self.strides.value = f"<b>strides:</b> <code>{self.layout_description.strides}</code>"
+        self.description.value = self.layout_description.to_html()
+        self.layout_image.value = to_png(layout_figure(self.tensor), dpi=72)
+        self.memory_image.value = to_png(memory_figure(self.tensor), dpi=72)

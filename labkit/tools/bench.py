@@ -1,0 +1,384 @@
+"""``python -m labkit bench``: reproduce every performance figure the labs claim.
+
+Why one command: a figure in a README is a claim; this makes each one a
+measurement anybody can repeat. Every figure is a ratio of things measured side
+by side in one process (the machines are noisy), carries its spread, and is
+compared with its goal. The result prints as a table and is written as JSON
+together with the machine line (CPU, threads, torch version, device).
+
+Figures: P1 profiler overhead per node, P2 agreement with torch.profiler,
+P3 capstone speedups, P4 channels_last per precision, P5 JVP overhead and the jacfwd/jacrev crossover, the
+notebooks' run times, and the import time of labkit over torch.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from labkit.core.device import device_line
+from labkit.core.errors import LabkitValueError
+from labkit.core.files import writable_target, write_text
+from labkit.core.tables import ShowsAsTable, Table
+from labkit.labs import LABS, NOTEBOOKS_DIR, PATH_BUDGET_S, Lab, lab_for
+
+# Every figure is measured on the CPU, the machine every learner has, so one run never
+# mixes CPU and GPU numbers under one machine line. GPU timings live in the labs' GPU cells.
+BENCH_DEVICE = "cpu"
+CROSSCHECK_TYPES = ("Conv2d", "BatchNorm2d", "MaxPool2d")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Sizes and repetitions of one bench run."""
+
+    overhead_ops: int = 1000
+    overhead_rounds: int = 30
+    resnet_batch: int = 8
+    image_size: int = 224
+    crosscheck_runs: int = 10
+    variant_rounds: int = 15
+    include_compiled: bool = True
+    format_run_time: float = 2.0
+    format_rounds: int = 5
+    mlp_sizes: tuple[int, ...] = (256, 512, 512, 10)
+    mlp_batch: int = 64
+    jvp_rounds: int = 30
+    jacobian_in: int = 32
+    jacobian_batch: int = 16  # per-example Jacobians: without a batch, fixed vmap overhead hides the crossover
+    notebooks: tuple[str, ...] = tuple(lab.stem for lab in LABS)
+    import_repeats: int = 7
+
+
+FULL = BenchConfig()
+QUICK = BenchConfig(overhead_rounds=10, crosscheck_runs=5, variant_rounds=6, include_compiled=False,
+                    format_run_time=0.6, format_rounds=3,
+                    jvp_rounds=10, notebooks=(), import_repeats=3)
+# For the smoke test only: tiny sizes, figures not meaningful.
+SMOKE = BenchConfig(overhead_ops=100, overhead_rounds=3, resnet_batch=1, image_size=64, crosscheck_runs=2,
+                    variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1, mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3,
+                    jacobian_in=4, jacobian_batch=2, notebooks=("00_start_here",), import_repeats=1)
+CONFIGS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
+
+
+@dataclass(frozen=True)
+class BenchFigure:
+    """One reported figure: value, spread, unit, goal and whether it is met."""
+
+    key: str
+    label: str
+    value: float | None  # None: nothing to report (e.g. no crossover inside the sweep)
+    unit: str
+    spread: float | None = None
+    goal: str = ""
+    meets: bool | None = None
+
+
+@dataclass(repr=False)
+class BenchResult(ShowsAsTable):
+    machine: dict[str, Any]
+    mode: str
+    figures: list[BenchFigure] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, figure: BenchFigure) -> None:
+        self.figures.append(figure)
+
+    def figure(self, key: str) -> BenchFigure:
+        return next(f for f in self.figures if f.key == key)
+
+    def table(self) -> Table:
+        rows = []
+        for f in self.figures:
+            spread = "" if f.spread is None else f"± {f.spread:.3g}"
+            verdict = {True: "met", False: "MISSED", None: ""}[f.meets]
+            value = "not found" if f.value is None else f"{f.value:.3g} {f.unit}"
+            rows.append((f.key, f.label, value, spread, f.goal, verdict))
+        return Table(["figure", "what", "value", "spread (IQR)", "goal", "verdict"], rows, title=machine_line(self.machine))
+
+    def to_json(self, path: str | Path) -> Path:
+        """Write the figures atomically (:func:`labkit.core.files.write_text`: symlinks followed, special files refused).
+
+        The folder is created, since the default ``build/bench.json`` lives in a build folder.
+        """
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        payload = {"machine": self.machine, "mode": self.mode,
+                   "figures": {f.key: asdict(f) for f in self.figures}, "details": self.details}
+        return write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    device = torch.device(BENCH_DEVICE)
+    return {
+        "date": dt.date.today().isoformat(),
+        "cpu": cpu_model(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": device_line(device),
+    }
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    return (f"{machine['date']} · {machine['cpu']} · {machine['threads']} threads · "
+            f"torch {machine['torch']} · device {machine['device']}")
+
+
+def _resnet18_and_input(config: BenchConfig) -> tuple[torch.nn.Module, torch.Tensor]:
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None).eval()
+    return model, torch.randn(config.resnet_batch, 3, config.image_size, config.image_size)
+
+
+def bench_profiler_overhead(config: BenchConfig, result: BenchResult) -> None:
+    """P1: µs per node the interpreter and the fast mode add over the plain GraphModule."""
+    from labkit.fx.overhead import measure_overhead
+
+    overhead = measure_overhead(config.overhead_ops, rounds=config.overhead_rounds)
+    result.add(BenchFigure("P1.interpreter", f"interpreter overhead ({overhead.num_nodes} tiny ops)",
+                           overhead.interpreter_us_per_node, "µs/node", overhead.interpreter_spread_us))
+    result.add(BenchFigure("P1.fast", "low-overhead mode overhead", overhead.fast_us_per_node, "µs/node",
+                           overhead.fast_spread_us, "<= 1.0", overhead.fast_us_per_node <= 1.0))
+    result.details["P1"] = {"plain_us_per_node": overhead.plain_us_per_node, "num_nodes": overhead.num_nodes}
+
+
+def bench_profiler_fidelity(config: BenchConfig, result: BenchResult) -> None:
+    """P2: per-module-type shares, labkit vs torch.profiler, on ResNet18 with warm runs."""
+    from labkit.fx.crosscheck import compare_with_torch_profiler
+
+    model, x = _resnet18_and_input(config)
+    with torch.no_grad():
+        check = compare_with_torch_profiler(model, x, warmup=2, runs=config.crosscheck_runs)
+    watched = max(check.difference(t) for t in CROSSCHECK_TYPES if t in check.labkit_pct)
+    result.add(BenchFigure("P2.max_difference", "largest share difference, Conv2d/BatchNorm2d/MaxPool2d",
+                           watched, "points", None, "<= 5", watched <= 5.0))
+    result.add(BenchFigure("P2.max_difference_all", "largest share difference, all op types",
+                           check.max_difference, "points"))
+    result.details["P2"] = {"shares": [{"op_type": t, "labkit_pct": a, "profiler_pct": b} for t, a, b in check.rows],
+                            "labkit_pct_sum": sum(check.labkit_pct.values()),
+                            "profiler_pct_sum": sum(check.profiler_pct.values())}
+
+
+def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
+    """P3: speedups over eager of channels_last, fused, fused + channels_last (and compiled)."""
+    from labkit import capstone
+
+    model, x = _resnet18_and_input(config)
+    include_compiled = config.include_compiled and capstone.compiler_available()
+    variants = capstone.build_variants(model, x, include_compiled=include_compiled)
+    variants.append(capstone.optimize_for_inference_variant(variants[0]))
+    comparison = capstone.compare_variants(variants, rounds=config.variant_rounds)
+    eager = comparison[capstone.EAGER].stats
+    for name, key in ((capstone.CHANNELS_LAST, "P3.channels_last"), (capstone.FUSED, "P3.fused"),
+                      (capstone.FUSED_CHANNELS_LAST, "P3.fused_channels_last")):
+        r = comparison[name]
+        spread = r.speedup * (r.stats.iqr / r.stats.median + eager.iqr / eager.median)
+        goal = (">= 1.5", r.speedup >= 1.5) if name == capstone.FUSED_CHANNELS_LAST else ("", None)
+        result.add(BenchFigure(key, f"speedup of {name} over eager (ResNet18, batch {config.resnet_batch})",
+                               r.speedup, "x", spread, *goal))
+    r = comparison[capstone.OPTIMIZED_FOR_INFERENCE]
+    result.add(BenchFigure("P3.optimize_for_inference", "speedup of optimize_for_inference over eager", r.speedup, "x",
+                           r.speedup * (r.stats.iqr / r.stats.median + eager.iqr / eager.median)))
+    maxpool_ms = {name: report.by_op_type().seconds["MaxPool2d"] * 1e3
+                  for name, report in capstone.profile_variants(variants[:2], runs=config.crosscheck_runs).items()}
+    collapse = maxpool_ms[capstone.EAGER] / maxpool_ms[capstone.CHANNELS_LAST]
+    result.add(BenchFigure("P3.maxpool_collapse", "MaxPool2d time, contiguous over channels_last (labkit profile)",
+                           collapse, "x"))
+    if include_compiled:
+        r = comparison[capstone.COMPILED]
+        result.add(BenchFigure("P3.compiled", "speedup of torch.compile over eager", r.speedup, "x"))
+        result.add(BenchFigure("P3.compile_seconds_cold", "torch.compile time, first call, empty inductor cache",
+                               cold_compile_seconds(config), "s"))
+        result.add(BenchFigure("P3.compile_seconds_warm", "torch.compile time, first call, this machine's cache",
+                               r.setup_seconds, "s"))
+    result.details["P3"] = {
+        "all_close": comparison.all_close,
+        "maxpool_ms": maxpool_ms,
+        "variants": [{"name": r.name, "median_s": r.stats.median, "iqr_s": r.stats.iqr, "speedup": r.speedup,
+                      "allclose": r.allclose} for r in comparison.results],
+    }
+
+
+COLD_COMPILE_PROBE = """
+import sys, time, torch, torchvision
+from labkit.capstone import variants as capstone
+batch, size = int(sys.argv[1]), int(sys.argv[2])
+model = torchvision.models.resnet18(weights=None).eval()
+variant = capstone.build_variants(model, torch.randn(batch, 3, size, size))[-1]
+print(capstone.compile_variant(variant).setup_seconds)
+"""
+
+
+def cold_compile_seconds(config: BenchConfig) -> float:
+    """Compile time as a learner meets it the first time: a fresh process and an empty inductor cache."""
+    with tempfile.TemporaryDirectory(prefix="labkit-inductor-") as cache:
+        out = subprocess.run(
+            [sys.executable, "-c", COLD_COMPILE_PROBE, str(config.resnet_batch), str(config.image_size)],
+            capture_output=True, text=True, check=True, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache},
+        ).stdout
+    return float(out.split()[-1])
+
+
+def bench_memory_format(config: BenchConfig, result: BenchResult) -> None:
+    """P4: channels_last over contiguous for ResNet18 in each precision the device runs (lab 02)."""
+    from labkit.memory_format.benchmark import benchmark_formats
+
+    model, x = _resnet18_and_input(config)
+    formats = benchmark_formats(model, x, device=BENCH_DEVICE, min_run_time=config.format_run_time, rounds=config.format_rounds)
+    for timing in formats.timings:
+        result.add(BenchFigure(f"P4.channels_last_{timing.precision}",
+                               f"channels_last over contiguous, {timing.precision} (ResNet18, batch {config.resnet_batch})",
+                               timing.speedup, "x", _ratio_spread(timing.contiguous, timing.channels_last)))
+    result.details["P4"] = formats.as_dict()
+
+
+def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
+    """P5: JVP cost over the forward pass, labkit.jvp over the raw dual API, jacfwd/jacrev crossover."""
+    from labkit.forward_ad.jacobian_cost import JvpOverhead, jacobian_sweep, jvp_overhead, mlp
+
+    torch.manual_seed(0)
+    model = mlp(config.mlp_sizes)
+    x = torch.randn(config.mlp_batch, config.mlp_sizes[0])
+    overhead = jvp_overhead(model, x, rounds=config.jvp_rounds)
+    raw, ours, func = (overhead.stats[k] for k in (JvpOverhead.RAW, JvpOverhead.LABKIT, JvpOverhead.FUNC))
+    forward = overhead.stats[JvpOverhead.FORWARD]
+    sizes = "-".join(map(str, config.mlp_sizes))
+    result.add(BenchFigure("P5.raw_dual_over_forward", f"raw dual API JVP / forward (MLP {sizes}, batch {config.mlp_batch})",
+                           overhead.ratio(JvpOverhead.RAW), "x", _ratio_spread(raw, forward)))
+    result.add(BenchFigure("P5.func_jvp_over_forward", "torch.func.jvp / forward",
+                           overhead.ratio(JvpOverhead.FUNC), "x", _ratio_spread(func, forward)))
+    result.add(BenchFigure("P5.labkit_over_raw", "labkit.jvp / raw dual API", overhead.labkit_over_raw, "x",
+                           _ratio_spread(ours, raw), "<= 1.05", overhead.labkit_over_raw <= 1.05))
+    sweep = jacobian_sweep(config.jacobian_in, batch=config.jacobian_batch)
+    crossover = sweep.crossover
+    result.add(BenchFigure("P5.crossover_out",
+                           f"jacfwd overtakes jacrev at out = (in = {config.jacobian_in}, batch {config.jacobian_batch})",
+                           crossover, "outputs"))
+    result.details["P5"] = {"sweep": [{"out": p.out_features, "jacfwd_s": p.jacfwd.median, "jacrev_s": p.jacrev.median}
+                                      for p in sweep.points]}
+
+
+def _ratio_spread(numerator: Any, denominator: Any) -> float:
+    """First-order spread of a ratio of medians, from both IQRs."""
+    ratio = numerator.median / denominator.median
+    return ratio * (numerator.iqr / numerator.median + denominator.iqr / denominator.median)
+
+
+def bench_notebooks(config: BenchConfig, result: BenchResult) -> None:
+    """Wall seconds of each notebook executed headless (outputs not written)."""
+    from labkit.tools.nbrun import execute_notebook
+
+    seconds = {}
+    for stem in config.notebooks:
+        path = NOTEBOOKS_DIR / f"{stem}.ipynb"
+        seconds[path.name] = execute_notebook(path, write=False)
+        lab = lab_for(path)
+        budget = lab.budget_s if lab else Lab("", path.name, "", "").budget_s
+        result.add(BenchFigure(f"notebook.{stem}", f"{path.name} run time", seconds[path.name], "s", None,
+                               f"<= {budget:g}", seconds[path.name] <= budget))
+    path_labs = [lab for lab in LABS if lab.kind != "capstone"]
+    if all(lab.notebook in seconds for lab in path_labs):
+        total = sum(seconds[lab.notebook] for lab in path_labs)
+        result.add(BenchFigure("notebook.total_path", f"notebooks {path_labs[0].number}-{path_labs[-1].number} together",
+                               total, "s", None, f"<= {PATH_BUDGET_S:g}", total <= PATH_BUDGET_S))
+    result.details["notebooks_s"] = seconds
+
+
+IMPORT_PROBE = (
+    "import time; t0 = time.perf_counter(); import torch; t1 = time.perf_counter();"
+    "import labkit, labkit.core.timing, labkit.core.tables, labkit.core.device, labkit.widgets, labkit.core.checks;"
+    "t2 = time.perf_counter(); print(t1 - t0, t2 - t1)"
+)
+
+
+def bench_import(config: BenchConfig, result: BenchResult) -> None:
+    """Seconds ``import labkit`` adds over ``import torch``, in fresh processes."""
+    extra, base = [], []
+    for _ in range(config.import_repeats):
+        out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, check=True).stdout
+        torch_s, labkit_s = map(float, out.split())
+        base.append(torch_s)
+        extra.append(labkit_s)
+    median = statistics.median(extra)
+    spread = (max(extra) - min(extra)) if len(extra) > 1 else None
+    result.add(BenchFigure("import.labkit_over_torch", "import labkit on top of import torch", median, "s",
+                           spread, "<= 0.3", median <= 0.3))
+    result.details["import"] = {"torch_s": statistics.median(base), "labkit_extra_s": extra}
+
+
+STEPS: dict[str, Callable[[BenchConfig, BenchResult], None]] = {
+    "P1": bench_profiler_overhead,
+    "P2": bench_profiler_fidelity,
+    "P3": bench_capstone,
+    "P4": bench_memory_format,
+    "P5": bench_forward_ad,
+    "notebooks": bench_notebooks,
+    "import": bench_import,
+}
+
+
+def run_bench(mode: str = "full", only: list[str] | None = None, log: Callable[[str], None] = print) -> BenchResult:
+    """Run the chosen steps (all by default) with the sizes of ``mode`` (full, quick or smoke)."""
+    from labkit.core.noise import silence_known_warnings
+
+    silence_known_warnings()
+    config = CONFIGS[mode]
+    result = BenchResult(machine_info(), mode)
+    for name, step in STEPS.items():
+        if only and name not in only:
+            continue
+        log(f"bench: {name} ...")
+        step(config, result)
+    return result
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, no notebooks, no torch.compile (under 2 minutes)")
+    parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny sizes, for the test suite
+    parser.add_argument("--json", type=Path, default=Path("build/bench.json"), help="where to write the JSON (default: %(default)s)")
+    parser.add_argument("--only", nargs="+", choices=list(STEPS), help="run only these figures")
+
+
+def _json_target(path: Path) -> None:
+    """Check the --json path before a bench of minutes, not after: create its folder, refuse a folder or special file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LabkitValueError(f"Cannot write --json {path}: cannot create its folder ({exc.strerror}).") from None
+    writable_target(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    _json_target(args.json)
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    result = run_bench(mode, args.only, log=lambda message: print(message, file=sys.stderr))
+    print(result.to_text())
+    print(f"JSON written to {result.to_json(args.json)}")
+    missed = [f.key for f in result.figures if f.meets is False]
+    if missed:
+        print(f"Goals missed: {', '.join(missed)}")
+    return 0

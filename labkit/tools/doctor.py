@@ -1,0 +1,445 @@
+"""Preflight for a lab or a workshop: ``python -m labkit doctor``.
+
+Why: in a workshop of thirty, the first ten minutes are lost to one missing
+package or a widgets extension that JupyterLab cannot find (widgets then show
+as plain text). The doctor checks exactly what the labs need, prints versions
+and the device, and ends with one verdict line. When something is missing it
+exits non-zero and names the command that fixes it.
+
+The doctor must work on exactly the machines where something is broken, so it
+never imports what it checks: every check that imports a third-party package
+runs in a fresh interpreter with a timeout (an import can raise anything,
+call ``sys.exit``, kill its process or hang). This module imports only the
+standard library at top level and renders its own table rather than through
+tabulate, which is one of the packages it checks.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata as metadata
+import json
+import math
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# distribution name -> module name; the labs import each of these.
+LAB_PACKAGES = {
+    "torch": "torch",
+    "torchvision": "torchvision",
+    "jupyterlab": "jupyterlab",
+    "ipywidgets": "ipywidgets",
+    "matplotlib": "matplotlib",
+    "tabulate": "tabulate",
+}
+# What the doctor's own later checks use: version specifiers, Jupyter paths, kernel specs.
+HELPER_PACKAGES = {
+    "packaging": "packaging",
+    "jupyter_core": "jupyter_core",
+    "jupyter_client": "jupyter_client",
+}
+WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
+MIN_PYTHON = (3, 10)
+TIMEOUT_ENV = "LABKIT_DOCTOR_TIMEOUT"
+# Generous: all checks run at once, and importing torchvision alone took 30 s on a busy 2-core machine.
+DEFAULT_TIMEOUT_S = 120.0
+_RESULT_MARK = "@@labkit-doctor-result@@ "
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the preflight: what was checked, whether it passed, how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def verdict(self) -> str:
+        if self.ok:
+            return f"doctor: READY - all {len(self.checks)} checks passed; open notebooks/00_start_here.ipynb"
+        names = ", ".join(c.name for c in self.problems)
+        return f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. Run the fix command(s) above, then `python -m labkit doctor` again."
+
+    def to_text(self) -> str:
+        rows = [("ok" if c.ok else "PROBLEM", c.name, c.detail) for c in self.checks]
+        lines = [_plain_table(["status", "check", "detail"], rows), ""]
+        for check in self.problems:
+            lines.append(f"To fix {check.name}: {check.fix}")
+        lines.append(self.verdict())
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The layout of tabulate's ``simple`` format, without needing tabulate to work."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    lines = [headers, ["-" * w for w in widths], *rows]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+
+
+# --- what runs in the fresh interpreter (``_probe_main``) -----------------------------------
+
+
+def _import_facts(dist: str, module: str) -> dict[str, Any]:
+    """Import ``module``; report its distribution's version, or that it is missing."""
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:  # the package is there but one of its own imports is not: broken
+            raise
+        return {"missing": True}
+    try:
+        return {"version": metadata.version(dist)}
+    except metadata.PackageNotFoundError:
+        return {"unregistered": True}
+
+
+def _extension_dirs() -> list[str]:
+    """Folders where JupyterLab looks for prebuilt extensions."""
+    from jupyter_core.paths import jupyter_path
+
+    return jupyter_path("labextensions")
+
+
+def _kernel_names() -> list[str]:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return sorted(KernelSpecManager().find_kernel_specs())
+
+
+def _device_facts() -> list[dict[str, Any]]:
+    """Device, threads, MKLDNN and cuDNN: facts, never failures (CPU is fine)."""
+    import torch
+
+    from labkit.core.device import ENV_VAR, available_devices, device_line, pick_device
+    from labkit.core.errors import LabkitError
+
+    try:
+        device = pick_device()
+    except LabkitError as exc:
+        fix = f"unset {ENV_VAR}, or set it to one of {available_devices()}"
+        return [{"name": "device", "ok": False, "detail": str(exc), "fix": fix}]
+    cudnn = torch.backends.cudnn.is_available() if torch.cuda.is_available() else False
+    facts = [
+        ("device", device_line(device)),
+        ("threads", str(torch.get_num_threads())),
+        ("MKLDNN (oneDNN)", "available" if torch.backends.mkldnn.is_available() else "not available"),
+        ("cuDNN", f"available ({torch.backends.cudnn.version()})" if cudnn else "not available (no CUDA GPU)"),
+    ]
+    return [{"name": name, "ok": True, "detail": detail} for name, detail in facts]
+
+
+_PROBES: dict[str, Callable[..., Any]] = {
+    "import": _import_facts,
+    "extensions": _extension_dirs,
+    "kernels": _kernel_names,
+    "device": _device_facts,
+}
+
+
+def _origin(exc: BaseException) -> str:
+    """Top-level package of the innermost frame outside importlib and this module: where an import broke."""
+    origin = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_globals.get("__name__", "")
+        if name and name != __name__ and not name.startswith(("importlib", "_frozen_importlib")):
+            origin = name.partition(".")[0]
+        tb = tb.tb_next
+    return origin
+
+
+def _probe_main() -> None:
+    """Entry point in the fresh interpreter: run one probe, print its result as one marked JSON line."""
+    kind, *args = sys.argv[1:]
+    try:
+        result = {"value": _PROBES[kind](*args)}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from an import are findings too
+        if isinstance(exc, SystemExit):
+            result = {"error": f"called sys.exit({exc.code!r})", "origin": _origin(exc)}
+        else:
+            result = {"error": f"raised {type(exc).__name__}: {exc}", "origin": _origin(exc)}
+    sys.stdout.write("\n" + _RESULT_MARK + json.dumps(result) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # a thread or atexit hook left by the import must not hold the exit
+
+
+# --- running probes -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a probe returned (``value``), or why it returned nothing (``problem``, a phrase
+    such as "raised ValueError: ..." that completes "importing torch ...")."""
+
+    value: Any = None
+    problem: str = ""
+    timed_out: bool = False
+    origin: str = ""  # the top-level package where the error was raised, when known
+
+
+class _Probe:
+    """One fresh interpreter running one probe; output goes to files, so no pipe can fill up."""
+
+    def __init__(self, kind: str, args: Sequence[str], timeout: float) -> None:
+        self.timeout = timeout
+        self.out = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        self.err = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        code = "from labkit.tools.doctor import _probe_main; _probe_main()"
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code, kind, *args],
+            stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,
+            start_new_session=hasattr(os, "killpg"),  # so that kill() also ends what the import started
+        )
+        self.deadline = time.monotonic() + timeout
+
+    def poll(self) -> ProbeResult | None:
+        """The result once the probe has ended or run out of time; ``None`` while it still runs."""
+        if self.process.poll() is None:
+            if time.monotonic() < self.deadline:
+                return None
+            self.kill()
+            return ProbeResult(problem=f"did not finish within {self.timeout:g} s", timed_out=True)
+        self.out.seek(0)
+        for line in reversed(self.out.read().splitlines()):
+            if line.startswith(_RESULT_MARK):
+                result = json.loads(line[len(_RESULT_MARK):])
+                return ProbeResult(result.get("value"), result.get("error", ""), origin=result.get("origin", ""))
+        self.err.seek(0)
+        last = (self.err.read().strip().splitlines() or [""])[-1]
+        return ProbeResult(problem=f"ended its interpreter (exit status {self.process.returncode}) "
+                                   f"before it could report. {last}".strip())
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            if hasattr(os, "killpg"):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            else:
+                self.process.kill()
+            self.process.wait()
+
+    def close(self) -> None:
+        self.kill()
+        self.out.close()
+        self.err.close()
+
+
+def run_probes(probes: dict[str, tuple[str, ...]], timeout: float) -> dict[str, ProbeResult]:
+    """Run every probe (``name -> (kind, *args)``) at once, each in its own interpreter with ``timeout``."""
+    running: dict[str, _Probe] = {}
+    results: dict[str, ProbeResult] = {}
+    try:
+        for name, (kind, *args) in probes.items():
+            running[name] = _Probe(kind, args, timeout)
+        while len(results) < len(running):
+            for name, probe in running.items():
+                if name not in results and (result := probe.poll()) is not None:
+                    results[name] = result
+            time.sleep(0.05)
+    finally:  # also on Ctrl-C: no interpreter is left behind
+        for probe in running.values():
+            probe.close()
+    return results
+
+
+# --- turning results into checks ------------------------------------------------------------
+
+
+def _python() -> str:
+    """This interpreter as the user should type it: relative when below the current folder."""
+    relative = os.path.relpath(sys.executable)
+    return shlex.quote(sys.executable if relative.startswith("..") else relative)
+
+
+def check_python() -> Check:
+    version = platform.python_version()
+    ok = sys.version_info[:2] >= MIN_PYTHON
+    wanted = ".".join(map(str, MIN_PYTHON))
+    return Check("python", ok, version, "" if ok else f"install Python {wanted} or newer")
+
+
+def package_check(dist: str, module: str, result: ProbeResult, spec: str = "",
+                  satisfies: Callable[[str, str], bool] | None = None) -> Check:
+    """Turn an import probe into a line: ok with the version, or the problem and the pip command that fixes it."""
+    install = f"{_python()} -m pip install {shlex.quote(dist + spec)}"
+    reinstall = f"{_python()} -m pip install --force-reinstall {shlex.quote(dist + spec)}"
+    if result.timed_out:
+        return Check(dist, False, f"importing {module} {result.problem}: it hangs, or this machine is very busy "
+                                  f"(set {TIMEOUT_ENV} to more seconds to wait longer)", reinstall)
+    if result.origin and result.origin != module.partition(".")[0]:  # a broken dependency: reinstall that one
+        culprit = metadata.packages_distributions().get(result.origin, [result.origin])[0]
+        return Check(dist, False, f"importing {module} {result.problem} (the error comes from {result.origin})",
+                     f"{_python()} -m pip install --force-reinstall {shlex.quote(culprit)}")
+    if result.problem:
+        return Check(dist, False, f"importing {module} {result.problem}", reinstall)
+    facts = result.value
+    if facts.get("missing"):
+        return Check(dist, False, f"not installed (no module named {module})", install)
+    if facts.get("unregistered"):
+        return Check(dist, False, f"{module} imports but {dist} is not installed as a package", reinstall)
+    version = facts["version"]
+    if spec and satisfies is not None and not satisfies(version, spec):  # an unparsable version satisfies nothing
+        return Check(dist, False, f"{version} installed, labkit needs {spec}", install)
+    return Check(dist, True, version)
+
+
+def _version_tools() -> tuple[dict[str, str], Callable[[str, str], bool]]:
+    """labkit's declared specifiers (e.g. ``{"torch": ">=2.14.1"}``) and a version test, from packaging.
+
+    Called only after packaging imported cleanly in a probe.
+    """
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    try:
+        declared = metadata.requires("labkit") or []
+    except metadata.PackageNotFoundError:  # run from a checkout that is not installed
+        declared = []
+    specs = {}
+    for line in declared:
+        req = Requirement(line)
+        if req.marker is None:
+            specs[req.name.lower()] = str(req.specifier)
+    return specs, lambda version, spec: version in SpecifierSet(spec)
+
+
+def check_widgets_extension(search_dirs: Sequence[Path]) -> Check:
+    """Is the ipywidgets JupyterLab extension where JupyterLab will find it?"""
+    for folder in search_dirs:
+        if (Path(folder) / WIDGETS_EXTENSION / "package.json").is_file():
+            return Check("widgets extension", True, f"{WIDGETS_EXTENSION} found")
+    return Check(
+        "widgets extension",
+        False,
+        f"{WIDGETS_EXTENSION} not found; widgets would show as text",
+        f"{_python()} -m pip install 'ipywidgets>=8' 'jupyterlab_widgets>=3', then restart JupyterLab "
+        "(check with: jupyter labextension list)",
+    )
+
+
+def check_kernel(names: Sequence[str]) -> Check:
+    ok = "python3" in names
+    return Check("python3 kernel", ok, "python3 kernel found" if ok else "no python3 kernel",
+                 "" if ok else f"{_python()} -m ipykernel install --sys-prefix --name python3")
+
+
+def _unchecked(name: str, result: ProbeResult, needs: str) -> Check:
+    """A check whose probe failed: say why, and point at the package it needs."""
+    return Check(name, False, f"could not be checked: the check {result.problem}",
+                 f"fix {result.origin or needs} first (see its line above), then run the doctor again")
+
+
+def resolve_timeout(timeout: float | None = None) -> tuple[float, Check | None]:
+    """Seconds each probe may take: ``timeout``, else ``$LABKIT_DOCTOR_TIMEOUT``, else the default.
+
+    A malformed environment value is reported as a problem (with the default used), never ignored.
+    """
+    if timeout is not None:
+        return timeout, None
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw is None:
+        return DEFAULT_TIMEOUT_S, None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if math.isfinite(value) and value > 0:
+        return value, None
+    return DEFAULT_TIMEOUT_S, Check(
+        TIMEOUT_ENV, False, f"{raw!r} is not a positive number of seconds; used {DEFAULT_TIMEOUT_S:g} s",
+        f"unset {TIMEOUT_ENV}, or set it to a number of seconds such as 300")
+
+
+def run_checks(packages: dict[str, str] | None = None, *, timeout: float | None = None) -> DoctorReport:
+    """Run every check; each import happens in its own interpreter, limited to ``timeout`` seconds.
+
+    ``packages`` (distribution -> module) replaces :data:`LAB_PACKAGES`, for tests.
+    """
+    packages = LAB_PACKAGES if packages is None else packages
+    timeout, timeout_problem = resolve_timeout(timeout)
+    wanted = {**packages, **HELPER_PACKAGES}
+    probes: dict[str, tuple[str, ...]] = {dist: ("import", dist, module) for dist, module in wanted.items()}
+    probes |= {"@extensions": ("extensions",), "@kernels": ("kernels",), "@device": ("device",)}
+    results = run_probes(probes, timeout)
+
+    checks = [check_python()] + ([timeout_problem] if timeout_problem else [])
+    specs: dict[str, str] = {}
+    satisfies = None
+    packaging = package_check("packaging", "packaging", results["packaging"])
+    if packaging.ok:
+        try:
+            specs, satisfies = _version_tools()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - metadata or packaging can fail in odd ways
+            packaging = Check("packaging", False, f"reading labkit's requirements failed: {exc!r}",
+                              f"{_python()} -m pip install --force-reinstall packaging")
+    for dist, module in wanted.items():
+        checks.append(packaging if dist == "packaging" else
+                      package_check(dist, module, results[dist], specs.get(dist, ""), satisfies))
+
+    extensions, kernels = results["@extensions"], results["@kernels"]
+    checks.append(check_widgets_extension([Path(p) for p in extensions.value]) if not extensions.problem
+                  else _unchecked("widgets extension", extensions, "jupyter_core"))
+    checks.append(check_kernel(kernels.value) if not kernels.problem
+                  else _unchecked("python3 kernel", kernels, "jupyter_client"))
+    if all(c.ok for c in checks if c.name == "torch"):
+        device = results["@device"]
+        checks += ([Check(**fact) for fact in device.value] if not device.problem
+                   else [_unchecked("device", device, "torch")])
+    return DoctorReport(checks)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Check that this machine is ready for the labs."
+    parser.add_argument("--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                        help=f"how long one check may take before it counts as hanging "
+                             f"(default: ${TIMEOUT_ENV}, else {DEFAULT_TIMEOUT_S:g})")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        report = run_checks(timeout=args.timeout)
+    except KeyboardInterrupt:
+        print("doctor: NOT READY - interrupted before every check had finished; run it again.")
+        return 128 + signal.SIGINT
+    except Exception as exc:  # noqa: BLE001 - the doctor must still end with a verdict
+        print(f"doctor: NOT READY - the doctor itself failed ({type(exc).__name__}: {exc}). "
+              "Please report this with the line above.")
+        return 1
+    print(report.to_text())
+    return 0 if report.ok else 1

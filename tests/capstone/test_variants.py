@@ -1,0 +1,155 @@
+import pytest
+import torch
+from torch import nn
+
+from labkit.capstone.variants import (
+    CHANNELS_LAST,
+    EAGER,
+    FUSED,
+    FUSED_CHANNELS_LAST,
+    build_variants,
+    challenge_input,
+    challenge_model,
+    compare_variants,
+)
+from labkit.capstone.widgets import variant_bars
+from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.core.plots import to_png
+from tests.fx.test_fusion import ConvCalledTwice  # the model torch's fuse alone gets wrong
+
+
+@pytest.fixture(scope="module")
+def small():
+    return challenge_model(), challenge_input(batch=2)
+
+
+def test_variants_are_copies_with_the_right_layouts(small):
+    model, x = small
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    variants = build_variants(model, x)
+    assert [v.name for v in variants] == [EAGER, CHANNELS_LAST, FUSED, FUSED_CHANNELS_LAST]
+    assert variants[0].model is model
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items()), "the original model must not change"
+    assert model[0].weight.is_contiguous()
+    assert variants[1].model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert variants[1].inputs[0].is_contiguous(memory_format=torch.channels_last)
+    fused_types = {type(m) for m in variants[2].model.modules()}
+    assert nn.BatchNorm2d not in fused_types
+
+
+def test_compare_variants_checks_outputs_and_reports_speedups(small):
+    model, x = small
+    comparison = compare_variants(build_variants(model, x), rounds=2, warmup=1)
+    assert comparison.all_close
+    assert comparison[EAGER].speedup == pytest.approx(1.0)
+    assert all(r.stats.count == 2 and r.stats.median > 0 for r in comparison.results)
+    assert "fused + channels_last" in comparison.to_text()
+    assert comparison.correctness_table().column("allclose to eager (rtol=0.001)") == ["yes"] * 4
+    assert to_png(variant_bars(comparison)).startswith(b"\x89PNG")
+
+
+def test_a_wrong_variant_is_caught(small):
+    model, x = small
+    variants = build_variants(model, x)
+    variants[2].model = nn.Sequential(model, nn.Hardtanh(-0.01, 0.01))  # computes something else
+    comparison = compare_variants(variants, rounds=1, warmup=0)
+    assert not comparison[FUSED].allclose and not comparison.all_close
+    with pytest.raises(KeyError, match="no variant named"):
+        comparison["nope"]
+
+
+def test_bad_inputs_get_labkit_errors(small):
+    model, x = small
+    with pytest.raises(LabkitTypeError, match="needs an nn.Module"):
+        build_variants(lambda t: t, x)
+    with pytest.raises(LabkitValueError, match=r"model.eval\(\) first"):
+        build_variants(nn.Sequential(nn.Conv2d(3, 3, 1), nn.BatchNorm2d(3)), x)
+    with pytest.raises(LabkitValueError, match="at least one example input"):
+        build_variants(model)
+    with pytest.raises(LabkitValueError, match="at least one variant"):
+        compare_variants([])
+
+
+def test_profile_variants_and_op_type_table(small):
+    from labkit.capstone.variants import op_type_table, profile_variants
+
+    model, x = small
+    variants = build_variants(model, x)
+    reports = profile_variants([variants[0], variants[2]], warmup=1, runs=1)
+    table = op_type_table(reports, ["Conv2d", "BatchNorm2d", "MaxPool2d"])
+    assert table.headers == ["op type", "eager (ms)", "fused (ms)"]
+    assert table.column("op type") == ["Conv2d", "BatchNorm2d", "MaxPool2d"]
+    assert table.column("fused (ms)")[1] == "-"  # fusion removed every BatchNorm2d
+    assert float(table.column("eager (ms)")[2]) > 0
+
+
+def test_break_even_runs():
+    from labkit.capstone.variants import COMPILED, VariantComparison, VariantResult, break_even_runs
+    from labkit.core.timing import RunStats
+
+    def result(name, seconds, setup=0.0):
+        return VariantResult(name, RunStats.from_samples([seconds]), 1.0, 0.0, True, setup)
+
+    comparison = VariantComparison([result(FUSED_CHANNELS_LAST, 0.10), result(COMPILED, 0.08, setup=20.0)])
+    assert break_even_runs(comparison, COMPILED) == pytest.approx(1000)
+    slower = VariantComparison([result(FUSED_CHANNELS_LAST, 0.10), result(COMPILED, 0.12, setup=20.0)])
+    assert break_even_runs(slower, COMPILED) is None
+
+
+def test_optimize_for_inference_variant_matches_eager(small):
+    from labkit.capstone.variants import OPTIMIZED_FOR_INFERENCE, optimize_for_inference_variant
+
+    model, x = small
+    variants = build_variants(model, x)
+    variants.append(optimize_for_inference_variant(variants[0]))
+    comparison = compare_variants(variants, rounds=1, warmup=0)
+    assert comparison[OPTIMIZED_FOR_INFERENCE].allclose
+    assert variants[0].model is model and model[0].weight.is_contiguous()
+
+
+def test_fused_variants_never_change_the_output_of_a_shared_conv():
+    model = ConvCalledTwice().eval()
+    x = torch.randn(2, 3, 8, 8)
+    variants = build_variants(model, x)
+    for variant in variants[2:]:
+        torch.testing.assert_close(variant(), model(x))
+        assert "left unfused" in variant.description
+    assert compare_variants(variants, rounds=1, warmup=0).all_close
+
+
+class Untraceable(nn.Module):
+    def forward(self, x):
+        return x if x.sum() > 0 else -x
+
+
+def test_untraceable_model_and_empty_batch_get_labkit_errors(small):
+    model, x = small
+    with pytest.raises(LabkitError, match=r"build_variants.*torch.fx"):
+        build_variants(Untraceable().eval(), x)
+    with pytest.raises(LabkitValueError, match=r"inputs\[0\].*empty"):
+        build_variants(model, x[:0])
+    variants = build_variants(model, x)
+    variants[0].inputs = (x[:0],)
+    with pytest.raises(LabkitValueError, match=r"'eager'.*empty"):
+        compare_variants(variants, rounds=1, warmup=0)
+
+
+class TwoHeads(nn.Module):
+    """Returns a dict, as torchvision's segmentation models do."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x))
+        return {"out": y, "aux": y.mean((2, 3))}
+
+
+def test_variants_of_a_model_with_a_dict_output_are_compared_leaf_by_leaf():
+    model = TwoHeads().eval()
+    variants = build_variants(model, torch.randn(2, 3, 8, 8))
+    assert compare_variants(variants, rounds=1, warmup=0).all_close
+    variants[2].model = nn.Identity()
+    with pytest.raises(LabkitValueError, match="variant 'fused' Tensor of 1 value"):
+        compare_variants(variants, rounds=1, warmup=0)

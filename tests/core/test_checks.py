@@ -1,0 +1,168 @@
+"""labkit.core.checks.run_check: solved / not yet / not solved / checker error, and what a learner's code leaves behind."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwAD
+
+from labkit.core.checks import CheckFailed, Status, call_learner, expect, int_tuple, run_check
+
+LABKIT = Path(__file__).resolve().parents[2] / "labkit"
+# The checker framework (core/checks.py) and each lab's checkers.
+CHECKER_FILES = sorted(LABKIT.glob("*/checks.py"))
+
+
+def test_solved():
+    result = run_check("1.1", lambda: "well done")
+    assert result.solved and str(result) == "✅ Exercise 1.1: solved. well done"
+
+
+def test_generated_stub_means_not_yet_solved():
+    def stub():
+        raise NotImplementedError("Exercise 1.1: write stub(). See solutions/01_1_x.py, or run %load solutions/01_1_x.py in this cell.")
+
+    result = run_check("1.1", lambda: call_learner(stub))
+    assert result.status is Status.NOT_YET and "not yet solved" in str(result)
+    assert run_check("1.1", stub).status is Status.NOT_YET  # a checker that calls the stub directly
+
+
+def test_other_not_implemented_errors_are_the_learners_error():
+    def own_error():
+        raise NotImplementedError("TODO: handle 5-D")
+
+    def other_exercise():
+        raise NotImplementedError("Exercise 1.2: write ShapeRecorder.run_node")
+
+    for learner in (own_error, other_exercise):
+        result = run_check("1.1", lambda learner=learner: call_learner(learner))
+        assert result.status is Status.WRONG, result
+        assert "NotImplementedError" in result.message and f"of {learner.__name__})" in result.message
+    assert run_check("1.10", lambda: call_learner(_raise_stub_1_1)).status is Status.WRONG
+    assert run_check("1.1", lambda: call_learner(_raise_stub_1_1)).status is Status.NOT_YET
+
+
+def _raise_stub_1_1():
+    raise NotImplementedError("Exercise 1.1")
+
+
+def test_wrong_answer_shows_the_hint():
+    def wrong():
+        expect(2 == 3, "expected 3 rows, got 2")
+        return "never"
+
+    result = run_check("2.1", wrong)
+    assert result.status is Status.WRONG and "expected 3 rows, got 2" in str(result)
+    with pytest.raises(CheckFailed, match="hint"):
+        expect(False, "hint")
+    expect(True, "never shown")
+
+
+def test_crash_in_learner_code_is_reported_not_raised():
+    def crashing():
+        return {}["missing"]
+
+    result = run_check("3.1", lambda: call_learner(crashing))
+    assert result.status is Status.WRONG
+    assert "KeyError" in result.message and "crashing" in result.message
+    assert "<p>" in result._repr_html_()
+
+
+def test_crash_inside_torch_points_at_the_learners_line():
+    def learner_code():
+        x = torch.ones(2, 3)
+        return torch.softmax(x, dim=5)  # the mistake is here, not in torch
+
+    result = run_check("1.2", lambda: call_learner(learner_code))
+    assert result.status is Status.WRONG
+    assert "of learner_code)" in result.message and "IndexError" in result.message
+
+
+def test_a_bug_in_the_checker_is_never_blamed_on_the_learner():
+    def learner(x):
+        return x + 1
+
+    def buggy_check():
+        answer = call_learner(learner, 1)
+        return len(answer)  # TypeError in the checker's own code, after the learner's code ran fine
+
+    result = run_check("1.3", buggy_check)
+    assert result.status is Status.CHECKER_ERROR and not result.solved
+    assert "bug in labkit's checker" in result.message and "please report" in result.message
+    assert "TypeError" in result.message and "Your code" not in result.message
+    assert str(result).startswith("⚠️ Exercise 1.3: checker error.")
+    # An AssertionError is no protocol any more: it would vanish under -O.
+    assert run_check("1.3", lambda: (_ for _ in ()).throw(AssertionError("x"))).status is Status.CHECKER_ERROR
+
+
+def test_learner_system_exit_is_reported_not_raised():
+    def exits():
+        raise SystemExit(3)
+
+    assert run_check("1.1", lambda: call_learner(exits)).status is Status.WRONG
+
+
+def test_int_tuple_never_raises():
+    assert int_tuple(torch.Size([2, 3])) == (2, 3) and int_tuple([1, 2]) == (1, 2)
+    for bad in (None, 5, "12", (1.0, 2), (torch.tensor([1, 2]),), {1: 2}):
+        assert int_tuple(bad) is None
+
+
+# --- forward-AD dual levels left open by the learner -------------------------------------
+
+
+@pytest.mark.parametrize("opener", ["context_manager", "enter_dual_level"])
+def test_an_open_dual_level_is_closed_and_reported(opener):
+    def leaky(x):
+        if opener == "context_manager":
+            fwAD.dual_level().__enter__()
+        else:
+            fwAD.enter_dual_level()
+        return fwAD.unpack_dual(fwAD.make_dual(x, torch.ones_like(x))).tangent
+
+    result = run_check("3.1", lambda: f"tangent {call_learner(leaky, torch.zeros(2)).tolist()}")
+    assert fwAD._current_level == -1, "the checker left the learner's dual level open"
+    assert result.solved and "dual level open" in result.message and "exit_dual_level" in result.message
+    with fwAD.dual_level():  # later cells can enter a level again
+        assert fwAD._current_level == 0
+
+
+def test_an_open_dual_level_is_closed_when_the_learner_code_fails_too():
+    def leaky_and_wrong():
+        fwAD.enter_dual_level()
+        raise ValueError("oops")
+
+    result = run_check("3.1", lambda: call_learner(leaky_and_wrong))
+    assert fwAD._current_level == -1
+    assert result.status is Status.WRONG and "ValueError" in result.message and "dual level open" in result.message
+
+
+def test_a_level_opened_before_the_checker_is_left_alone():
+    with fwAD.dual_level():
+        result = run_check("3.1", lambda: call_learner(lambda: "fine"))
+        assert fwAD._current_level == 0
+    assert result.solved and "dual level" not in result.message
+
+
+# --- no assert in the checkers: -O must not turn wrong answers into "solved" --------------
+
+
+def test_the_checkers_have_no_assert_statement():
+    assert len(CHECKER_FILES) == 5, CHECKER_FILES
+    found = [
+        f"{path.relative_to(LABKIT)}:{node.lineno}"
+        for path in CHECKER_FILES
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Assert)
+    ]
+    assert found == []
+
+
+def test_no_line_is_named_when_the_error_has_no_learner_frame():
+    # e.g. the learner passed a builtin or a class that fails to construct: no line of theirs to point at,
+    # and certainly not a line of labkit's.
+    result = run_check("1.2", lambda: call_learner(int, "not a number"))
+    assert result.status is Status.WRONG and "ValueError" in result.message
+    assert "line" not in result.message and "call_learner" not in result.message

@@ -1,0 +1,37 @@
+"""The checker tests pass under ``python -O`` too, where ``assert`` statements are removed.
+
+Why: a checker written with ``assert`` reports every wrong answer as solved
+under ``-O`` / ``PYTHONOPTIMIZE=1``. pytest keeps the tests' own asserts (it
+rewrites them), so a run of the checker tests under ``-O`` catches any check
+that still relies on ``assert``. The timed tests (marker ``slow``) are left to
+the ordinary run.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# The framework's tests and each lab's checker tests (tests/<lab>/test_checks.py).
+CHECKER_TESTS = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").glob("*/test_checks.py"))
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch and runs every checker test again
+@pytest.mark.skipif(sys.flags.optimize > 0, reason="already running under -O")
+def test_checker_tests_pass_under_python_O():
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONOPTIMIZE"}
+    command = [sys.executable, "-O", "-m", "pytest", "-p", "no:nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q",
+               "-m", "not slow", "-W", "ignore::pytest.PytestConfigWarning", *CHECKER_TESTS]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "passed" in result.stdout and "failed" not in result.stdout
+
+
+def test_the_reported_reproduction_is_not_solved_under_python_O():
+    # The issue's reproduction: a wrong prediction was "solved" under PYTHONOPTIMIZE=1.
+    code = "from labkit.forward_ad.checks import check_predict_mode as c; print(c(lambda i, o: 'jacfwd').status.value)"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONOPTIMIZE": "1"},
+                            capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "not solved", result.stdout + result.stderr

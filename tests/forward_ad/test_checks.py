@@ -1,0 +1,168 @@
+"""labkit.forward_ad.checks: solutions pass, stubs are "not yet", wrong answers get a hint."""
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+import torch
+
+from labkit.core.checks import Status
+from labkit.forward_ad.checks import check_custom_sin, check_directional_derivative, check_predict_mode
+
+SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
+
+
+def _solution(file, name):
+    return runpy.run_path(str(SOLUTIONS / file))[name]
+
+
+def _stub_for(exercise):
+    def stub(*_args):
+        raise NotImplementedError(f"Exercise {exercise}: write stub(). See solutions/x.py, or run %load solutions/x.py in this cell.")
+
+    return stub
+
+
+def test_solutions_are_solved():
+    assert check_directional_derivative(_solution("03_1_directional_derivative.py", "directional_derivative")).solved
+    assert check_predict_mode(_solution("03_2_predict_mode.py", "predict_faster_mode")).solved
+    assert check_custom_sin(_solution("03_3_custom_sin.py", "Sin")).solved
+
+
+@pytest.mark.parametrize(("checker", "exercise"), [(check_directional_derivative, "3.1"), (check_predict_mode, "3.2")])
+def test_function_stubs_are_not_yet_solved(checker, exercise):
+    assert checker(_stub_for(exercise)).status is Status.NOT_YET
+    # Another exercise's stub, or a NotImplementedError of the learner's own, is the learner's error.
+    assert checker(_stub_for("3.3")).status is Status.WRONG
+
+
+def test_class_stub_is_not_yet_solved():
+    class Sin(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            raise NotImplementedError("Exercise 3.3: write Sin.forward")
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            raise NotImplementedError("Exercise 3.3")
+
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            raise NotImplementedError("Exercise 3.3")
+
+    assert check_custom_sin(Sin).status is Status.NOT_YET
+
+
+def test_finite_differences_are_not_a_jvp():
+    def finite(f, x, v, eps=1e-6):
+        return (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
+
+    result = check_directional_derivative(finite)
+    assert result.status is Status.WRONG and "finite differences" in result.message
+
+
+def test_wrong_shape_is_explained():
+    result = check_directional_derivative(lambda f, x, v: torch.zeros(7))
+    assert result.status is Status.WRONG and "shaped like the output" in result.message
+    result = check_directional_derivative(lambda f, x, v: torch.zeros_like(f(x)))
+    assert result.status is Status.WRONG and "not the derivative along v" in result.message
+
+
+def test_wrong_prediction_names_the_pass_counts():
+    result = check_predict_mode(lambda i, o: "jacrev")
+    assert result.status is Status.WRONG and "one per input dimension (8)" in result.message
+    assert check_predict_mode(lambda i, o: "forward").status is Status.WRONG
+
+
+def test_wrong_jvp_and_old_style_are_explained():
+    Sin = _solution("03_3_custom_sin.py", "Sin")
+
+    class WrongJvp(Sin):
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            return x_tangent
+
+    assert "cos(x) * x_tangent" in check_custom_sin(WrongJvp).message
+
+    class OldStyle(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x = x
+            return torch.sin(x)
+
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            return torch.cos(ctx.x) * x_tangent
+
+    result = check_custom_sin(OldStyle)
+    assert result.status is Status.WRONG and "setup_context" in result.message
+    assert check_custom_sin(42).status is Status.WRONG
+
+
+def test_predict_mode_wrong_answers_are_not_solved():
+    # The reproduction of the -O bug: this answer was "solved" under PYTHONOPTIMIZE=1.
+    assert check_predict_mode(lambda i, o: "jacfwd").status is Status.WRONG
+    for odd in (None, 1, ["jacfwd"], b"jacrev", torch.tensor(1.0)):
+        result = check_predict_mode(lambda i, o, odd=odd: odd)
+        assert result.status is Status.WRONG and "Return the string" in result.message, result
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda f, x, v: None,
+        lambda f, x, v: 0.0,
+        lambda f, x, v: torch.zeros_like(f(x), dtype=torch.bool),
+        lambda f, x, v: torch.zeros_like(f(x), dtype=torch.int64),
+        lambda f, x, v: torch.zeros_like(f(x), device="meta"),
+        lambda f, x, v: torch.zeros_like(f(x)).to_sparse() if f(x).dim() else torch.zeros_like(f(x), device="meta"),
+        lambda f, x, v: torch.full_like(f(x), float("nan")),
+    ],
+)
+def test_directional_derivative_odd_answers_are_wrong_not_a_crash(answer):
+    result = check_directional_derivative(answer)
+    assert result.status is Status.WRONG, result
+
+
+def test_custom_sin_odd_answers_are_wrong_not_a_crash():
+    Sin = _solution("03_3_custom_sin.py", "Sin")
+
+    class ReturnsAList(Sin):
+        @staticmethod
+        def forward(x):
+            return [torch.sin(x)]
+
+    class WrongShapeJvp(Sin):
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            return x_tangent[:2]
+
+    class NoJvp(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return torch.sin(x)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+    for wrong in (ReturnsAList, WrongShapeJvp, NoJvp, Sin.apply, "Sin"):
+        result = check_custom_sin(wrong)
+        assert result.status is Status.WRONG, (wrong, result)
+
+
+def test_a_learner_jvp_that_leaves_a_dual_level_open_does_not_poison_later_cells():
+    import torch.autograd.forward_ad as fwAD
+
+    from labkit.forward_ad.derivatives import jvp
+
+    def leaky(f, x, v):
+        fwAD.enter_dual_level()
+        return fwAD.unpack_dual(f(fwAD.make_dual(x, v))).tangent
+
+    result = check_directional_derivative(leaky)
+    assert result.solved and "dual level open" in result.message
+    assert fwAD._current_level == -1
+    x, v = torch.randn(3, dtype=torch.float64), torch.randn(3, dtype=torch.float64)
+    assert torch.allclose(jvp(torch.sin, x, v)[1], torch.cos(x) * v)  # a later cell still works

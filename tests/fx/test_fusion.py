@@ -1,0 +1,258 @@
+"""labkit.fx.fusion: the teaching pass and the library's fuse compute what the model computes."""
+from collections import OrderedDict
+
+import pytest
+import torch
+from torch import nn
+from torch.fx.experimental.optimization import fuse
+from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.fx.fusion import (
+    FusionSkippedWarning,
+    UnsafeFusionError,
+    check_fusion,
+    count_nodes,
+    fold_bn_into_conv,
+    fuse_conv_bn_library,
+    fuse_conv_bn_teaching,
+    fuse_safely,
+    fusion_timings,
+)
+
+X = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+
+
+def conv_bn(bias: bool = True, affine: bool = True) -> nn.Module:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, bias=bias), nn.BatchNorm2d(4, affine=affine), nn.ReLU())
+    with torch.no_grad():  # non-trivial running statistics, as after training
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    return model.eval()
+
+
+class SharedConv(nn.Module):
+    """The conv output feeds the BatchNorm *and* the return value: it must not be folded."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.bn(y) + y
+
+
+@pytest.mark.parametrize("fuser", [fuse_conv_bn_teaching, fuse_conv_bn_library])
+def test_fused_model_matches_and_has_no_batchnorm(fuser):
+    model = conv_bn()
+    fused = fuser(model)
+    check = check_fusion(model, fused, X)
+    assert check.allclose and check.max_abs_diff < 1e-5
+    assert (check.nodes_before, check.nodes_after, check.batchnorms_left) == (5, 4, 0)
+    assert "same outputs" in str(check) and "5 -> 4" in check._repr_html_()
+
+
+def test_the_original_model_is_left_unchanged():
+    model = conv_bn()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    fuse_conv_bn_teaching(model)
+    fuse_conv_bn_library(model)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert count_nodes(model, nn.BatchNorm2d) == 1
+
+
+@pytest.mark.parametrize(("bias", "affine"), [(True, True), (False, True), (True, False), (False, False)])
+def test_fold_agrees_with_torch_fuse_conv_bn_eval(bias, affine):
+    model = conv_bn(bias, affine)
+    ours = fold_bn_into_conv(model[0], model[1])
+    theirs = fuse_conv_bn_eval(model[0], model[1])
+    torch.testing.assert_close(ours(X), theirs(X))
+    torch.testing.assert_close(ours(X), model[1](model[0](X)))
+
+
+def test_a_conv_with_other_users_is_not_folded():
+    model = SharedConv().eval()
+    with pytest.warns(FusionSkippedWarning, match="also used elsewhere"):
+        fused = fuse_conv_bn_teaching(model)
+    assert count_nodes(fused, nn.BatchNorm2d) == 1
+    torch.testing.assert_close(fused(X), model(X))
+
+
+def test_resnet18_fuses_all_twenty_batchnorms():
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None).eval()
+    x = torch.randn(1, 3, 32, 32)
+    for fuser in (fuse_conv_bn_teaching, fuse_conv_bn_library):
+        check = check_fusion(model, fuser(model), x)
+        assert check.allclose and (check.nodes_before, check.nodes_after, check.batchnorms_left) == (71, 51, 0)
+
+
+def test_training_mode_and_non_modules_are_refused():
+    with pytest.raises(LabkitValueError, match="model.eval"):
+        fuse_conv_bn_teaching(conv_bn().train())
+    with pytest.raises(LabkitValueError, match="model.eval"):
+        fuse_conv_bn_library(conv_bn().train())
+    with pytest.raises(LabkitTypeError):
+        fuse_conv_bn_teaching(lambda x: x)
+    half_eval = conv_bn()
+    half_eval[1].train()  # BatchNorm would use batch statistics: folding its running stats is wrong
+    for fuser in (fuse_conv_bn_teaching, fuse_conv_bn_library, fuse_safely):
+        with pytest.raises(LabkitValueError, match=r"In training mode: '1'\. Call model.eval"):
+            fuser(half_eval)
+
+
+def test_check_fusion_refuses_different_shapes():
+    with pytest.raises(LabkitValueError, match="shape"):
+        check_fusion(conv_bn(), nn.Identity(), X)
+
+
+def test_fusion_timings_times_three_variants():
+    timings = fusion_timings(conv_bn(), X, rounds=2, warmup=1)
+    assert list(timings.stats) == ["original", "teaching pass", "torch.fx fuse"]
+    assert timings.speedup("original") == 1.0
+    assert "speed-up" in str(timings) and "<table>" in timings._repr_html_()
+
+
+class ConvCalledTwice(nn.Module):
+    """One Conv2d module, called twice; only the first call is followed by the BatchNorm."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv, self.bn = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)) + self.conv(x)
+
+
+class ConvWeightReadElsewhere(nn.Module):
+    """The conv is called once, but its weight is also read directly: folding would change that read."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 3, 1), nn.BatchNorm2d(3)
+        with torch.no_grad():
+            self.bn.running_var.fill_(4.0)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)) + self.conv.weight.sum()
+
+
+def test_a_conv_called_twice_is_not_folded_by_the_teaching_pass():
+    model = ConvCalledTwice().eval()
+    with pytest.warns(FusionSkippedWarning, match="'conv' is used by 2 nodes"):
+        fused = fuse_conv_bn_teaching(model)
+    torch.testing.assert_close(fused(X), model(X))
+    assert count_nodes(fused, nn.BatchNorm2d) == 1
+    other = ConvWeightReadElsewhere().eval()
+    with pytest.warns(FusionSkippedWarning, match="weights read directly"):
+        torch.testing.assert_close(fuse_conv_bn_teaching(other)(X), other(X))
+    with pytest.raises(UnsafeFusionError):
+        fuse_conv_bn_library(other)
+
+
+def test_the_library_pass_refuses_what_torch_fuse_gets_wrong():
+    model = ConvCalledTwice().eval()
+    with pytest.raises(UnsafeFusionError, match=r"'conv'.*fuse_conv_bn_teaching"):
+        fuse_conv_bn_library(model)
+
+
+def test_fuse_safely_falls_back_to_the_safe_rule():
+    model = ConvCalledTwice().eval()
+    fused, note = fuse_safely(model)
+    torch.testing.assert_close(fused(X), model(X))
+    assert "torch's fuse not used" in note and "'conv' is used by 2 nodes" in note
+    plain, none = fuse_safely(conv_bn())
+    assert none == "" and count_nodes(plain, nn.BatchNorm2d) == 0
+
+
+def test_check_fusion_reports_torch_fuse_getting_a_shared_conv_wrong():
+    model = ConvCalledTwice().eval()
+    check = check_fusion(model, fuse(model, inplace=False), X)  # torch's own fuse, unguarded
+    assert not check.allclose and check.max_abs_diff > 0.1
+    assert "DIFFERENT outputs" in str(check)
+
+
+class NoRunningStats(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, track_running_stats=False)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+@pytest.mark.parametrize("fuser", [fuse_conv_bn_teaching, fuse_conv_bn_library])
+def test_batchnorm_without_running_stats_is_left_unfused_with_a_note(fuser):
+    model = NoRunningStats().eval()
+    with pytest.warns(FusionSkippedWarning, match=r"'bn'.*track_running_stats=False"):
+        fused = fuser(model)
+    assert count_nodes(fused, nn.BatchNorm2d) == 1
+    torch.testing.assert_close(fused(X), model(X))
+
+
+def test_folding_a_batchnorm_without_running_stats_is_a_labkit_error():
+    model = NoRunningStats().eval()
+    with pytest.raises(LabkitValueError, match="track_running_stats"):
+        fold_bn_into_conv(model.conv, model.bn)
+
+
+class Huge(nn.Module):
+    """Activations around 1e8, as in a deep ResNet with random weights."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.Conv2d(16, 16, 3, padding=1),
+                                  nn.BatchNorm2d(16), nn.Conv2d(16, 16, 3, padding=1), nn.BatchNorm2d(16))
+        with torch.no_grad():
+            for m in self.body:
+                if isinstance(m, nn.BatchNorm2d):
+                    m.running_var.fill_(1e-6)
+                    m.running_mean.uniform_(-1, 1)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_check_fusion_compares_relative_to_the_output_scale():
+    model = Huge().eval()
+    x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    assert model(x).abs().max() > 1e7
+    check = check_fusion(model, fuse_conv_bn_teaching(model), x)
+    assert check.allclose, check
+    assert check.max_abs_diff > 1e-4  # far above an absolute tolerance: only the scale makes it "same"
+    assert "same outputs" in str(check) and "max|original|" in str(check)
+    assert "rtol=0.0001" in str(check) and "atol=1e-05" in str(check)
+
+
+class DictAndTuple(nn.Module):
+    """Returns an OrderedDict, as torchvision's segmentation models do; the traced copy returns a dict."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x))
+        return OrderedDict(out=y, aux=(y.mean(), y.flatten(1)))
+
+
+def test_check_fusion_compares_every_tensor_of_a_dict_or_tuple_output():
+    model = DictAndTuple().eval()
+    check = check_fusion(model, fuse_conv_bn_teaching(model), X)
+    assert check.allclose and check.batchnorms_left == 0
+    with pytest.raises(LabkitValueError, match="structure"):
+        check_fusion(model, conv_bn(), X)
+
+
+def test_check_fusion_rejects_bad_tolerances():
+    for bad in (-1.0, float("nan"), "1e-4"):
+        with pytest.raises((LabkitValueError, LabkitTypeError), match="rtol"):
+            check_fusion(conv_bn(), conv_bn(), X, rtol=bad)

@@ -1,0 +1,362 @@
+"""labkit.fx.profile: tracing, the tutorial interpreter, the fast mode, reports, errors."""
+import csv
+import json
+import os
+import warnings
+from collections import Counter
+
+import pytest
+import torch
+import torch.fx
+from torch import nn
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.fx.overhead import TinyOpsChain, measure_overhead
+from labkit.fx.profile import (
+    NODE_FIELDS,
+    SUMMARY_HEADERS,
+    InstrumentedModule,
+    NodeProfiler,
+    NotRunYetError,
+    ProfileReport,
+    ProfilingInterpreter,
+    TraceFailedError,
+    TrainModeWarning,
+    profile_model,
+    trace,
+)
+
+
+def small_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2)
+    ).eval()
+
+
+X = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+TIMED = ["_0", "_1", "_2", "_3", "_4", "_5"]
+
+
+class Branchy(nn.Module):
+    def forward(self, x, flag=True):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+
+def test_resnet18_graph_has_the_tutorial_node_counts():
+    torchvision = pytest.importorskip("torchvision")
+    graph = trace(torchvision.models.resnet18(weights=None)).graph
+    counts = Counter(node.op for node in graph.nodes)
+    assert len(graph.nodes) == 71
+    assert counts == {"call_module": 60, "call_function": 9, "placeholder": 1, "output": 1}
+
+
+def test_profiling_interpreter_keeps_the_tutorial_api():
+    model = small_cnn()
+    interp = ProfilingInterpreter(model)
+    with torch.no_grad():
+        out = interp.run(X)
+        interp.run(X)
+        torch.testing.assert_close(out, model(X))
+    assert len(interp.total_runtime_sec) == 2
+    assert all(isinstance(node, torch.fx.Node) and len(times) == 2 for node, times in interp.runtimes_sec.items())
+    assert len(interp.runtimes_sec) == 8  # placeholder + 6 modules + output, as in the tutorial
+    lines = interp.summary().splitlines()
+    assert all(header in lines[0] for header in SUMMARY_HEADERS)
+    assert [line.split()[1] for line in lines[2:]] == ["input_1", *TIMED, "output"]
+
+
+def test_sorted_summary_is_slowest_first():
+    interp = ProfilingInterpreter(small_cnn())
+    with torch.no_grad():
+        interp.run(X)
+    seconds = [float(line.split()[2]) for line in interp.summary(should_sort=True).splitlines()[2:]]
+    assert seconds == sorted(seconds, reverse=True)
+
+
+def test_summary_before_any_run_says_to_run_first():
+    with pytest.raises(NotRunYetError, match=r"call \.run"):
+        ProfilingInterpreter(small_cnn()).summary()
+
+
+def test_instrumented_module_returns_the_same_and_stamps_every_node():
+    graph_module = trace(small_cnn())
+    instrumented = InstrumentedModule(graph_module)
+    with torch.no_grad():
+        torch.testing.assert_close(instrumented(X), graph_module(X))
+    assert len(instrumented.stamps) == len(TIMED) + 1
+    durations = instrumented.last_durations()
+    assert len(durations) == len(TIMED) and all(d >= 0 for d in durations)
+    assert "perf_counter" in instrumented.module.code and "perf_counter" not in graph_module.code
+
+
+def test_instrumented_module_resets_stamps_between_calls():
+    instrumented = InstrumentedModule(trace(small_cnn()))
+    with torch.no_grad():
+        instrumented(X)
+        instrumented(X)
+    assert len(instrumented.stamps) == len(TIMED) + 1
+
+
+@pytest.mark.parametrize("mode", ["fast", "interpreter"])
+def test_profile_model_reports_every_node_with_statistics(mode):
+    report = profile_model(small_cnn(), X, warmup=1, runs=3, mode=mode)
+    assert isinstance(report, ProfileReport) and report.mode == mode and report.warmup == 1
+    assert [r.name for r in report.rows] == TIMED
+    assert [r.op_type for r in report.rows] == ["Conv2d", "BatchNorm2d", "ReLU", "AdaptiveAvgPool2d", "Flatten", "Linear"]
+    assert report.runs == 3 and all(r.stats.count == 3 for r in report.rows)
+    assert all(r.stats.min <= r.stats.median <= r.stats.max and r.stats.iqr >= 0 for r in report.rows)
+    assert 0 < sum(r.pct for r in report.rows) <= 100.0 + 1e-6
+
+
+def test_profile_model_accepts_a_plain_function():
+    report = profile_model(lambda x: torch.relu(x) + 1, X, runs=2)
+    assert [r.op_type for r in report.rows] == ["relu", "add"]
+
+
+def test_by_op_type_groups_and_sorts():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.ReLU()).eval()
+    report = profile_model(model, torch.randn(3, 4), runs=2)
+    breakdown = report.by_op_type()
+    assert {t: n for t, n, _, _ in breakdown.rows} == {"Linear": 2, "ReLU": 2}
+    seconds = [s for _, _, s, _ in breakdown.rows]
+    assert seconds == sorted(seconds, reverse=True)
+    assert breakdown.seconds["Linear"] == pytest.approx(sum(r.stats.mean for r in report.rows if r.op_type == "Linear"))
+    assert sum(breakdown.pct.values()) == pytest.approx(sum(r.pct for r in report.rows))
+    assert "Time by op type" in str(breakdown) and "<table>" in breakdown._repr_html_()
+
+
+def test_top_keeps_the_k_slowest_and_says_so():
+    report = profile_model(small_cnn(), X, runs=2)
+    top = report.top(2)
+    assert len(top.rows) == 2 and top.total == report.total
+    assert [r.name for r in top.rows] == [r.name for r in report.sorted("mean")[:2]]
+    assert "top 2 of 6 nodes" in top.to_text()
+    assert report.sorted("name", descending=False)[0].name == "_0"
+    with pytest.raises(LabkitValueError, match="at least 1"):
+        report.top(0)
+    with pytest.raises(LabkitValueError, match=r"k must be at least 1 \(got -1\)"):
+        report.top(-1)
+    for bad in (2.5, "3", True):
+        with pytest.raises(LabkitTypeError, match=r"k must be a whole number"):
+            report.top(bad)
+    with pytest.raises(LabkitValueError, match="Cannot sort by"):
+        report.sorted("speed")
+
+
+def test_text_html_csv_and_json(tmp_path):
+    report = profile_model(small_cnn(), X, runs=2)
+    assert "layer" not in report.to_text() and "BatchNorm2d" in str(report) and "6 nodes" in str(report)
+    assert report._repr_html_().count("<tr>") == 1 + len(report.rows)
+    with open(report.to_csv(tmp_path / "p.csv"), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["name"] for r in rows] == TIMED and float(rows[0]["mean_s"]) == report.rows[0].stats.mean
+    payload = json.loads(report.to_json(tmp_path / "p.json").read_text())
+    assert payload["mode"] == "fast" and payload["total"]["count"] == 2
+    assert [n["op_type"] for n in payload["nodes"]][:2] == ["Conv2d", "BatchNorm2d"]
+
+
+def test_node_profiler_reports_only_after_a_run():
+    profiler = NodeProfiler(small_cnn(), X)
+    profiler.warmup(1)
+    with pytest.raises(NotRunYetError):
+        profiler.report()
+    profiler.run_once()
+    assert profiler.report().runs == 1 and profiler.report().warmup == 1
+
+
+def test_untraceable_model_names_the_module_and_line_and_suggests_fixes():
+    with pytest.raises(TraceFailedError) as info:
+        profile_model(Branchy(), X)
+    message = str(info.value)
+    assert "Branchy.forward" in message and "if x.sum() > 0:" in message and "line" in message
+    assert "concrete_args" in message and "leaf" in message and "torch.profiler" in message
+
+
+def test_non_callables_are_refused():
+    with pytest.raises(LabkitTypeError, match="nn.Module"):
+        profile_model(42, X)
+    with pytest.raises(LabkitTypeError):
+        ProfilingInterpreter("resnet18")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"runs": 0}, "runs must be at least 1"),
+        ({"runs": -1}, "runs must be at least 1"),
+        ({"warmup": -1}, "warmup cannot be negative"),
+        ({"mode": "turbo"}, "mode must be"),
+    ],
+)
+def test_bad_counts_and_modes(kwargs, match):
+    with pytest.raises(LabkitValueError, match=match):
+        profile_model(small_cnn(), X, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"runs": 2.5}, "runs"), ({"runs": "5"}, "runs"), ({"runs": True}, "runs"), ({"runs": None}, "runs"),
+     ({"warmup": 1.5}, "warmup"), ({"warmup": "1"}, "warmup"), ({"warmup": False}, "warmup")],
+)
+def test_counts_that_are_not_whole_numbers_are_refused_before_any_run(kwargs, name, monkeypatch):
+    monkeypatch.setattr(NodeProfiler, "_timed_call", lambda self: pytest.fail("ran the model"))
+    with pytest.raises(LabkitTypeError, match=rf"^{name} must be a whole number \(an int\), got "):
+        profile_model(small_cnn(), X, **kwargs)
+
+
+def test_numpy_integers_count_as_whole_numbers():
+    np = pytest.importorskip("numpy")
+    assert profile_model(small_cnn(), X, warmup=np.int64(0), runs=np.int64(2)).runs == 2
+
+
+def test_inputs_on_another_device_than_the_model():
+    model = small_cnn().to("meta")
+    with pytest.raises(LabkitValueError, match=r"Input 0 is on cpu but the model is on meta"):
+        profile_model(model, X)
+
+
+def test_measure_overhead_reports_per_node_costs():
+    result = measure_overhead(num_ops=50, rounds=3, warmup=1)
+    assert result.num_nodes == 50
+    assert result.plain.count == result.interpreter.count == result.fast.count == 3
+    assert result.interpreter_us_per_node == pytest.approx(
+        (result.interpreter.min - result.plain.min) / 50 * 1e6
+    )
+    assert result.fast_spread_us >= 0 and result.plain_us_per_node > 0
+    assert "fast mode" in str(result) and "<table>" in result._repr_html_()
+    with pytest.raises(LabkitValueError):
+        measure_overhead(num_ops=0)
+
+
+def test_tiny_ops_chain_traces_to_one_node_per_op():
+    assert len(trace(TinyOpsChain(7)).graph.nodes) == 9
+
+
+def test_results_show_as_their_text_in_ipython():
+    from IPython.lib.pretty import pretty
+
+    report = profile_model(small_cnn(), X, runs=1)
+    assert pretty(report) == report.to_text() and pretty(report.by_op_type()) == report.by_op_type().to_text()
+
+
+@pytest.mark.parametrize("mode", ["fast", "interpreter"])
+def test_profiling_leaves_a_training_mode_model_unchanged(mode):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()
+    before = {k: b.clone() for k, b in model.named_buffers()}
+    with pytest.warns(TrainModeWarning):
+        profile_model(model, X, warmup=1, runs=2, mode=mode)
+    for name, buffer in model.named_buffers():
+        assert torch.equal(buffer, before[name]), name
+    assert model.training
+
+
+def test_node_profiler_shares_the_parameters_and_owns_the_buffers():
+    model = small_cnn()
+    profiler = NodeProfiler(model, X)
+    assert {id(p) for p in profiler.graph_module.parameters()} == {id(p) for p in model.parameters()}
+    assert not {id(b) for b in profiler.graph_module.buffers()} & {id(b) for b in model.buffers()}
+
+
+def test_interpreter_synchronizes_the_device_it_is_given():
+    def parameter_free(x):  # no parameters to take a device from
+        return torch.relu(x) + 1
+
+    assert ProfilingInterpreter(parameter_free).device == torch.device("cpu")
+    assert ProfilingInterpreter(parameter_free, device="meta").device == torch.device("meta")
+    profiler = NodeProfiler(parameter_free, X.to("meta"), mode="interpreter")
+    assert profiler._interpreter.device == torch.device("meta")
+
+
+def test_csv_columns_are_the_node_fields():
+    report = profile_model(small_cnn(), X, runs=1)
+    assert tuple(report.rows[0].as_dict()) == NODE_FIELDS
+
+
+def test_an_empty_report_writes_a_header_only_csv_and_json(tmp_path):
+    report = profile_model(small_cnn(), X, runs=1)
+    empty = ProfileReport([], report.total, report.mode, report.warmup)
+    with open(empty.to_csv(tmp_path / "empty.csv"), newline="") as handle:
+        assert next(csv.reader(handle)) == list(NODE_FIELDS)
+    assert json.loads(empty.to_json(tmp_path / "empty.json").read_text())["nodes"] == []
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    report = profile_model(small_cnn(), X, runs=1)
+    target = tmp_path / "p.csv"
+    target.write_text("old")
+    monkeypatch.setattr(csv.DictWriter, "writerows", lambda self, rows: 1 / 0)  # fails mid-write
+    with pytest.raises(ZeroDivisionError):
+        report.to_csv(target)
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["p.csv"]
+
+
+def dropout_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 8), nn.Dropout(0.5))
+
+
+@pytest.mark.parametrize("mode", ["fast", "interpreter"])
+def test_a_train_mode_model_leaves_the_global_rng_as_it_was_and_warns_once(mode):
+    model = dropout_model().train()
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    with pytest.warns(TrainModeWarning, match=r"model\.eval\(\)") as record:
+        profile_model(model, X, warmup=1, runs=3, mode=mode)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert len([w for w in record if issubclass(w.category, TrainModeWarning)]) == 1
+    assert issubclass(TrainModeWarning, UserWarning)
+
+
+def test_an_eval_mode_model_or_a_function_gives_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        profile_model(dropout_model().eval(), X, runs=1)
+        profile_model(lambda x: torch.relu(x) + 1, X, runs=1)
+
+
+def test_a_submodule_left_in_train_mode_is_warned_about():
+    model = dropout_model().eval()
+    model[2].train()
+    with pytest.warns(TrainModeWarning):
+        profile_model(model, X, runs=1)
+
+
+def test_csv_and_json_write_through_a_symlink_and_keep_it(tmp_path):
+    report = profile_model(small_cnn(), X, runs=1)
+    for name, write in (("p.csv", report.to_csv), ("p.json", report.to_json)):
+        real = tmp_path / f"real-{name}"
+        real.write_text("old")
+        link = tmp_path / name
+        link.symlink_to(real)
+        assert write(link) == link
+        assert link.is_symlink() and os.readlink(link) == str(real)
+        assert "op_type" in real.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv", "p.json", "real-p.csv", "real-p.json"]
+
+
+@pytest.mark.parametrize("method", ["to_csv", "to_json"])
+def test_a_fifo_or_a_folder_is_refused_and_left_alone(tmp_path, method):
+    report = profile_model(small_cnn(), X, runs=1)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(LabkitValueError, match="special file") as info:
+        getattr(report, method)(fifo)
+    assert str(fifo) in str(info.value)
+    assert fifo.is_fifo()
+    with pytest.raises(LabkitValueError, match="folder"):
+        getattr(report, method)(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
+
+
+@pytest.mark.parametrize("method", ["to_csv", "to_json"])
+def test_writing_into_a_missing_folder_is_a_clear_error(tmp_path, method):
+    report = profile_model(small_cnn(), X, runs=1)
+    target = tmp_path / "missing" / "p.out"
+    with pytest.raises(LabkitValueError, match="does not exist") as info:
+        getattr(report, method)(target)
+    assert str(target) in str(info.value) and ".tmp" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,201 @@
+"""LiveProfile, headless: set the controls, press the button, read the table and the plot."""
+import re
+
+import pytest
+import torch
+from torch import nn
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.fx.profile import NodeProfiler, TrainModeWarning
+from labkit.fx.widgets import TABLE_CLASS
+from labkit.widgets import LiveProfile
+
+X = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+
+
+def small_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Conv2d(4, 4, 3), nn.BatchNorm2d(4), nn.ReLU()
+    ).eval()
+
+
+def body_rows(widget) -> list[list[str]]:
+    body = re.search(r"<tbody>(.*)</tbody>", widget.table.value, re.S).group(1)
+    return [re.findall(r"<td[^>]*>\s*(.*?)\s*</td>", row) for row in re.findall(r"<tr>.*?</tr>", body, re.S)]
+
+
+@pytest.fixture
+def widget():
+    return LiveProfile(small_cnn(), X, runs=3, warmup=0, top_k=4)
+
+
+def test_nothing_is_shown_before_the_first_run(widget):
+    assert widget.table.value == "" and widget.image.value == b""
+    assert widget.progress.value == 0 and "Run profile" in widget.status.value
+    assert "labkit-live-profile" in widget._dom_classes
+
+
+def test_pressing_the_button_fills_table_plot_and_progress(widget):
+    widget.button.click()
+    assert widget.progress.value == widget.progress.max == 3
+    assert f'<div class="{TABLE_CLASS}">' in widget.table.value
+    rows = body_rows(widget)
+    assert len(rows) == 4 and {r[2] for r in rows} <= {"Conv2d", "BatchNorm2d", "ReLU"}  # columns: op, node, type, ...
+    assert bytes(widget.image.value).startswith(b"\x89PNG")
+    assert "run 3 of 3" in widget.status.value and not widget.button.disabled
+    assert widget.report.runs == 3
+
+
+def test_table_and_plot_update_after_every_run(widget):
+    tables, images, progress = [], [], []
+    widget.table.observe(lambda change: tables.append(change["new"]), names="value")
+    widget.image.observe(lambda change: images.append(change["new"]), names="value")
+    widget.progress.observe(lambda change: progress.append(change["new"]), names="value")
+    widget.runs.value = 4
+    widget.button.click()
+    assert progress == [1, 2, 3, 4]
+    assert len(tables) >= 4 and len(images) == 4
+
+
+def test_top_k_sort_and_group_by_type_redraw_without_new_runs(widget):
+    widget.button.click()
+    png = bytes(widget.image.value)
+    widget.top_k.value = 2
+    assert len(body_rows(widget)) == 2
+    widget.top_k.value = 10
+    widget.sort_by.value = "name"
+    assert [r[1] for r in body_rows(widget)] == ["_0", "_1", "_2", "_3", "_4", "_5"]
+    widget.group_by_type.value = True
+    rows = body_rows(widget)
+    assert [r[0] for r in rows] == ["BatchNorm2d", "Conv2d", "ReLU"] and [r[1] for r in rows] == ["2", "2", "2"]
+    assert "<th>type" in widget.table.value and bytes(widget.image.value) != png
+    assert widget.report.runs == 3
+
+
+def test_sorting_by_mean_puts_the_slowest_first(widget):
+    widget.button.click()
+    means = [r.stats.mean for r in widget.report.sorted("mean")[:4]]
+    assert [r[1] for r in body_rows(widget)] == [r.name for r in widget.report.sorted("mean")[:4]]
+    assert means == sorted(means, reverse=True)
+
+
+def test_bad_model_fails_at_construction_with_a_labkit_error():
+    with pytest.raises(LabkitTypeError):
+        LiveProfile(42, X)
+
+
+def test_a_model_input_mismatch_shows_in_the_status_and_re_enables_the_button():
+    widget = LiveProfile(nn.Sequential(nn.Conv2d(3, 4, 3)).eval(), torch.randn(1, 5, 8, 8))
+    widget.run()
+    assert widget.status.value.startswith("<b>error:</b> RuntimeError: ")
+    assert "5 channels" in widget.status.value and not widget.button.disabled and widget.report is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"runs": -5}, r"runs must be at least 1 \(got -5\); LiveProfile takes 1 to 200"),
+        ({"runs": 0}, r"runs must be at least 1 \(got 0\)"),
+        ({"runs": 10**9}, r"runs must be at most 200 \(got 1000000000\); LiveProfile takes 1 to 200"),
+        ({"top_k": 0}, r"top_k must be at least 1 \(got 0\); LiveProfile takes 1 to 100"),
+        ({"top_k": 101}, r"top_k must be at most 100"),
+        ({"warmup": -1}, r"warmup cannot be negative \(got -1\)"),
+    ],
+)
+def test_values_out_of_range_are_refused_not_clamped(kwargs, message):
+    with pytest.raises(LabkitValueError, match=message):
+        LiveProfile(small_cnn(), X, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"runs": 2.5}, {"runs": "5"}, {"top_k": True}, {"warmup": 0.5}])
+def test_counts_that_are_not_whole_numbers_are_refused(kwargs):
+    with pytest.raises(LabkitTypeError, match=f"{next(iter(kwargs))} must be a whole number"):
+        LiveProfile(small_cnn(), X, **kwargs)
+
+
+def test_the_boxes_show_the_values_asked_for():
+    widget = LiveProfile(small_cnn(), X, runs=200, top_k=100)
+    assert widget.runs.value == 200 and widget.top_k.value == 100 and widget.progress.max == 200
+
+
+def status_text(widget) -> str:
+    return re.sub(r"<[^>]+>", "", widget.status.value)
+
+
+def interrupt_call(monkeypatch, method: str, call: int) -> None:
+    """Raise KeyboardInterrupt (what a kernel interrupt does) in the ``call``-th call of NodeProfiler.``method``."""
+    original, calls = getattr(NodeProfiler, method), []
+
+    def interrupted(self, *args):
+        calls.append(method)
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(NodeProfiler, method, interrupted)
+
+
+def test_an_interrupt_mid_run_says_interrupted_and_how_many_runs_the_table_holds(widget, monkeypatch):
+    widget.runs.value = 5
+    interrupt_call(monkeypatch, "run_once", 3)
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert status_text(widget).startswith("interrupted after 2 of 5 runs: the table holds those 2 runs only")
+    assert widget.progress.value == 2 and widget.progress.bar_style == "warning"
+    assert widget.report.runs == 2 and "2 runs after" in widget.table.value and not widget.button.disabled
+    monkeypatch.undo()
+    widget.button.click()  # and it runs again normally
+    assert widget.report.runs == 5 and "interrupted" not in widget.status.value and widget.progress.bar_style == ""
+
+
+def test_an_interrupt_during_warm_up_does_not_stay_warming_up(monkeypatch):
+    widget = LiveProfile(small_cnn(), X, runs=3, warmup=2)
+    interrupt_call(monkeypatch, "_timed_call", 1)
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert status_text(widget).startswith("interrupted during warm-up: no runs were timed")
+    assert widget.report is None and widget.table.value == "" and not widget.button.disabled
+
+
+def test_a_second_click_while_running_is_ignored_with_a_note(widget, monkeypatch):
+    original, profilers, statuses = NodeProfiler.run_once, set(), []
+    widget.status.observe(lambda change: statuses.append(change["new"]), names="value")
+
+    def run_once_and_click(self):
+        profilers.add(id(self))
+        if len(profilers) == 1 and not self.totals:  # once: a click that arrives while the profile runs
+            widget.button.click()
+        original(self)
+
+    monkeypatch.setattr(NodeProfiler, "run_once", run_once_and_click)
+    widget.button.click()
+    assert len(profilers) == 1 and widget.report.runs == 3 and widget.progress.value == 3
+    assert any("already running" in status for status in statuses)
+    assert not widget.button.disabled
+
+
+def test_a_train_mode_model_warns_and_leaves_the_global_rng_as_it_was():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 8), nn.Dropout(0.5)).train()
+    widget = LiveProfile(model, X, runs=3, warmup=1)
+    state = torch.get_rng_state()
+    with pytest.warns(TrainModeWarning, match=r"model\.eval\(\)"):
+        widget.button.click()
+    assert torch.equal(torch.get_rng_state(), state) and widget.report.runs == 3
+
+
+def test_an_interrupt_between_a_run_and_its_redraw_still_shows_every_finished_run(widget, monkeypatch):
+    interrupt_call(monkeypatch, "report", 2)  # run 2 finished, its report not built yet
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert status_text(widget).startswith("interrupted after 2 of 3 runs") and widget.report.runs == 2
+    assert "2 runs after" in widget.table.value and widget.progress.value == 2
+
+
+def test_an_interrupted_warm_up_after_a_full_profile_says_the_table_is_the_previous_one(widget, monkeypatch):
+    widget.button.click()
+    interrupt_call(monkeypatch, "warmup", 1)
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert "The table still shows the previous profile." in status_text(widget) and widget.report.runs == 3

@@ -1,0 +1,127 @@
+"""Tests for labkit.memory_format.benchmark.benchmark_formats (structure, not speed)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.memory_format.benchmark import benchmark_formats
+
+
+@pytest.fixture(scope="module")
+def result():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    return benchmark_formats(model, torch.randn(1, 3, 8, 8), device="cpu", min_run_time=0.02, rounds=2, warmup=1)
+
+
+def test_cpu_measures_fp32_and_bf16(result):
+    precisions = [t.precision for t in result.timings] + list(result.skipped)
+    assert precisions[:1] == ["fp32"] and "bf16" in precisions
+    timing = result.timing("fp32")
+    for stats in (timing.contiguous, timing.channels_last):
+        assert stats.count >= 2 and stats.median > 0 and stats.iqr >= 0
+    assert timing.speedup == pytest.approx(timing.contiguous.median / timing.channels_last.median)
+    assert result.speedup("fp32") == timing.speedup
+
+
+def test_renders_text_html_and_json(result):
+    text = str(result)
+    assert "contiguous median" in text and "speedup" in text and "fp32" in text
+    assert "<table>" in result._repr_html_()
+    data = json.loads(json.dumps(result.as_dict()))
+    assert data["input_shape"] == [1, 3, 8, 8]
+    assert set(data["timings"]["fp32"]) == {"contiguous", "channels_last", "speedup"}
+    with pytest.raises(LabkitValueError, match="No timing"):
+        result.timing("fp8")
+
+
+def test_model_and_input_left_untouched():
+    model = nn.Conv2d(3, 4, 3)
+    x = torch.randn(1, 3, 6, 6)
+    benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=1)
+    assert model.weight.is_contiguous() and model.weight.dtype == torch.float32 and model.training
+    assert x.is_contiguous()
+
+
+UNSUPPORTED = "\"fussy_kernel_cpu\" not implemented for 'BFloat16'"  # how torch words a missing dtype kernel
+
+
+class Fussy(nn.Module):
+    """Fails in any dtype but fp32, with ``message``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+    def forward(self, x):
+        if x.dtype != torch.float32:
+            raise RuntimeError(self.message)
+        return x
+
+
+def test_unsupported_precision_is_skipped():
+    res = benchmark_formats(Fussy(UNSUPPORTED), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
+    assert [t.precision for t in res.timings] == ["fp32"]
+    assert res.skipped == {"bf16": UNSUPPORTED}
+    assert f"bf16 skipped: {UNSUPPORTED}" in str(res)
+
+
+def test_other_errors_in_a_lower_precision_are_raised_not_skipped():
+    with pytest.raises(LabkitValueError, match=r"bf16.*only fp32 here.*precisions="):
+        benchmark_formats(Fussy("only fp32 here"), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
+
+
+@pytest.mark.parametrize("precisions", [None, ["bf16"]])
+def test_wrong_channel_count_is_an_input_error_not_a_skip(precisions):
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    with pytest.raises(LabkitValueError, match=r"example_input.*\(1, 5, 8, 8\).*expects 3 input channels") as info:
+        benchmark_formats(model, torch.randn(1, 5, 8, 8), precisions=precisions, device="cpu", min_run_time=0.01, rounds=1)
+    assert "5 channels" in str(info.value)  # torch's own sentence is kept
+
+
+def test_model_failing_only_in_channels_last_is_raised():
+    class Flattens(nn.Module):
+        def forward(self, x):
+            return x.view(x.shape[0], -1)  # a view cannot flatten a channels_last tensor
+
+    with pytest.raises(LabkitValueError, match=r"channels_last.*fp32.*reshape"):
+        benchmark_formats(Flattens(), torch.randn(1, 3, 4, 4), precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1)
+
+
+def test_bad_arguments():
+    model = nn.Conv2d(3, 4, 3)
+    with pytest.raises(LabkitTypeError):
+        benchmark_formats(lambda x: x, torch.randn(1, 3, 4, 4))
+    with pytest.raises(LabkitValueError, match="4-D"):
+        benchmark_formats(model, torch.randn(3, 4, 4))
+    with pytest.raises(LabkitValueError, match="Unknown precision"):
+        benchmark_formats(model, torch.randn(1, 3, 4, 4), precisions=["fp8"], device="cpu")
+    with pytest.raises(LabkitValueError, match="rounds"):
+        benchmark_formats(model, torch.randn(1, 3, 4, 4), rounds=0, device="cpu")
+    with pytest.raises(LabkitValueError, match="warmup >= 1"):
+        benchmark_formats(model, torch.randn(1, 3, 4, 4), warmup=0, device="cpu")
+
+
+def test_other_input_errors_are_raised_with_torchs_reason():
+    model = nn.Conv2d(3, 4, 5)
+    with pytest.raises(LabkitValueError, match=r"\(1, 3, 2, 2\).*Kernel size can't be greater.*runs on its own"):
+        benchmark_formats(model, torch.randn(1, 3, 2, 2), device="cpu", min_run_time=0.01, rounds=1)
+    assert model.weight.is_contiguous() and model.training
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"min_run_time": float("nan")}, LabkitValueError, "min_run_time must be a finite number"),  # used to hang
+        ({"rounds": 1.5}, LabkitTypeError, "rounds must be a whole number"),
+        ({"warmup": "2"}, LabkitTypeError, "warmup must be a whole number"),
+        ({"num_threads": -1}, LabkitValueError, "num_threads must be at least 1"),
+        ({"precisions": "fp32"}, LabkitTypeError, r"precisions must be a list of names such as \['fp32'\]"),
+    ],
+)
+def test_bad_settings_are_labkit_errors(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        benchmark_formats(nn.Conv2d(3, 4, 3), torch.randn(1, 3, 4, 4), device="cpu", **{"min_run_time": 0.01, "rounds": 1, **kwargs})

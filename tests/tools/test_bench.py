@@ -1,0 +1,86 @@
+"""Smoke test of `python -m labkit bench`: tiny sizes, every field present and plausible.
+
+This is not a performance test: the figures of a tiny run mean nothing, and no
+speed goal is asserted here.
+"""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from labkit.tools.bench import STEPS, machine_line
+
+
+@pytest.fixture(scope="module")
+def smoke_json(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "bench.json"
+    result = subprocess.run([sys.executable, "-m", "labkit", "bench", "--smoke", "--json", str(path)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "JSON written to" in result.stdout
+    return json.loads(path.read_text()), result.stdout
+
+
+EXPECTED = [
+    "P1.interpreter", "P1.fast", "P2.max_difference", "P2.max_difference_all", "P3.channels_last", "P3.fused",
+    "P3.fused_channels_last", "P3.maxpool_collapse", "P3.optimize_for_inference", "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
+    "P5.crossover_out", "notebook.00_start_here", "import.labkit_over_torch",
+]
+
+
+@pytest.mark.slow
+def test_every_figure_is_present_with_a_plausible_value(smoke_json):
+    """Every figure is measured and well formed. No speed or ordering is asserted: a 3-round smoke
+    run on a loaded machine gives any ratio (P5.raw_dual_over_forward reached 52 under nbval-stress)."""
+    data, stdout = smoke_json
+    figures = data["figures"]
+    bf16 = [k for k in figures if k == "P4.channels_last_bf16"]  # present where the CPU runs bf16
+    assert sorted(set(figures) - set(bf16)) == sorted(EXPECTED)
+    assert figures["P1.interpreter"]["value"] > 0 and figures["P1.interpreter"]["spread"] >= 0
+    for key in ("P1.fast", "P3.channels_last", "P3.fused", "P3.fused_channels_last", "P3.maxpool_collapse",
+                "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.labkit_over_raw", "notebook.00_start_here"):
+        value = figures[key]["value"]
+        assert value is not None and math.isfinite(value) and value > 0, key
+    for key in ("P1.fast", "P2.max_difference", "P3.fused_channels_last", "P5.labkit_over_raw", "import.labkit_over_torch"):
+        assert figures[key]["goal"] and isinstance(figures[key]["meets"], bool), key
+    assert machine_line(data["machine"]) in stdout
+
+
+@pytest.mark.slow
+def test_shares_sum_to_100_and_variants_are_correct(smoke_json):
+    data, _ = smoke_json
+    assert math.isclose(data["details"]["P2"]["labkit_pct_sum"], 100, abs_tol=0.5)
+    assert math.isclose(data["details"]["P2"]["profiler_pct_sum"], 100, abs_tol=0.5)
+    assert data["details"]["P3"]["all_close"] is True
+    machine = data["machine"]
+    assert machine["threads"] >= 1 and machine["torch"] and machine["cpu"] and machine["device"]
+
+
+def test_only_runs_the_named_steps():
+    from labkit.tools.bench import run_bench
+
+    result = run_bench("smoke", only=["import"], log=lambda _m: None)
+    assert [f.key for f in result.figures] == ["import.labkit_over_torch"]
+    assert set(STEPS) == {"P1", "P2", "P3", "P4", "P5", "notebooks", "import"}
+
+
+def test_to_json_writes_through_a_symlink_and_refuses_a_fifo(tmp_path):
+    import os
+
+    from labkit.core.errors import LabkitValueError
+    from labkit.tools.bench import BenchFigure, BenchResult
+
+    result = BenchResult({"cpu": "test"}, "smoke", [BenchFigure("P1.fast", "fast mode", 1.0, "µs")])
+    real, link = tmp_path / "real.json", tmp_path / "bench.json"
+    real.write_text("old")
+    link.symlink_to(real)
+    assert result.to_json(link) == link
+    assert link.is_symlink() and json.loads(real.read_text())["figures"]["P1.fast"]["value"] == 1.0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(LabkitValueError, match="special file"):
+        result.to_json(fifo)
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "fifo", "real.json"]
+    assert result.to_json(tmp_path / "new" / "bench.json").exists()  # its own output folder is created

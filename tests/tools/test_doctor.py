@@ -1,0 +1,146 @@
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labkit.tools import doctor
+
+# Lines every full report has.
+ALL_CHECKS = ("python", "torch", "torchvision", "jupyterlab", "ipywidgets", "matplotlib", "tabulate", "packaging",
+              "jupyter_core", "jupyter_client", "widgets extension", "python3 kernel", "device", "threads", "MKLDNN",
+              "cuDNN")
+
+
+@pytest.mark.slow
+def test_cli_doctor_is_ready_here():
+    result = subprocess.run([sys.executable, "-m", "labkit", "doctor"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ALL_CHECKS:
+        assert f"ok      {name}" in result.stdout
+    assert result.stdout.strip().splitlines()[-1].startswith("doctor: READY - all 16 checks passed")
+
+
+def _fake_packages(folder: Path) -> None:
+    """An installation where every package the doctor checks is broken in a different way."""
+    hang = "import time\ntime.sleep(600)\n"
+    for name in ("torch", "torchvision", "jupyterlab", "ipywidgets"):
+        (folder / f"{name}.py").write_text(hang)
+    (folder / "tabulate.py").write_text("raise RuntimeError('tabulate is broken')\n")
+    (folder / "matplotlib").mkdir()
+    (folder / "matplotlib" / "__init__.py").write_text("raise SystemExit(0)\n")
+    (folder / "packaging.py").write_text("raise ImportError('packaging is broken')\n")
+    (folder / "jupyter_core.py").write_text("raise RuntimeError('jupyter_core is broken')\n")
+    (folder / "jupyter_client.py").write_text("import os\nos._exit(3)\n")
+
+
+def test_cli_doctor_survives_broken_packages_and_names_each(tmp_path):
+    _fake_packages(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), doctor.TIMEOUT_ENV: "10"}
+    # A safety net only: the doctor itself must stop each hanging import after 10 s.
+    result = subprocess.run([sys.executable, "-m", "labkit", "doctor"], capture_output=True, text=True,
+                            timeout=300, env=env)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "Traceback" not in out + result.stderr
+    python = os.path.relpath(sys.executable)
+    python = sys.executable if python.startswith("..") else python
+    for name in ("torch", "torchvision", "jupyterlab", "ipywidgets"):
+        assert f"PROBLEM  {name:<17}  importing {name} did not finish within 10 s: it hangs" in out
+        assert f"To fix {name}: {python} -m pip install --force-reinstall {name}\n" in out
+    expected = {
+        "tabulate": "importing tabulate raised RuntimeError: tabulate is broken",
+        "matplotlib": "importing matplotlib called sys.exit(0)",
+        "packaging": "importing packaging raised ImportError: packaging is broken",
+        "jupyter_core": "importing jupyter_core raised RuntimeError: jupyter_core is broken",
+        "jupyter_client": "importing jupyter_client ended its interpreter (exit status 3) before it could report.",
+        "widgets extension": "could not be checked: the check raised RuntimeError: jupyter_core is broken",
+        "python3 kernel": "could not be checked: the check ended its interpreter (exit status 3)",
+    }
+    for name, detail in expected.items():
+        assert f"PROBLEM  {name:<17}  {detail}" in out
+    for name in ("tabulate", "matplotlib", "packaging", "jupyter_core", "jupyter_client"):
+        assert f"To fix {name}: {python} -m pip install --force-reinstall {name}\n" in out
+    assert "To fix widgets extension: fix jupyter_core first" in out
+    assert "device" not in out, "no device facts without a working torch"
+    assert out.strip().splitlines()[-1] == (
+        "doctor: NOT READY - 11 problem(s): torch, torchvision, jupyterlab, ipywidgets, matplotlib, tabulate, "
+        "packaging, jupyter_core, jupyter_client, widgets extension, python3 kernel. "
+        "Run the fix command(s) above, then `python -m labkit doctor` again.")
+
+
+def test_a_broken_dependency_is_named_as_the_culprit(tmp_path):
+    (tmp_path / "jupyter_core.py").write_text("raise RuntimeError('jupyter_core is broken')\n")
+    (tmp_path / "needs_core.py").write_text("import jupyter_core\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    code = ("from labkit.tools import doctor\n"
+            "r = doctor.run_probes({'x': ('import', 'jupyter_core', 'needs_core')}, 60)['x']\n"
+            "print(doctor.package_check('needs-core', 'needs_core', r).fix)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert result.stdout.strip().endswith("-m pip install --force-reinstall jupyter_core"), result.stdout + result.stderr
+
+
+def test_doctor_imports_none_of_the_packages_it_checks():
+    code = ("import sys, labkit.tools.doctor\n"
+            "print([m for m in ('tabulate', 'packaging', 'jupyter_core', 'jupyter_client', 'torch', 'matplotlib')"
+            " if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_missing_package_is_named_with_its_fix():
+    report = doctor.run_checks(packages={"labkit-no-such-dist": "labkit_no_such_module"})
+    assert [c.name for c in report.problems] == ["labkit-no-such-dist"]
+    text = report.to_text()
+    assert "not installed (no module named labkit_no_such_module)" in text
+    assert "To fix labkit-no-such-dist: " in text and " -m pip install labkit-no-such-dist" in text
+    assert text.splitlines()[-1].startswith("doctor: NOT READY - 1 problem(s): labkit-no-such-dist.")
+
+
+def test_too_old_version_is_a_problem():
+    _, satisfies = doctor._version_tools()
+    found = doctor.ProbeResult({"version": "0.9.0"})
+    check = doctor.package_check("tabulate", "tabulate", found, ">=999", satisfies)
+    assert not check.ok and "0.9.0 installed, labkit needs >=999" in check.detail
+    assert check.fix.endswith("-m pip install 'tabulate>=999'")
+    odd = doctor.package_check("tabulate", "tabulate", doctor.ProbeResult({"version": "not a version"}), ">=1", satisfies)
+    assert not odd.ok and "not a version installed, labkit needs >=1" in odd.detail
+
+
+def test_missing_widgets_extension(tmp_path: Path):
+    check = doctor.check_widgets_extension([tmp_path])
+    assert not check.ok
+    assert "jupyter labextension list" in check.fix
+
+
+def test_a_malformed_timeout_setting_is_reported_not_ignored(monkeypatch):
+    for raw in ("abc", "0", "-5", "nan", "inf"):
+        monkeypatch.setenv(doctor.TIMEOUT_ENV, raw)
+        timeout, problem = doctor.resolve_timeout()
+        assert timeout == doctor.DEFAULT_TIMEOUT_S
+        assert problem is not None and not problem.ok and f"{raw!r} is not a positive number of seconds" in problem.detail
+    monkeypatch.setenv(doctor.TIMEOUT_ENV, "2.5")
+    assert doctor.resolve_timeout() == (2.5, None)
+    with pytest.raises(argparse.ArgumentTypeError, match="'0' is not a positive number of seconds"):
+        doctor._positive_seconds("0")
+
+
+def test_the_verdict_line_is_printed_even_when_the_doctor_itself_fails(monkeypatch, capsys):
+    def broken(**kwargs):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(doctor, "run_checks", broken)
+    assert doctor.run(argparse.Namespace(timeout=None)) == 1
+    assert capsys.readouterr().out.startswith("doctor: NOT READY - the doctor itself failed (RuntimeError: bug)")
+
+
+@pytest.mark.slow
+def test_an_unusable_device_override_is_a_named_problem_not_a_crash(monkeypatch):
+    monkeypatch.setenv("LABKIT_DEVICE", "no-such-device")
+    report = doctor.run_checks(packages={"torch": "torch"})
+    assert [c.name for c in report.problems] == ["device"]
+    assert "unset LABKIT_DEVICE" in report.to_text()
+    assert report.to_text().splitlines()[-1].startswith("doctor: NOT READY - 1 problem(s): device.")

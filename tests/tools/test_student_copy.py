@@ -1,0 +1,394 @@
+"""labkit.tools.student_copy: stubs from solution files, cleared outputs, and checkers that do not crash.
+
+The end-to-end tests run a student copy in a real kernel (nbclient): every
+checker must answer "not yet solved" against the stubs, and "solved" after the
+solution is run back in through IPython's own ``%load`` magic.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from labkit.core.errors import LabkitValueError
+from labkit.tools import student_copy
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+VERDICT = re.compile(r"Exercise (\d+\.\d+): (solved|not yet solved|not solved)")
+
+SOLUTION = '''\
+import math
+
+SCALE = 2  # a constant the exercise may use
+
+
+def double(x: float, *, times: int = SCALE) -> float:
+    """Exercise 1.1: return ``x`` multiplied by ``times``."""
+    # a comment inside the body goes with it
+    def helper(y):
+        return y * times
+    return helper(x)
+
+
+class Circle:
+    """Exercise 1.1: a circle that knows its area."""
+
+    kind = "round"
+
+    def __init__(self, radius: float) -> None:
+        self.radius = radius
+
+    @property
+    def area(self) -> float:
+        return math.pi * self.radius ** 2
+
+
+def only_a_docstring():
+    """Nothing to write here yet."""
+'''
+
+CHECKER = '''\
+from labkit.core.checks import run_check
+
+
+def _check():
+    assert double(3) == 6, "double(3) should be 6"
+    assert round(Circle(1.0).area, 4) == 3.1416, "the area of a unit circle is pi"
+    return "double and Circle work."
+
+
+run_check("1.1", _check)'''
+
+
+def load_namespace(source: str) -> dict:
+    namespace: dict = {}
+    exec(compile(source, "<stub>", "exec"), namespace)  # noqa: S102 - our own test source
+    return namespace
+
+
+# --- stubs ----------------------------------------------------------------------
+
+
+def test_stub_keeps_imports_signatures_docstrings_and_raises_with_the_exercise() -> None:
+    stub = student_copy.stub_source(SOLUTION, "solutions/01_1_double.py")
+    solved, stubbed = load_namespace(SOLUTION), load_namespace(stub)
+    assert "import math" in stub and "SCALE = 2  # a constant" in stub and 'kind = "round"' in stub
+    assert "helper" not in stub and "return helper" not in stub and "math.pi" not in stub
+    for name in ("double", "Circle", "only_a_docstring"):
+        assert inspect.signature(stubbed[name]) == inspect.signature(solved[name])
+        assert stubbed[name].__doc__ == solved[name].__doc__
+    with pytest.raises(NotImplementedError, match=r"Exercise 1\.1: write double\(\)\. See solutions/01_1_double\.py"):
+        stubbed["double"](3)
+    with pytest.raises(NotImplementedError, match=r"write Circle\.__init__"):
+        stubbed["Circle"](1.0)
+    with pytest.raises(NotImplementedError, match=r"write only_a_docstring\(\)"):
+        stubbed["only_a_docstring"]()
+
+
+def test_stub_of_a_body_after_the_colon_or_a_badly_named_file_is_refused() -> None:
+    with pytest.raises(LabkitValueError, match="own lines"):
+        student_copy.stub_source("def f(): return 1\n", "solutions/01_1_f.py")
+    with pytest.raises(LabkitValueError, match="is not named"):
+        student_copy.stub_source("def f():\n    return 1\n", "solutions/f.py")
+    with pytest.raises(LabkitValueError, match="no function"):
+        student_copy.stub_source("X = 1\n", "solutions/01_1_x.py")
+    with pytest.raises(LabkitValueError, match="not valid Python"):
+        student_copy.stub_source("def f(:\n", "solutions/01_1_x.py")
+
+
+# --- a small synthetic lab --------------------------------------------------------
+
+
+def write_lab(folder: Path, solution_first_line: str | None = None) -> Path:
+    """notebooks/01_demo.ipynb with one exercise, a kept output and an ordinary output."""
+    (folder / "solutions").mkdir(parents=True)
+    (folder / "solutions" / "01_1_double.py").write_text(SOLUTION)
+    first_line = solution_first_line or "# %load solutions/01_1_double.py"
+    cells = [
+        nbformat.v4.new_markdown_cell("# 01 · Demo\n\n**Learning goals**\n- double things\n"),
+        nbformat.v4.new_code_cell("print('kept')", metadata={"tags": ["keep_output"]}),
+        nbformat.v4.new_code_cell("print('cleared')"),
+        nbformat.v4.new_code_cell(f"{first_line}\n{SOLUTION}", metadata={"tags": ["solution"]}),
+        nbformat.v4.new_code_cell(CHECKER),
+    ]
+    for number, cell in enumerate(c for c in cells if c.cell_type == "code"):
+        cell.execution_count = number + 1
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"output {number}\n")]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    path = folder / "01_demo.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+def run_and_solve(path: Path) -> list[tuple[str, str, str]]:
+    """Run a student notebook top to bottom in a kernel, then solve each exercise through ``%load``.
+
+    Returns (exercise, checker verdict in the first run, verdict after the
+    solution was loaded and run). A failing cell in the first run fails the
+    test: only checkers may call the stubs, and they report instead of raising.
+    """
+    notebook = nbformat.read(path, as_version=4)
+    exercises = student_copy.exercises_in(path, notebook)
+    replies: dict[int, dict] = {}
+    client = NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+        on_cell_executed=lambda cell, cell_index, execute_reply: replies.__setitem__(cell_index, execute_reply),
+    )
+
+    def execute_extra(source: str) -> nbformat.NotebookNode:
+        """Run a cell we add (nbclient stores every executed cell in the notebook, so append it)."""
+        cell = nbformat.v4.new_code_cell(source)
+        notebook.cells.append(cell)
+        client.execute_cell(cell, len(notebook.cells) - 1)
+        return cell
+
+    results = []
+    with client.setup_kernel():
+        for index, cell in list(enumerate(notebook.cells)):
+            if cell.cell_type == "code":
+                try:
+                    client.execute_cell(cell, index)
+                except CellExecutionError as exc:
+                    pytest.fail(f"{path.name}, cell {index + 1} failed in the student copy:\n{str(exc)[-1500:]}")
+        for exercise in exercises:
+            checker = next_code_cell(notebook, exercise.cell_index)
+            before = verdict(checker, exercise.exercise_id)
+            execute_extra(f"%load {exercise.solution}")
+            payload = replies[len(notebook.cells) - 1]["content"]["payload"]
+            loaded = next(p["text"] for p in payload if p["source"] == "set_next_input")
+            assert loaded.startswith(f"# %load {exercise.solution}\n")
+            execute_extra(loaded)
+            rerun = execute_extra(checker.source)
+            results.append((exercise.exercise_id, before, verdict(rerun, exercise.exercise_id)))
+    return results
+
+
+def next_code_cell(notebook: nbformat.NotebookNode, index: int) -> nbformat.NotebookNode:
+    following = [c for c in notebook.cells[index + 1 :] if c.cell_type == "code"]
+    assert following, f"no checker cell after the solution cell {index + 1}"
+    return following[0]
+
+
+def verdict(cell: nbformat.NotebookNode, exercise: str) -> str:
+    text = "".join(
+        "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", "")) for out in cell.outputs
+    )
+    found = [status for ex, status in VERDICT.findall(text) if ex == exercise]
+    assert found, f"the checker cell printed no verdict for exercise {exercise}: {text[:300]!r}"
+    return found[-1]
+
+
+def test_synthetic_lab_copy_clears_outputs_and_stubs_solutions(tmp_path: Path) -> None:
+    write_lab(tmp_path / "notebooks")
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "student")
+    copy = nbformat.read(tmp_path / "student" / "01_demo.ipynb", as_version=4)
+    kept, cleared, stub, checker = copy.cells[1:]
+    assert kept.outputs and kept.execution_count == 1
+    assert cleared.outputs == [] and cleared.execution_count is None
+    assert stub.outputs == [] and "raise NotImplementedError" in stub.source and "helper" not in stub.source
+    assert stub.metadata["tags"] == ["solution"] and checker.source == CHECKER
+    assert "widgets" not in copy.metadata
+    assert not (tmp_path / "student" / "solutions").exists()
+    readme = (tmp_path / "student" / "README.md").read_text()
+    assert "`01_demo.ipynb`: 01 · Demo" in readme and "does not include `solutions/`" in readme
+
+
+@pytest.mark.slow
+def test_synthetic_lab_checker_says_not_yet_then_solved_after_load(tmp_path: Path) -> None:
+    write_lab(tmp_path / "notebooks")
+    [path] = student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "student", with_solutions=True)
+    assert run_and_solve(path) == [("1.1", "not yet solved", "solved")]
+
+
+def test_bad_solution_cell_or_foreign_folder_leaves_nothing_written(tmp_path: Path) -> None:
+    write_lab(tmp_path / "notebooks", solution_first_line="# my solution")
+    with pytest.raises(LabkitValueError, match="# %load solutions/<file>.py"):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "student")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notebooks"]
+
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(LabkitValueError, match="not a student copy"):
+        student_copy.make_student_copy(NOTEBOOKS, foreign)
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+
+
+def test_existing_copy_is_replaced_only_with_force(tmp_path: Path) -> None:
+    write_lab(tmp_path / "notebooks")
+    out = tmp_path / "student"
+    student_copy.make_student_copy(tmp_path / "notebooks", out)
+    with pytest.raises(LabkitValueError, match="--force"):
+        student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True)
+    assert not (out / "solutions").exists()
+    student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True, force=True)
+    assert (out / "solutions" / "01_1_double.py").read_text() == SOLUTION
+
+
+def test_force_keeps_files_an_instructor_added_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_lab(tmp_path / "notebooks")
+    out = tmp_path / "student"
+    student_copy.make_student_copy(tmp_path / "notebooks", out)
+    (out / "instructor_notes.md").write_text("answers to the open questions")
+    (out / "extra").mkdir()
+    (out / "extra" / "slides.pdf").write_bytes(b"%PDF")
+    capsys.readouterr()
+    student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True, force=True)
+    assert (out / "instructor_notes.md").read_text() == "answers to the open questions"
+    assert (out / "extra" / "slides.pdf").read_bytes() == b"%PDF"
+    assert (out / "solutions" / "01_1_double.py").read_text() == SOLUTION
+    assert "kept 2 files you added: extra/slides.pdf, instructor_notes.md" in capsys.readouterr().out
+
+
+def test_force_never_overwrites_a_learners_edited_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_lab(tmp_path / "notebooks")
+    out = tmp_path / "student"
+    student_copy.make_student_copy(tmp_path / "notebooks", out)
+    notebook = nbformat.read(out / "01_demo.ipynb", as_version=4)
+    notebook.cells[3].source = "def double(x, *, times=2):\n    return x * times\n"  # the learner's answer
+    nbformat.write(notebook, out / "01_demo.ipynb")
+    edited = (out / "01_demo.ipynb").read_bytes()
+    capsys.readouterr()
+    student_copy.make_student_copy(tmp_path / "notebooks", out, force=True)
+    assert (out / "01_demo.ipynb").read_bytes() == edited
+    assert "raise NotImplementedError" in (out / "01_demo.labkit-new.ipynb").read_text()
+    assert "01_demo.ipynb (new version: 01_demo.labkit-new.ipynb)" in capsys.readouterr().out
+
+
+def test_copy_from_before_manifests_is_updated_with_force_keeping_added_files(tmp_path: Path) -> None:
+    write_lab(tmp_path / "notebooks")
+    out = tmp_path / "student"
+    student_copy.make_student_copy(tmp_path / "notebooks", out)
+    (out / ".labkit-manifest.json").unlink()  # what the old code left: the marker only
+    (out / "instructor_notes.md").write_text("mine")
+    with pytest.raises(LabkitValueError, match="--force"):
+        student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True)
+    student_copy.make_student_copy(tmp_path / "notebooks", out, with_solutions=True, force=True)
+    assert (out / "instructor_notes.md").read_text() == "mine"
+    assert (out / "solutions" / "01_1_double.py").is_file() and (out / ".labkit-manifest.json").is_file()
+    assert not (out / "01_demo.labkit-new.ipynb").exists()  # its notebook was not edited, so it was replaced
+
+
+def test_cli_outdir_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.__main__ import main
+
+    write_lab(tmp_path / "notebooks")
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    assert main(["student-copy", str(afile), "--notebooks", str(tmp_path / "notebooks")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("student-copy: ") and "is a file, not a folder" in err and err.count("\n") == 1
+    assert afile.read_text() == "mine"
+    assert main(["student-copy", str(afile / "out"), "--notebooks", str(tmp_path / "notebooks")]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permission bits; tests/test_output_folder.py simulates it")
+def test_cli_read_only_parent_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.__main__ import main
+
+    write_lab(tmp_path / "notebooks")
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        assert main(["student-copy", str(parent / "out"), "--notebooks", str(tmp_path / "notebooks")]) == 2
+    finally:
+        parent.chmod(0o755)
+    err = capsys.readouterr().err
+    assert "no permission to write" in err and err.count("\n") == 1
+
+
+def test_cli_ctrl_c_is_one_line_exit_130_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from labkit.__main__ import main
+
+    write_lab(tmp_path / "notebooks")
+
+    def interrupted(*args, **kwargs) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(student_copy, "write_readme", interrupted)
+    assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "notebooks")]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("student-copy: interrupted") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_pytest_never_collects_a_student_copy(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_lab(project / "notebooks")
+    student_copy.make_student_copy(project / "notebooks", project / "notebooks" / "handout")
+    assert student_copy.is_student_copy(project / "notebooks" / "handout")
+    assert not student_copy.is_student_copy(project / "notebooks")
+    shutil.copy(ROOT / "conftest.py", project / "conftest.py")
+    (project / "pytest.ini").write_text("[pytest]\ntestpaths = notebooks\naddopts = --nbval -p no:cacheprovider\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=project, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "notebooks/01_demo.ipynb::" in result.stdout  # the real lab is collected ...
+    assert "handout" not in result.stdout  # ... its student copy never
+
+
+def test_cli_reports_errors_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.__main__ import main
+
+    assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "none")]) == 2
+    captured = capsys.readouterr()
+    assert "student-copy:" in captured.err and "not a folder" in captured.err and captured.out == ""
+    write_lab(tmp_path / "notebooks")
+    assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "notebooks"), "--with-solutions"]) == 0
+    assert "1 notebooks, README.md and solutions/" in capsys.readouterr().out
+
+
+# --- the real labs ----------------------------------------------------------------
+
+
+def labs_with_exercises() -> list[Path]:
+    return [
+        path for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+        if student_copy.exercises_in(path, nbformat.read(path, as_version=4))
+    ]
+
+
+def test_every_real_solution_cell_has_a_stub_that_compiles(tmp_path: Path) -> None:
+    written = student_copy.make_student_copy(NOTEBOOKS, tmp_path / "student", with_solutions=True)
+    assert [p.name for p in written] == [p.name for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
+    for path in written:
+        notebook = nbformat.read(path, as_version=4)
+        for exercise in student_copy.exercises_in(path, notebook):
+            source = notebook.cells[exercise.cell_index].source
+            compile(source, f"{path.name} cell {exercise.cell_index + 1}", "exec")
+            assert f"Exercise {exercise.exercise_id}:" in source and "NotImplementedError" in source
+        assert all(c.outputs == [] for c in notebook.cells if c.cell_type == "code" and "keep_output" not in c.metadata.get("tags", []))
+
+
+@pytest.fixture(scope="module")
+def real_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("student") / "copy"
+    student_copy.make_student_copy(NOTEBOOKS, out, with_solutions=True)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lab", labs_with_exercises(), ids=lambda p: p.stem)
+def test_real_lab_checkers_say_not_yet_then_solved_after_load(real_copy: Path, lab: Path) -> None:
+    path = real_copy / lab.name
+    expected = [e.exercise_id for e in student_copy.exercises_in(path, nbformat.read(path, as_version=4))]
+    results = run_and_solve(path)
+    assert [r[0] for r in results] == expected
+    assert [r for r in results if r[1:] != ("not yet solved", "solved")] == []

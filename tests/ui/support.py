@@ -1,0 +1,194 @@
+"""Fixtures for the browser tests: one JupyterLab server and one Chromium per session.
+
+Why session-wide: starting JupyterLab and Chromium costs seconds of CPU each,
+and the notebooks themselves take up to ~45 s on two cores. The server runs on
+a temporary copy of ``notebooks/`` (the repository's notebooks are never
+modified), with its own settings, workspaces and config folders so that no
+news popup, update check or restored layout gets in the way.
+
+Where Chromium or Playwright is missing these tests skip with the install
+command; with ``LABKIT_REQUIRE_UI=1`` (set by ``.ci/run``) they fail instead.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+SCREENSHOTS = ROOT / "build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SERVER_START_SECONDS = 120
+# JupyterLab front-end plugins that would pop up or phone home during a test.
+DISABLED_LAB_PLUGINS = [
+    "@jupyterlab/apputils-extension:announcements",
+    "@jupyterlab/extensionmanager-extension",
+]
+LAB_SETTINGS = {
+    # Keep every cell in the DOM, so the tests see all outputs without scrolling; start the
+    # notebook's own kernel without asking (JupyterLab may show "Select Kernel" otherwise).
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none", "autoStartDefaultKernel": True},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def require_ui() -> bool:
+    """True in CI (``LABKIT_REQUIRE_UI=1``): a missing browser or notebook is a failure."""
+    return os.environ.get("LABKIT_REQUIRE_UI") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    if require_ui():
+        pytest.fail(f"{reason} (LABKIT_REQUIRE_UI=1: the browser tests must run here)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """A headless Debian Chromium driven by Playwright, with a fresh profile."""
+    if not CHROMIUM.is_file():
+        skip_or_fail(f"{CHROMIUM} not found; install it with `apt-get update && apt-get install -y chromium`")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("Python playwright is missing; install it with `python -m pip install -e '.[dev]'`")
+    profile = Path(os.environ.get("TMPDIR", "/tmp")) / f"labkit-chromium-{secrets.token_hex(4)}"
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_FLAGS,
+            headless=True,
+            viewport={"width": 1280, "height": 1000},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class LabServer:
+    """A running ``jupyter lab`` and where its notebooks live."""
+
+    base_url: str
+    token: str
+    root_dir: Path
+
+    def url(self, path: str) -> str:
+        separator = "&" if "?" in path else "?"
+        return f"{self.base_url}/{path.lstrip('/')}{separator}token={self.token}"
+
+    def api(self, path: str, method: str = "GET") -> object:
+        request = urllib.request.Request(self.url(f"api/{path}"), method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel, so the next notebook gets the CPU to itself."""
+        for session in self.api("sessions"):
+            self.api(f"sessions/{session['id']}", method="DELETE")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _write_lab_config(home: Path) -> dict[str, str]:
+    config, settings = home / "config", home / "settings"
+    (config / "labconfig").mkdir(parents=True)
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {name: True for name in DISABLED_LAB_PLUGINS}})
+    )
+    for name, values in LAB_SETTINGS.items():
+        path = settings / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    return {
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+    }
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """``jupyter lab`` on a free loopback port, serving a copy of notebooks/; always shut down."""
+    home = tmp_path_factory.mktemp("jupyterlab")
+    root_dir = home / "notebooks"
+    shutil.copytree(NOTEBOOKS, root_dir, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    port, token = _free_port(), secrets.token_hex(16)
+    log_path = home / "server.log"
+    command = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root_dir}", "--allow-root",
+        f"--IdentityProvider.token={token}", "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    env = {**os.environ, **_write_lab_config(home)}
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    server = LabServer(f"http://127.0.0.1:{port}", token, root_dir)
+    try:
+        _wait_for_status(server, process, log_path)
+        yield server
+    finally:
+        _stop(server, process)
+
+
+def _wait_for_status(server: LabServer, process: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    while True:
+        try:
+            server.api("status")
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer /api/status:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+
+
+def _stop(server: LabServer, process: subprocess.Popen) -> None:
+    """Ask the server to shut down (it stops its kernels); kill it if it does not."""
+    try:
+        server.api("shutdown", method="POST")
+    except OSError:
+        pass
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
