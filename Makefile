@@ -8,11 +8,12 @@ LAB_PORT ?= 8888
 LAB_IP ?= 127.0.0.1
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 
-.PHONY: lab test nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on notebooks/ (prints the URL)"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
+	@echo "make lint       ruff (line length included) and mypy, as make test runs them"
 	@echo "make nbval-stress  strict nbval on every notebook 3x with all cores busy, then with OMP_NUM_THREADS=1"
 	@echo "make notebooks  re-execute every notebook in place, storing outputs and widget state"
 	@echo "make doctor     preflight check for a lab or a workshop"
@@ -35,11 +36,15 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)
 
+lint: $(STAMP)
+	$(VENV)/bin/ruff check labkit tests conftest.py
+	$(PY) -m mypy
+
 nbval-stress: $(STAMP)
-	$(PY) -m labkit.nbval_stress
+	$(PY) -m labkit nbval-stress
 
 notebooks: $(STAMP)
-	$(PY) -m labkit.nbrun $(NOTEBOOKS)
+	$(PY) -m labkit notebooks $(NOTEBOOKS)
 
 doctor: $(STAMP)
 	$(PY) -m labkit doctor
