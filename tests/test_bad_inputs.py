@@ -39,7 +39,7 @@ from labkit.capstone import variants as capstone
 from labkit.core import timing
 from labkit.core.errors import LabkitError
 from labkit.forward_ad import jacobian_cost
-from labkit.forward_ad.derivatives import check_jvp, hvp, jvp, module_jvp
+from labkit.forward_ad.derivatives import verify_jvp, hvp, jvp, module_jvp
 from labkit.fx import crosscheck as fx_crosscheck
 from labkit.fx import fusion as fx_fusion
 from labkit.fx.profile import ProfilingInterpreter, TrainModeWarning, profile_model
@@ -313,16 +313,16 @@ FORWARD_AD = [
     # expected-torch: the forward pass itself fails; torch names both shapes. The case also
     # checks (see test_module_jvp_restores_parameters_after_error) that the swap is undone.
     torch_error("module_jvp wrong input width", lambda: module_jvp(linear(), _randn(2, 5), {"0.bias": torch.zeros(3)}), ["2x5"], RuntimeError),
-    Case("check_jvp eps=0", lambda: check_jvp(square, V3, V3, eps=0), ["eps", "0"]),
-    Case("check_jvp eps=-1e-6", lambda: check_jvp(square, V3, V3, eps=-1e-6), ["eps"]),
-    Case("check_jvp eps=nan", lambda: check_jvp(square, V3, V3, eps=NAN), ["eps", "nan"]),
-    Case("check_jvp eps='1e-6'", lambda: check_jvp(square, V3, V3, eps="1e-6"), ["eps", "str"]),
-    Case("check_jvp exact_tolerance=-1", lambda: check_jvp(square, V3, V3, exact_tolerance=-1), ["exact_tolerance"]),
-    Case("check_jvp fd_tolerance=inf", lambda: check_jvp(square, V3, V3, fd_tolerance=INF), ["fd_tolerance", "inf"]),
-    Case("check_jvp float32 closure", lambda: check_jvp(lambda x: W33 @ x, V3, V3), ["float64", "closure"]),
-    Case("check_jvp fn casts to float32", lambda: check_jvp(lambda x: (x * 2).float(), V3, V3), ["float32"]),
-    Case("check_jvp train-mode Dropout", lambda: check_jvp(dropout_train(), X, X), ["train", "eval()"]),
-    Case("check_jvp primals=1.0", lambda: check_jvp(square, 1.0, 1.0), ["primals", "float"]),
+    Case("verify_jvp eps=0", lambda: verify_jvp(square, V3, V3, eps=0), ["eps", "0"]),
+    Case("verify_jvp eps=-1e-6", lambda: verify_jvp(square, V3, V3, eps=-1e-6), ["eps"]),
+    Case("verify_jvp eps=nan", lambda: verify_jvp(square, V3, V3, eps=NAN), ["eps", "nan"]),
+    Case("verify_jvp eps='1e-6'", lambda: verify_jvp(square, V3, V3, eps="1e-6"), ["eps", "str"]),
+    Case("verify_jvp exact_tolerance=-1", lambda: verify_jvp(square, V3, V3, exact_tolerance=-1), ["exact_tolerance"]),
+    Case("verify_jvp fd_tolerance=inf", lambda: verify_jvp(square, V3, V3, fd_tolerance=INF), ["fd_tolerance", "inf"]),
+    Case("verify_jvp float32 closure", lambda: verify_jvp(lambda x: W33 @ x, V3, V3), ["float64", "closure"]),
+    Case("verify_jvp fn casts to float32", lambda: verify_jvp(lambda x: (x * 2).float(), V3, V3), ["float32"]),
+    Case("verify_jvp train-mode Dropout", lambda: verify_jvp(dropout_train(), X, X), ["train", "eval()"]),
+    Case("verify_jvp primals=1.0", lambda: verify_jvp(square, 1.0, 1.0), ["primals", "float"]),
     Case("hvp f returns a vector", lambda: hvp(square, V3, V3), ["scalar"]),
     Case("hvp x=1.0", lambda: hvp(total_square, 1.0, 1.0), ["x", "float"]),
     Case("hvp v shape", lambda: hvp(total_square, V3, _randn(4)), ["shape", "(4,)"]),

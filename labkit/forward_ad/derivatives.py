@@ -1,4 +1,4 @@
-"""Jacobian-vector products with PyTorch's dual-tensor API, and ways to check them.
+"""Jacobian-vector products with PyTorch's dual-tensor API, and ways to verify them.
 
 Why hand-written: ``torch.func.jvp`` already computes JVPs. This module shows
 what it does underneath, with the public ``torch.autograd.forward_ad`` API
@@ -10,7 +10,7 @@ of a silent wrong answer or a deep torch traceback. Everything else is torch:
 
 - :func:`jvp` - ``(output, tangent_out)`` from the dual API; agrees with ``torch.func.jvp``.
 - :func:`module_jvp` - the JVP of a module with respect to its parameters, two ways.
-- :func:`check_jvp` - dual API vs ``torch.func.jvp`` vs reverse mode vs finite differences.
+- :func:`verify_jvp` - dual API vs ``torch.func.jvp`` vs reverse mode vs finite differences.
 - :func:`hvp` - Hessian-vector product, forward-over-reverse.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ class NestedForwardADError(LabkitError, RuntimeError):
 
 
 # ---------------------------------------------------------------------------
-# Input checks shared by every entry point
+# Input validation shared by every entry point
 # ---------------------------------------------------------------------------
 def _as_tuple(value: Tensors, what: str, argument: str | None = None) -> tuple[torch.Tensor, ...]:
     """``value`` as a tuple of tensors; ``argument`` names the parameter in the error."""
@@ -68,7 +68,7 @@ def _as_tuple(value: Tensors, what: str, argument: str | None = None) -> tuple[t
     return items
 
 
-def _check_pairs(primals: tuple[torch.Tensor, ...], tangents: tuple[torch.Tensor, ...]) -> None:
+def _validate_pairs(primals: tuple[torch.Tensor, ...], tangents: tuple[torch.Tensor, ...]) -> None:
     if len(primals) != len(tangents):
         raise LabkitValueError(
             f"Got {len(primals)} primal(s) but {len(tangents)} tangent(s); give exactly one tangent per primal."
@@ -150,7 +150,7 @@ def _advice(reverse_problem: str | None) -> str:
         )
     return (
         f"{reverse_problem[:1].upper()}{reverse_problem[1:]}: estimate the JVP with finite differences "
-        "(check_jvp shows them), or write the derivative yourself in a torch.autograd.Function with a jvp staticmethod."
+        "(verify_jvp shows them), or write the derivative yourself in a torch.autograd.Function with a jvp staticmethod."
     )
 
 
@@ -278,7 +278,7 @@ def _moves_along(
         return any(not torch.equal(a, b) for a, b in zip(step(1.0), step(-1.0)))
 
 
-def _check_dropped_tangents(
+def _raise_on_dropped_tangents(
     fn: Callable[..., Any],
     primals: Sequence[torch.Tensor],
     tangents: Sequence[torch.Tensor],
@@ -369,7 +369,7 @@ def jvp(fn: Callable[..., Any], primals: Tensors, tangents: Tensors) -> tuple[An
     """
     primal_tuple = _as_tuple(primals, "Primal", "primals")
     tangent_tuple = _as_tuple(tangents, "Tangent", "tangents")
-    _check_pairs(primal_tuple, tangent_tuple)
+    _validate_pairs(primal_tuple, tangent_tuple)
     try:
         with forward_level():
             duals = [fwAD.make_dual(p, t) for p, t in zip(primal_tuple, tangent_tuple)]
@@ -383,7 +383,7 @@ def jvp(fn: Callable[..., Any], primals: Tensors, tangents: Tensors) -> tuple[An
             exc.__cause__, operator=operator, reverse_problem=_reverse_problem(fn, primal_tuple)
         ) from exc.__cause__
     if missing:
-        _check_dropped_tangents(fn, primal_tuple, tangent_tuple, missing)
+        _raise_on_dropped_tangents(fn, primal_tuple, tangent_tuple, missing)
     if single:
         return primals_out[0], tangents_out[0]
     return tuple(primals_out), tuple(tangents_out)
@@ -434,7 +434,7 @@ def module_jvp(
     names = _canonical_names(model, tangents)
     if not names:
         raise LabkitValueError("tangents is empty; map at least one parameter name to a tangent, e.g. {'0.weight': v}.")
-    _check_pairs(
+    _validate_pairs(
         tuple(parameters[n].detach() for n in names.values()),
         _as_tuple([tangents[n] for n in names], "Tangent", "tangents"),
     )
@@ -536,7 +536,7 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
     primal_tuple, tangent_tuple = _as_tuple(x, "x", "x"), _as_tuple(v, "v", "v")
     if len(primal_tuple) != 1:
         raise LabkitValueError("hvp takes one tensor x and one tensor v of the same shape.")
-    _check_pairs(primal_tuple, tangent_tuple)
+    _validate_pairs(primal_tuple, tangent_tuple)
     try:
         return torch.func.jvp(torch.func.grad(f), primal_tuple, tangent_tuple)[1]
     except NotImplementedError as exc:
@@ -553,7 +553,7 @@ def hvp(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, v: torch.Ten
 
 
 # ---------------------------------------------------------------------------
-# check_jvp: four ways to the same numbers
+# verify_jvp: four ways to the same numbers
 # ---------------------------------------------------------------------------
 DUAL_API = "dual API"
 FUNC_JVP = "torch.func.jvp"
@@ -563,7 +563,7 @@ _FORWARD_MODE = (DUAL_API, FUNC_JVP)  # share the same jvp formulas: one piece o
 
 
 @dataclass(frozen=True, repr=False)
-class JvpCheckReport(ShowsAsTable):
+class JvpVerification(ShowsAsTable):
     """Each method's JVP against the dual API's (float64), compared element by element.
 
     An element of method ``m`` agrees when ``|m - dual| <= tol * (1 + |dual|)``
@@ -612,7 +612,7 @@ class JvpCheckReport(ShowsAsTable):
         return Table(
             ["method", "max |error| vs dual API", "agrees"],
             rows,
-            title=f"JVP check in float64 (|jvp| up to {self.scale:.3g})",
+            title=f"JVP verification in float64 (|jvp| up to {self.scale:.3g})",
             floatfmt=".1e",
         )
 
@@ -683,7 +683,7 @@ _WHY_ODD = {
 
 
 def _positive_finite(name: str, value: float, *, zero_ok: bool = False) -> None:
-    """Reject a step size or tolerance that would make the check meaningless (nan, 0, negative)."""
+    """Reject a step size or tolerance that would make the verification meaningless (nan, 0, negative)."""
     wanted = "a finite number >= 0" if zero_ok else "a positive finite number"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise LabkitTypeError(f"{name} must be {wanted}, got {value!r} ({type(value).__name__}).")
@@ -691,7 +691,7 @@ def _positive_finite(name: str, value: float, *, zero_ok: bool = False) -> None:
         raise LabkitValueError(f"{name} must be {wanted}, got {value!r}; the default is a good start.")
 
 
-def check_jvp(
+def verify_jvp(
     fn: Callable[..., Any],
     primals: Tensors,
     tangents: Tensors,
@@ -699,7 +699,7 @@ def check_jvp(
     eps: float = 1e-6,
     exact_tolerance: float = 1e-10,
     fd_tolerance: float = 1e-6,
-) -> JvpCheckReport:
+) -> JvpVerification:
     """Compare the dual-API JVP with ``torch.func.jvp``, reverse mode and finite differences.
 
     Everything runs in float64 (complex128) on copies (a module ``fn`` is
@@ -722,11 +722,11 @@ def check_jvp(
     ``fn`` is first called twice on the same input: if the outputs differ (a
     module in training mode with Dropout, or any randomness), the methods could
     only disagree, so that is reported as an error instead of a table of "NO".
-    The global RNG is forked, so the check consumes no random numbers.
+    The global RNG is forked, so the verification consumes no random numbers.
     """
     primal_tuple = _as_tuple(primals, "Primal", "primals")
     tangent_tuple = _as_tuple(tangents, "Tangent", "tangents")
-    _check_pairs(primal_tuple, tangent_tuple)
+    _validate_pairs(primal_tuple, tangent_tuple)
     _positive_finite("eps", eps)
     _positive_finite("exact_tolerance", exact_tolerance, zero_ok=True)
     _positive_finite("fd_tolerance", fd_tolerance, zero_ok=True)
@@ -740,13 +740,13 @@ def check_jvp(
         return _split_output(fn(*args))[0]
 
     with _fork_rng(xs):
-        first = _check_deterministic_float64(all_outputs, xs, in_training)
+        first = _deterministic_float64_outputs(all_outputs, xs, in_training)
         keep = [i for i, out in enumerate(first) if _differentiable(out)]
         if not keep:
             dtypes = ", ".join(str(out.dtype) for out in first)
             raise LabkitTypeError(
                 f"fn returns only bool or integer tensors ({dtypes}), which are not differentiable: there is no "
-                "JVP to check. Check a function with a floating-point output."
+                "JVP to verify. Verify a function with a floating-point output."
             )
 
         def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -775,11 +775,11 @@ def check_jvp(
 
 
 class _Unavailable(Exception):
-    """A check_jvp method that cannot give a meaningful answer here; the message says why."""
+    """A verify_jvp method that cannot give a meaningful answer here; the message says why."""
 
 
 def _wide(tensor: torch.Tensor) -> torch.Tensor:
-    """A detached float64 copy (complex128 for complex), so check_jvp compares methods, not rounding."""
+    """A detached float64 copy (complex128 for complex), so verify_jvp compares methods, not rounding."""
     return tensor.detach().to(torch.complex128 if tensor.is_complex() else torch.float64)
 
 
@@ -807,7 +807,7 @@ def _compare(
     fd_tolerance: float,
     in_training: bool,
     notes: list[str],
-) -> JvpCheckReport:
+) -> JvpVerification:
     """Run the four methods (each that can), compare them element by element, and build the report."""
     notes = list(notes)
     uncounted: dict[str, str] = {}
@@ -904,7 +904,7 @@ def _compare(
         odd = _odd_one_out(counted, lambda a, b: agree(a, b)[0])
         notes.append(_WHY_ODD.get(odd, f"odd one out: {', '.join(odd)}") if odd else "the methods disagree, and it cannot be told which is wrong")
     finite_values = flat[DUAL_API][flat[DUAL_API].isfinite()]
-    return JvpCheckReport(
+    return JvpVerification(
         errors=errors,
         scale=max(float(finite_values.abs().max()) if finite_values.numel() else 0.0, 1.0),
         exact_tolerance=exact_tolerance,
@@ -932,31 +932,31 @@ def _in_place_explained(in_training: bool) -> Iterator[None]:
         ) from None
 
 
-def _check_deterministic_float64(
+def _deterministic_float64_outputs(
     outputs_of: Callable[..., tuple[torch.Tensor, ...]], xs: tuple[torch.Tensor, ...], in_training: bool
 ) -> tuple[torch.Tensor, ...]:
-    """Fn's outputs; says so when ``fn`` cannot be checked in float64, or gives a different output each call."""
+    """Fn's outputs; says so when ``fn`` cannot be verified in float64, or gives a different output each call."""
     try:
         first = outputs_of(*xs)
     except RuntimeError as exc:
         if not re.search(r"dtype|scalar type", str(exc)):
             raise
         raise LabkitTypeError(
-            "check_jvp runs fn in float64, but fn mixes in a tensor of another dtype (e.g. float32) that it "
+            "verify_jvp runs fn in float64, but fn mixes in a tensor of another dtype (e.g. float32) that it "
             "does not receive as a primal: a tensor captured by a closure, or a module attribute. Make it "
             "float64 (w.double()), pass it as a primal, or make it a parameter or buffer of an nn.Module, "
-            f"which check_jvp converts. torch said: {exc}"
+            f"which verify_jvp converts. torch said: {exc}"
         ) from None
     sparse = sorted({str(out.layout) for out in first if out.layout != torch.strided})
     if sparse:
         raise LabkitTypeError(
-            f"fn returns a {', '.join(sparse)} tensor; check_jvp compares dense outputs element by element. "
-            "Return out.to_dense() from fn to check its JVP."
+            f"fn returns a {', '.join(sparse)} tensor; verify_jvp compares dense outputs element by element. "
+            "Return out.to_dense() from fn to verify its JVP."
         )
     lower = sorted({str(out.dtype) for out in first if out.is_floating_point() and out.dtype != torch.float64})
     if lower:
         raise LabkitTypeError(
-            f"fn returned {', '.join(lower)} for float64 primals, so check_jvp cannot compare in float64; "
+            f"fn returned {', '.join(lower)} for float64 primals, so verify_jvp cannot compare in float64; "
             "remove the conversion inside fn (e.g. .float()), or compute in the input's dtype."
         )
     second = outputs_of(*xs)
@@ -965,7 +965,7 @@ def _check_deterministic_float64(
     cause = (
         "The model is in training mode, where e.g. Dropout draws a new mask on every call: call model.eval() first."
         if in_training
-        else "Remove the randomness (e.g. torch.manual_seed(0) inside fn), or check a deterministic function."
+        else "Remove the randomness (e.g. torch.manual_seed(0) inside fn), or verify a deterministic function."
     )
     raise LabkitValueError(
         f"fn gives different outputs for the same input, so its JVP changes from call to call and the methods "

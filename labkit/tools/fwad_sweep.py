@@ -1,6 +1,6 @@
-"""``python -m labkit fwad-sweep``: labkit's ``jvp`` and ``check_jvp`` on every operator PyTorch describes.
+"""``python -m labkit fwad-sweep``: labkit's ``jvp`` and ``verify_jvp`` on every operator PyTorch describes.
 
-Why: a learner calls :func:`labkit.forward_ad.jvp` and :func:`~labkit.forward_ad.derivatives.check_jvp`
+Why: a learner calls :func:`labkit.forward_ad.jvp` and :func:`~labkit.forward_ad.derivatives.verify_jvp`
 on whatever operator they are curious about, so a handful of unit tests cannot show that
 the helpers are honest everywhere. PyTorch's own test suite describes each operator with
 sample inputs (``op_db``); this sweep differentiates the float64 CPU samples of each one with
@@ -12,7 +12,7 @@ random direction, and sorts every outcome into a class:
   error is the right one); labkit warning (a wrong result labkit warned about); raw error (any
   other exception); silent wrong (differs from ``torch.func.jvp``, or a zero tangent where finite
   differences at two step sizes agree on a slope); unverified (no reference could run).
-- ``check_jvp``: agree (its verdict matches the sweep's own comparison of the dual API,
+- ``verify_jvp``: agree (its verdict matches the sweep's own comparison of the dual API,
   ``torch.func.jvp`` and finite differences at the positions where all are finite); labkit clear
   error; raw error; false alarm (not ok although those methods agree); miss (ok although they
   clearly disagree).
@@ -62,7 +62,7 @@ FALSE_ALARM = "false alarm"
 MISS = "miss"
 UNVERIFIED = "unverified (no reference ran)"
 SKIPPED_INPUT = "skipped: sparse or complex input"
-SKIPPED_JACOBIAN = "skipped: Jacobian too large for check_jvp"
+SKIPPED_JACOBIAN = "skipped: Jacobian too large for verify_jvp"
 TOO_SLOW = "too slow (op stopped)"
 NO_SAMPLES = "no float64 samples (op)"
 CLASSES = (
@@ -76,7 +76,7 @@ EXACT_RTOL, EXACT_ATOL = 1e-6, 1e-8  # dual API vs torch.func.jvp: the same form
 FD_RTOL, FD_ATOL = 1e-5, 1e-7  # a method against FD at step 1e-6 (rounding ~1e-10 |f|, truncation ~1e-12 |3rd derivative|)
 FD_LOOSE_RTOL, FD_LOOSE_ATOL = 1e-3, 1e-5  # the two steps against each other, and "clearly nonzero"
 FD_STEPS = (1e-6, 1e-4)  # two step sizes: a position where they disagree (a jump, low precision) is unreliable
-MAX_JACOBIAN_ELEMENTS = 20_000_000  # check_jvp builds the whole Jacobian with jacrev (8 bytes each)
+MAX_JACOBIAN_ELEMENTS = 20_000_000  # verify_jvp builds the whole Jacobian with jacrev (8 bytes each)
 
 
 # ---------------------------------------------------------------------------
@@ -84,13 +84,13 @@ MAX_JACOBIAN_ELEMENTS = 20_000_000  # check_jvp builds the whole Jacobian with j
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SampleResult:
-    """What jvp and check_jvp did on one sample of one operator."""
+    """What jvp and verify_jvp did on one sample of one operator."""
 
     op: str
     sample: int  # -1 for an operator-level entry (no samples, too slow)
     supports_forward_ad: bool  # what the OpInfo declares
     jvp: str
-    check_jvp: str
+    verify_jvp: str
     detail: str = ""
     warnings: tuple[str, ...] = ()
 
@@ -103,7 +103,7 @@ class SweepReport(ShowsAsTable):
     samples_per_op: int = 2
 
     def counts(self, method: str) -> dict[str, Counter[bool]]:
-        """``{class: Counter({supports_forward_ad: n})}`` for ``method`` ("jvp" or "check_jvp")."""
+        """``{class: Counter({supports_forward_ad: n})}`` for ``method`` ("jvp" or "verify_jvp")."""
         counts: dict[str, Counter[bool]] = {name: Counter() for name in CLASSES}
         for result in self.results:
             counts[getattr(result, method)][result.supports_forward_ad] += 1
@@ -117,16 +117,16 @@ class SweepReport(ShowsAsTable):
         return {name: sorted(ops[name]) for name in CLASSES if name in ops and name not in GOOD_CLASSES}
 
     def table(self) -> Table:
-        jvp, check = self.counts("jvp"), self.counts("check_jvp")
+        jvp, verification = self.counts("jvp"), self.counts("verify_jvp")
         rows = [
-            [name, jvp[name][True], jvp[name][False], check[name][True], check[name][False]]
+            [name, jvp[name][True], jvp[name][False], verification[name][True], verification[name][False]]
             for name in CLASSES
-            if sum(jvp[name].values()) or sum(check[name].values())
+            if sum(jvp[name].values()) or sum(verification[name].values())
         ]
         rows.append(["total", *(sum(column) for column in list(zip(*rows))[1:])])
         ops = len({r.op for r in self.results})
         return Table(
-            ["class", "jvp (fwd AD ops)", "jvp (other ops)", "check_jvp (fwd AD ops)", "check_jvp (other ops)"],
+            ["class", "jvp (fwd AD ops)", "jvp (other ops)", "verify_jvp (fwd AD ops)", "verify_jvp (other ops)"],
             rows,
             title=f"fwad-sweep: {ops} OpInfo ops, up to {self.samples_per_op} float64 samples each (torch {torch.__version__})",
         )
@@ -134,7 +134,7 @@ class SweepReport(ShowsAsTable):
     def details(self) -> str:
         """One line per class that is not good: the operators in it."""
         lines = []
-        for method in ("jvp", "check_jvp"):
+        for method in ("jvp", "verify_jvp"):
             for name, ops in self.ops_by_class(method).items():
                 lines.append(f"{method} {name} ({len(ops)} ops): {', '.join(ops)}")
         return "\n".join(lines)
@@ -145,9 +145,9 @@ class SweepReport(ShowsAsTable):
             "samples_per_op": self.samples_per_op,
             "counts": {
                 method: {name: {"fwd_ad_ops": c[True], "other_ops": c[False]} for name, c in self.counts(method).items() if c}
-                for method in ("jvp", "check_jvp")
+                for method in ("jvp", "verify_jvp")
             },
-            "ops_by_class": {method: self.ops_by_class(method) for method in ("jvp", "check_jvp")},
+            "ops_by_class": {method: self.ops_by_class(method) for method in ("jvp", "verify_jvp")},
             "results": [asdict(result) for result in self.results],
         }
         return json.dumps(payload, indent=2) + "\n"
@@ -306,13 +306,13 @@ def _methods_agree(labkit_result: _Tangents, reference: _Tangents, fd: _FiniteDi
     return fd is None or not exact or fd.mismatch(exact[0]) == 0.0
 
 
-def _classify_check(report: Any, error: BaseException | None, agree: bool | None) -> tuple[str, str]:
-    """The check_jvp class: its verdict against the sweep's own comparison."""
+def _classify_verification(report: Any, error: BaseException | None, agree: bool | None) -> tuple[str, str]:
+    """The verify_jvp class: its verdict against the sweep's own comparison."""
     if error is not None:
         return (LABKIT_ERROR if isinstance(error, LabkitError) else RAW_ERROR), _one_line(error)
     ok = bool(report.ok)
     if agree is None:
-        return UNVERIFIED, f"check_jvp says ok={ok}; fewer than two methods ran here"
+        return UNVERIFIED, f"verify_jvp says ok={ok}; fewer than two methods ran here"
     if agree and not ok:
         return FALSE_ALARM, " | ".join(report.to_text().splitlines())
     if not agree and ok:
@@ -324,7 +324,7 @@ def sweep_function(
     fn: Callable[[torch.Tensor], Any], x: torch.Tensor, *, op: str = "fn", sample: int = 0,
     supports_forward_ad: bool = True, seed: int = 0,
 ) -> SampleResult:
-    """Run jvp, torch.func.jvp, finite differences and check_jvp on ``fn`` at ``x``, and classify.
+    """Run jvp, torch.func.jvp, finite differences and verify_jvp on ``fn`` at ``x``, and classify.
 
     ``fn`` takes one tensor; it is called on a fresh clone of ``x`` each time. The
     tangent is ``torch.randn`` from a generator seeded with ``seed``.
@@ -351,25 +351,25 @@ def sweep_function(
     messages = _labkit_warnings(labkit_caught, torch_caught)
     jvp_class, jvp_detail = _classify_jvp(labkit_result, labkit_error, reference, fd, bool(messages), differentiable)
     with _caught_warnings():
-        check_class, check_detail = _run_check(fn, x, t, labkit_result, reference, fd)
-        if RAW_ERROR in (jvp_class, check_class) and _fails_alone(fn, x):  # e.g. a CUDA-only op: not labkit's error
-            jvp_class, check_class = (OP_FAILS if c == RAW_ERROR else c for c in (jvp_class, check_class))
-    detail = "; ".join(f"{method}: {text}" for method, text in (("jvp", jvp_detail), ("check_jvp", check_detail)) if text)
-    return SampleResult(op, sample, supports_forward_ad, jvp_class, check_class, detail, messages)
+        verification_class, verification_detail = _run_verification(fn, x, t, labkit_result, reference, fd)
+        if RAW_ERROR in (jvp_class, verification_class) and _fails_alone(fn, x):  # e.g. a CUDA-only op: not labkit's error
+            jvp_class, verification_class = (OP_FAILS if c == RAW_ERROR else c for c in (jvp_class, verification_class))
+    detail = "; ".join(f"{method}: {text}" for method, text in (("jvp", jvp_detail), ("verify_jvp", verification_detail)) if text)
+    return SampleResult(op, sample, supports_forward_ad, jvp_class, verification_class, detail, messages)
 
 
 def _sweep_sparse(fn: Callable[[torch.Tensor], Any], x: torch.Tensor, t: torch.Tensor, skipped: SampleResult) -> SampleResult:
     """A sparse primal: no reference to compare with, but labkit must refuse it with a clear error."""
     classes, details = [], []
     with _caught_warnings():
-        for method in (forward_ad.jvp, forward_ad.check_jvp):
+        for method in (forward_ad.jvp, forward_ad.verify_jvp):
             try:
                 method(fn, x.clone(), t.clone())
                 classes.append(SKIPPED_INPUT)
             except Exception as exc:
                 classes.append(LABKIT_ERROR if isinstance(exc, LabkitError) else OP_FAILS if _fails_alone(fn, x) else RAW_ERROR)
                 details.append(f"{method.__name__}: {_one_line(exc)}")
-    return replace(skipped, jvp=classes[0], check_jvp=classes[1], detail="; ".join(details))
+    return replace(skipped, jvp=classes[0], verify_jvp=classes[1], detail="; ".join(details))
 
 
 def _fails_alone(fn: Callable[[torch.Tensor], Any], x: torch.Tensor) -> bool:
@@ -381,19 +381,19 @@ def _fails_alone(fn: Callable[[torch.Tensor], Any], x: torch.Tensor) -> bool:
     return False
 
 
-def _run_check(
+def _run_verification(
     fn: Callable[[torch.Tensor], Any], x: torch.Tensor, t: torch.Tensor,
     labkit_result: _Tangents, reference: _Tangents, fd: _FiniteDifferences | None,
 ) -> tuple[str, str]:
-    """check_jvp on the sample, unless its Jacobian (outputs x inputs) would not fit in memory."""
+    """verify_jvp on the sample, unless its Jacobian (outputs x inputs) would not fit in memory."""
     outputs = labkit_result.values if labkit_result.values is not None else reference.values
     if outputs is not None and sum(o.numel() for o in outputs) * x.numel() > MAX_JACOBIAN_ELEMENTS:
         return SKIPPED_JACOBIAN, f"{x.numel()} inputs x {sum(o.numel() for o in outputs)} outputs"
     try:
-        report, error = forward_ad.check_jvp(fn, x.clone(), t.clone()), None
+        report, error = forward_ad.verify_jvp(fn, x.clone(), t.clone()), None
     except Exception as exc:
         report, error = None, exc
-    return _classify_check(report, error, _methods_agree(labkit_result, reference, fd))
+    return _classify_verification(report, error, _methods_agree(labkit_result, reference, fd))
 
 
 # ---------------------------------------------------------------------------

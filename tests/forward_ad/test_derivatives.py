@@ -1,4 +1,4 @@
-"""labkit.forward_ad.derivatives: jvp, module_jvp, check_jvp, hvp and their errors."""
+"""labkit.forward_ad.derivatives: jvp, module_jvp, verify_jvp, hvp and their errors."""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +10,7 @@ from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.forward_ad.derivatives import (
     ForwardADUnsupportedError,
     NestedForwardADError,
-    check_jvp,
+    verify_jvp,
     hvp,
     jvp,
     module_jvp,
@@ -178,12 +178,12 @@ def test_module_jvp_rejects_bad_input():
         module_jvp(torch.sin, x, {"2.bias": torch.zeros(2)})
 
 
-# --- check_jvp -----------------------------------------------------------------
+# --- verify_jvp -----------------------------------------------------------------
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 def test_check_jvp_agrees_on_functions(name):
     fn, arity = FUNCTIONS[name]
     pairs = [_pair(4, seed=i) for i in range(arity)]
-    report = check_jvp(fn, tuple(p for p, _ in pairs), tuple(t for _, t in pairs))
+    report = verify_jvp(fn, tuple(p for p, _ in pairs), tuple(t for _, t in pairs))
     assert report.ok, report.to_text()
     assert report.errors["torch.func.jvp"] < 1e-12
     assert 0 < report.errors["central finite differences"] < 1e-6
@@ -193,7 +193,7 @@ def test_check_jvp_agrees_on_functions(name):
 def test_check_jvp_on_a_float32_module():
     model = _model()
     x, t = _pair(2, 3, dtype=torch.float32)
-    report = check_jvp(model, x, t)
+    report = verify_jvp(model, x, t)
     assert report.ok
     assert report.errors["reverse mode (jacrev @ tangent)"] < 1e-12  # float64 copy, not float32 rounding
     assert model[0].weight.dtype == torch.float32  # the learner's model is untouched
@@ -218,7 +218,7 @@ def test_check_jvp_detects_a_wrong_forward_rule():
             (out,) = ctx.saved_tensors
             return grad * out
 
-    report = check_jvp(WrongExp.apply, *_pair(3))
+    report = verify_jvp(WrongExp.apply, *_pair(3))
     assert not report.ok
     assert "NO" in report.to_text()
 
@@ -349,7 +349,7 @@ def test_python_numbers_are_rejected_with_the_argument_named():
     with pytest.raises(LabkitTypeError, match=r"tangents is an int"):
         jvp(torch.sin, torch.zeros(1), 1)
     with pytest.raises(LabkitTypeError, match=r"primals is a float"):
-        check_jvp(torch.sin, 1.0, 1.0)
+        verify_jvp(torch.sin, 1.0, 1.0)
     with pytest.raises(LabkitTypeError, match=r"x is a float"):
         hvp(lambda x: x.sum(), 1.0, 1.0)
 
@@ -362,18 +362,18 @@ def test_module_jvp_needs_a_dict_of_tangents(tangents):
 
 
 def test_check_jvp_explains_a_float32_closure():
-    w = torch.randn(3, 3)  # float32, captured by the closure: check_jvp cannot convert it
+    w = torch.randn(3, 3)  # float32, captured by the closure: verify_jvp cannot convert it
     with pytest.raises(LabkitTypeError, match=r"float64.*float32.*closure"):
-        check_jvp(lambda v: w @ v, torch.randn(3), torch.randn(3))
+        verify_jvp(lambda v: w @ v, torch.randn(3), torch.randn(3))
     with pytest.raises(LabkitTypeError, match=r"returned torch.float32.*float64"):
-        check_jvp(lambda v: v.float().sin(), torch.randn(3), torch.randn(3))
+        verify_jvp(lambda v: v.float().sin(), torch.randn(3), torch.randn(3))
 
 
 @pytest.mark.parametrize("eps", [0, 0.0, -1e-6, float("nan"), float("inf"), True, "1e-6"])
 def test_check_jvp_rejects_a_bad_eps(eps):
     error = LabkitTypeError if isinstance(eps, (bool, str)) else LabkitValueError
     with pytest.raises(error, match=r"eps must be a positive finite number"):
-        check_jvp(torch.sin, *_pair(3), eps=eps)
+        verify_jvp(torch.sin, *_pair(3), eps=eps)
 
 
 def test_check_jvp_explains_a_train_mode_dropout_model():
@@ -381,22 +381,22 @@ def test_check_jvp_explains_a_train_mode_dropout_model():
     model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     rng = torch.get_rng_state()
     with pytest.raises(LabkitValueError, match=r"different outputs.*training mode.*model.eval\(\)"):
-        check_jvp(model, *_pair(4, dtype=torch.float32))
+        verify_jvp(model, *_pair(4, dtype=torch.float32))
     assert torch.equal(torch.get_rng_state(), rng)
-    assert check_jvp(model.eval(), *_pair(4, dtype=torch.float32)).ok
+    assert verify_jvp(model.eval(), *_pair(4, dtype=torch.float32)).ok
 
 
 def test_check_jvp_explains_a_random_function():
     with pytest.raises(LabkitValueError, match=r"different outputs for the same input"):
-        check_jvp(lambda v: v + torch.rand_like(v), *_pair(3))
+        verify_jvp(lambda v: v + torch.rand_like(v), *_pair(3))
 
 
 def test_check_jvp_explains_a_train_mode_batchnorm_model():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
     with pytest.raises(LabkitValueError, match=r"training mode.*BatchNorm.*model.eval\(\)"):
-        check_jvp(model, *_pair(4, 3, dtype=torch.float32))
-    assert check_jvp(model.eval(), *_pair(4, 3, dtype=torch.float32)).ok
+        verify_jvp(model, *_pair(4, 3, dtype=torch.float32))
+    assert verify_jvp(model.eval(), *_pair(4, 3, dtype=torch.float32)).ok
 
 
 def test_module_jvp_names_unknown_parameters_as_given():

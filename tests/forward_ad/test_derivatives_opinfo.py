@@ -6,7 +6,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from labkit.core.errors import LabkitTypeError
-from labkit.forward_ad.derivatives import FINITE_DIFFERENCES, ForwardADUnsupportedError, check_jvp, jvp
+from labkit.forward_ad.derivatives import FINITE_DIFFERENCES, ForwardADUnsupportedError, verify_jvp, jvp
 
 X = torch.tensor([0.3, 1.2, 2.5], dtype=torch.float64)
 T = torch.tensor([1.0, -0.5, 2.0], dtype=torch.float64)
@@ -84,7 +84,7 @@ def test_sparse_primals_are_rejected_before_make_dual(to_sparse):
         pass
 
 
-# --- 4. check_jvp reports a method that cannot run, and compares the others ---------
+# --- 4. verify_jvp reports a method that cannot run, and compares the others ---------
 REVERSE = "reverse mode (jacrev @ tangent)"
 
 
@@ -112,7 +112,7 @@ class _NoSetupContext(torch.autograd.Function):
     ],
 )
 def test_check_jvp_never_crashes_on_what_jvp_handles(fn, unavailable):
-    report = check_jvp(fn, X, T)
+    report = verify_jvp(fn, X, T)
     assert report.ok, report.to_text()
     assert sorted(report.unavailable) == sorted(unavailable)
     for name in unavailable:
@@ -121,7 +121,7 @@ def test_check_jvp_never_crashes_on_what_jvp_handles(fn, unavailable):
 
 def test_check_jvp_with_only_integer_outputs_says_not_differentiable():
     with pytest.raises(LabkitTypeError, match="not differentiable"):
-        check_jvp(lambda x: x.argsort(), X, T)
+        verify_jvp(lambda x: x.argsort(), X, T)
 
 
 # --- 5. NaN/inf and lowered precision -------------------------------------------------
@@ -134,13 +134,13 @@ def test_check_jvp_with_only_integer_outputs_says_not_differentiable():
     ],
 )
 def test_check_jvp_compares_only_finite_positions(fn, x):
-    report = check_jvp(fn, x, T)
+    report = verify_jvp(fn, x, T)
     assert report.ok, report.to_text()
     assert "not finite" in report.to_text()
 
 
 def test_check_jvp_does_not_count_finite_differences_through_lowered_precision():
-    report = check_jvp(lambda v: v.to(torch.bfloat16).sin().double(), X, T)
+    report = verify_jvp(lambda v: v.to(torch.bfloat16).sin().double(), X, T)
     assert report.ok, report.to_text()
     assert FINITE_DIFFERENCES in report.uncounted
     assert "lowers the precision" in report.to_text() and "torch.bfloat16" in report.to_text()
@@ -173,7 +173,7 @@ class _CubeWrongAtHalf(torch.autograd.Function):
 
 def test_check_jvp_finds_a_one_percent_error_beside_a_large_entry():
     x = torch.tensor([0.5, 1e4], dtype=torch.float64)
-    report = check_jvp(_CubeWrongAtHalf.apply, x, torch.ones_like(x))
+    report = verify_jvp(_CubeWrongAtHalf.apply, x, torch.ones_like(x))
     assert not report.ok
     assert report.odd_one_out == ("dual API", "torch.func.jvp")
     assert "forward-mode rule" in report.to_text()
@@ -186,10 +186,10 @@ def test_check_jvp_explains_a_non_symmetric_tangent_for_a_symmetric_input(fn):
     b = torch.randn(3, 3, generator=g, dtype=torch.float64)
     a = b @ b.mT + 3 * torch.eye(3, dtype=torch.float64)
     t = torch.randn(3, 3, generator=g, dtype=torch.float64)
-    report = check_jvp(fn, a, t)
+    report = verify_jvp(fn, a, t)
     assert not report.ok
     assert "symmetric" in report.to_text() and report.symmetric_tangent_agrees
-    assert check_jvp(fn, a, (t + t.mT) / 2).ok
+    assert verify_jvp(fn, a, (t + t.mT) / 2).ok
 
 
 # --- the raw errors the full fwad-sweep still found -------------------------------------
@@ -201,15 +201,15 @@ def test_complex_outputs_with_a_conj_bit_are_compared():
     conjugated = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128).conj()
     assert conjugated.is_conj()
     assert _flat([conjugated]).tolist() == [1.0, -2.0, 3.0, 1.0]
-    assert check_jvp(lambda x: torch.fft.ifft(x).conj(), X, T).ok
+    assert verify_jvp(lambda x: torch.fft.ifft(x).conj(), X, T).ok
 
 
 def test_check_jvp_refuses_a_sparse_output_with_what_to_do():
     with pytest.raises(LabkitTypeError, match="to_dense"):
-        check_jvp(lambda x: x.to_sparse(), X, T)
+        verify_jvp(lambda x: x.to_sparse(), X, T)
 
 
 def test_resizing_a_dual_tensor_in_place_is_explained():
-    for fn in (jvp, check_jvp):
+    for fn in (jvp, verify_jvp):
         with pytest.raises(ForwardADUnsupportedError, match="resize"):
             fn(lambda x: x.clone().resize_(2), X, T)

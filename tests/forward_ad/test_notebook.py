@@ -8,7 +8,7 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOK = NOTEBOOKS / "03_forward_ad.ipynb"
-ALLOWED_IGNORES = ("jacobian_cost(", "JacobianScaling(", "print(scaling.sweep)", "jvp_overhead(", "check_jvp(model")
+ALLOWED_IGNORES = ("jacobian_cost(", "JacobianScaling(", "print(scaling.sweep)", "jvp_overhead(", "verify_jvp(model")
 
 
 @pytest.fixture(scope="module")

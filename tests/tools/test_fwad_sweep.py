@@ -52,7 +52,7 @@ def _fd(values, reliable=True):
 
 def test_sin_agrees_with_every_method():
     result = sweep.sweep_function(torch.sin, torch.linspace(-2, 2, 7, dtype=torch.float64), op="sin")
-    assert (result.jvp, result.check_jvp) == (sweep.AGREE, sweep.AGREE), result.detail
+    assert (result.jvp, result.verify_jvp) == (sweep.AGREE, sweep.AGREE), result.detail
     assert result.warnings == ()
 
 
@@ -66,7 +66,7 @@ def test_an_op_that_fails_without_ad_is_not_labkits_raw_error():
         raise RuntimeError("only on CUDA")
 
     result = sweep.sweep_function(cuda_only, torch.ones(2, dtype=torch.float64))
-    assert (result.jvp, result.check_jvp) == (sweep.OP_FAILS, sweep.OP_FAILS)
+    assert (result.jvp, result.verify_jvp) == (sweep.OP_FAILS, sweep.OP_FAILS)
 
 
 def test_a_zero_tangent_where_finite_differences_see_a_slope_is_silent_wrong_unless_labkit_warned():
@@ -108,12 +108,12 @@ def test_methods_agree_ignores_positions_that_are_not_finite():
 )
 def test_check_jvp_verdict_is_judged_against_the_methods(ok, agree, expected):
     report = SimpleNamespace(ok=ok, to_text=lambda: "method  error\nfd  0.1")
-    assert sweep._classify_check(report, None, agree)[0] == expected
+    assert sweep._classify_verification(report, None, agree)[0] == expected
 
 
 def test_check_jvp_errors_are_clear_or_raw():
-    assert sweep._classify_check(None, LabkitValueError("x"), True)[0] == sweep.LABKIT_ERROR
-    assert sweep._classify_check(None, RuntimeError("vjp(f, ...): All outputs"), True)[0] == sweep.RAW_ERROR
+    assert sweep._classify_verification(None, LabkitValueError("x"), True)[0] == sweep.LABKIT_ERROR
+    assert sweep._classify_verification(None, RuntimeError("vjp(f, ...): All outputs"), True)[0] == sweep.RAW_ERROR
 
 
 def test_a_one_percent_wrong_custom_jvp_is_a_miss_exactly_when_check_jvp_says_ok():
@@ -121,8 +121,8 @@ def test_a_one_percent_wrong_custom_jvp_is_a_miss_exactly_when_check_jvp_says_ok
     result = sweep.sweep_function(SlightlyWrongSquare.apply, x, op="square")
     assert result.jvp == sweep.AGREE  # the dual API and torch.func.jvp both use the custom jvp
     t = torch.randn(x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    said_ok = forward_ad.check_jvp(SlightlyWrongSquare.apply, x, t).ok
-    assert result.check_jvp == (sweep.MISS if said_ok else sweep.AGREE)
+    said_ok = forward_ad.verify_jvp(SlightlyWrongSquare.apply, x, t).ok
+    assert result.verify_jvp == (sweep.MISS if said_ok else sweep.AGREE)
 
 
 def _fake_op(name, sample_inputs, supports_forward_ad=True, dtypes=(torch.float64,)):
@@ -181,7 +181,7 @@ def test_counts_add_up_and_the_global_rng_is_untouched():
     state = torch.get_rng_state()
     report = sweep.run_sweep(ops, samples=2)
     assert torch.equal(state, torch.get_rng_state())
-    for method in ("jvp", "check_jvp"):
+    for method in ("jvp", "verify_jvp"):
         counts = report.counts(method)
         assert sum(c[True] for c in counts.values()) == 2 and sum(c[False] for c in counts.values()) == 1
     assert report.table().rows[-1] == ["total", 2, 1, 2, 1]
@@ -221,7 +221,7 @@ def test_cli_sweeps_real_opinfos_and_writes_json(tmp_path):
     assert "fwad-sweep: 5 OpInfo ops" in run.stdout and "JSON written to" in run.stdout
     payload = json.loads(target.read_text())
     results = payload["results"]
-    for method in ("jvp", "check_jvp"):
+    for method in ("jvp", "verify_jvp"):
         assert sum(sum(c.values()) for c in payload["counts"][method].values()) == len(results)
     by_op = {}
     for result in results:
