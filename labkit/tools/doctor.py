@@ -2,16 +2,16 @@
 
 Why: in a workshop of thirty, the first ten minutes are lost to one missing
 package or a widgets extension that JupyterLab cannot find (widgets then show
-as plain text). The doctor checks exactly what the labs need, prints versions
+as plain text). The doctor probes exactly what the labs need, prints versions
 and the device, and ends with one verdict line. When something is missing it
 exits non-zero and names the command that fixes it.
 
 The doctor must work on exactly the machines where something is broken, so it
-never imports what it checks: every check that imports a third-party package
+never imports what it probes: every probe that imports a third-party package
 runs in a fresh interpreter with a timeout (an import can raise anything,
 call ``sys.exit``, kill its process or hang). This module imports only the
 standard library at top level and renders its own table rather than through
-tabulate, which is one of the packages it checks.
+tabulate, which is one of the packages it probes.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ LAB_PACKAGES = {
     "matplotlib": "matplotlib",
     "tabulate": "tabulate",
 }
-# What the doctor's own later checks use: version specifiers, Jupyter paths, kernel specs.
+# What the doctor's own later probes use: version specifiers, Jupyter paths, kernel specs.
 HELPER_PACKAGES = {
     "packaging": "packaging",
     "jupyter_core": "jupyter_core",
@@ -51,14 +51,14 @@ HELPER_PACKAGES = {
 WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
 MIN_PYTHON = (3, 10)
 TIMEOUT_ENV = "LABKIT_DOCTOR_TIMEOUT"
-# Generous: all checks run at once, and importing torchvision alone took 30 s on a busy 2-core machine.
+# Generous: all probes run at once, and importing torchvision alone took 30 s on a busy 2-core machine.
 DEFAULT_TIMEOUT_S = 120.0
 _RESULT_MARK = "@@labkit-doctor-result@@ "
 
 
 @dataclass(frozen=True)
-class Check:
-    """One line of the preflight: what was checked, whether it passed, how to fix it."""
+class Probe:
+    """One line of the preflight: what was probed, whether it passed, how to fix it."""
 
     name: str
     ok: bool
@@ -68,11 +68,11 @@ class Check:
 
 @dataclass
 class DoctorReport:
-    checks: list[Check] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
 
     @property
-    def problems(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
+    def problems(self) -> list[Probe]:
+        return [p for p in self.probes if not p.ok]
 
     @property
     def ok(self) -> bool:
@@ -80,15 +80,15 @@ class DoctorReport:
 
     def verdict(self) -> str:
         if self.ok:
-            return f"doctor: READY - all {len(self.checks)} checks passed; open notebooks/00_start_here.ipynb"
+            return f"doctor: READY - all {len(self.probes)} probes passed; open notebooks/00_start_here.ipynb"
         names = ", ".join(c.name for c in self.problems)
         return f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. Run the fix command(s) above, then `python -m labkit doctor` again."
 
     def to_text(self) -> str:
-        rows = [("ok" if c.ok else "PROBLEM", c.name, c.detail) for c in self.checks]
-        lines = [_plain_table(["status", "check", "detail"], rows), ""]
-        for check in self.problems:
-            lines.append(f"To fix {check.name}: {check.fix}")
+        rows = [("ok" if p.ok else "PROBLEM", p.name, p.detail) for p in self.probes]
+        lines = [_plain_table(["status", "probe", "detail"], rows), ""]
+        for problem in self.problems:
+            lines.append(f"To fix {problem.name}: {problem.fix}")
         lines.append(self.verdict())
         return "\n".join(lines)
 
@@ -204,7 +204,7 @@ class ProbeResult:
     origin: str = ""  # the top-level package where the error was raised, when known
 
 
-class _Probe:
+class _ProbeProcess:
     """One fresh interpreter running one probe; output goes to files, so no pipe can fill up."""
 
     def __init__(self, kind: str, args: Sequence[str], timeout: float) -> None:
@@ -252,11 +252,11 @@ class _Probe:
 
 def run_probes(probes: dict[str, tuple[str, ...]], timeout: float) -> dict[str, ProbeResult]:
     """Run every probe (``name -> (kind, *args)``) at once, each in its own interpreter with ``timeout``."""
-    running: dict[str, _Probe] = {}
+    running: dict[str, _ProbeProcess] = {}
     results: dict[str, ProbeResult] = {}
     try:
         for name, (kind, *args) in probes.items():
-            running[name] = _Probe(kind, args, timeout)
+            running[name] = _ProbeProcess(kind, args, timeout)
         while len(results) < len(running):
             for name, probe in running.items():
                 if name not in results and (result := probe.poll()) is not None:
@@ -268,7 +268,7 @@ def run_probes(probes: dict[str, tuple[str, ...]], timeout: float) -> dict[str, 
     return results
 
 
-# --- turning results into checks ------------------------------------------------------------
+# --- turning results into probes ------------------------------------------------------------
 
 
 def _python() -> str:
@@ -277,36 +277,36 @@ def _python() -> str:
     return shlex.quote(sys.executable if relative.startswith("..") else relative)
 
 
-def check_python() -> Check:
+def probe_python() -> Probe:
     version = platform.python_version()
     ok = sys.version_info[:2] >= MIN_PYTHON
     wanted = ".".join(map(str, MIN_PYTHON))
-    return Check("python", ok, version, "" if ok else f"install Python {wanted} or newer")
+    return Probe("python", ok, version, "" if ok else f"install Python {wanted} or newer")
 
 
-def package_check(dist: str, module: str, result: ProbeResult, spec: str = "",
-                  satisfies: Callable[[str, str], bool] | None = None) -> Check:
+def package_probe(dist: str, module: str, result: ProbeResult, spec: str = "",
+                  satisfies: Callable[[str, str], bool] | None = None) -> Probe:
     """Turn an import probe into a line: ok with the version, or the problem and the pip command that fixes it."""
     install = f"{_python()} -m pip install {shlex.quote(dist + spec)}"
     reinstall = f"{_python()} -m pip install --force-reinstall {shlex.quote(dist + spec)}"
     if result.timed_out:
-        return Check(dist, False, f"importing {module} {result.problem}: it hangs, or this machine is very busy "
+        return Probe(dist, False, f"importing {module} {result.problem}: it hangs, or this machine is very busy "
                                   f"(set {TIMEOUT_ENV} to more seconds to wait longer)", reinstall)
     if result.origin and result.origin != module.partition(".")[0]:  # a broken dependency: reinstall that one
         culprit = metadata.packages_distributions().get(result.origin, [result.origin])[0]
-        return Check(dist, False, f"importing {module} {result.problem} (the error comes from {result.origin})",
+        return Probe(dist, False, f"importing {module} {result.problem} (the error comes from {result.origin})",
                      f"{_python()} -m pip install --force-reinstall {shlex.quote(culprit)}")
     if result.problem:
-        return Check(dist, False, f"importing {module} {result.problem}", reinstall)
+        return Probe(dist, False, f"importing {module} {result.problem}", reinstall)
     facts = result.value
     if facts.get("missing"):
-        return Check(dist, False, f"not installed (no module named {module})", install)
+        return Probe(dist, False, f"not installed (no module named {module})", install)
     if facts.get("unregistered"):
-        return Check(dist, False, f"{module} imports but {dist} is not installed as a package", reinstall)
+        return Probe(dist, False, f"{module} imports but {dist} is not installed as a package", reinstall)
     version = facts["version"]
     if spec and satisfies is not None and not satisfies(version, spec):  # an unparsable version satisfies nothing
-        return Check(dist, False, f"{version} installed, labkit needs {spec}", install)
-    return Check(dist, True, version)
+        return Probe(dist, False, f"{version} installed, labkit needs {spec}", install)
+    return Probe(dist, True, version)
 
 
 def _version_tools() -> tuple[dict[str, str], Callable[[str, str], bool]]:
@@ -329,33 +329,33 @@ def _version_tools() -> tuple[dict[str, str], Callable[[str, str], bool]]:
     return specs, lambda version, spec: version in SpecifierSet(spec)
 
 
-def check_widgets_extension(search_dirs: Sequence[Path]) -> Check:
+def probe_widgets_extension(search_dirs: Sequence[Path]) -> Probe:
     """Is the ipywidgets JupyterLab extension where JupyterLab will find it?"""
     for folder in search_dirs:
         if (Path(folder) / WIDGETS_EXTENSION / "package.json").is_file():
-            return Check("widgets extension", True, f"{WIDGETS_EXTENSION} found")
-    return Check(
+            return Probe("widgets extension", True, f"{WIDGETS_EXTENSION} found")
+    return Probe(
         "widgets extension",
         False,
         f"{WIDGETS_EXTENSION} not found; widgets would show as text",
         f"{_python()} -m pip install 'ipywidgets>=8' 'jupyterlab_widgets>=3', then restart JupyterLab "
-        "(check with: jupyter labextension list)",
+        "(list them with: jupyter labextension list)",
     )
 
 
-def check_kernel(names: Sequence[str]) -> Check:
+def probe_kernel(names: Sequence[str]) -> Probe:
     ok = "python3" in names
-    return Check("python3 kernel", ok, "python3 kernel found" if ok else "no python3 kernel",
+    return Probe("python3 kernel", ok, "python3 kernel found" if ok else "no python3 kernel",
                  "" if ok else f"{_python()} -m ipykernel install --sys-prefix --name python3")
 
 
-def _unchecked(name: str, result: ProbeResult, needs: str) -> Check:
-    """A check whose probe failed: say why, and point at the package it needs."""
-    return Check(name, False, f"could not be checked: the check {result.problem}",
+def _unprobed(name: str, result: ProbeResult, needs: str) -> Probe:
+    """A line whose probe failed: say why, and point at the package it needs."""
+    return Probe(name, False, f"could not be probed: the probe {result.problem}",
                  f"fix {result.origin or needs} first (see its line above), then run the doctor again")
 
 
-def resolve_timeout(timeout: float | None = None) -> tuple[float, Check | None]:
+def resolve_timeout(timeout: float | None = None) -> tuple[float, Probe | None]:
     """Seconds each probe may take: ``timeout``, else ``$LABKIT_DOCTOR_TIMEOUT``, else the default.
 
     A malformed environment value is reported as a problem (with the default used), never ignored.
@@ -371,47 +371,47 @@ def resolve_timeout(timeout: float | None = None) -> tuple[float, Check | None]:
         value = float("nan")
     if math.isfinite(value) and value > 0:
         return value, None
-    return DEFAULT_TIMEOUT_S, Check(
+    return DEFAULT_TIMEOUT_S, Probe(
         TIMEOUT_ENV, False, f"{raw!r} is not a positive number of seconds; used {DEFAULT_TIMEOUT_S:g} s",
         f"unset {TIMEOUT_ENV}, or set it to a number of seconds such as 300")
 
 
-def run_checks(packages: dict[str, str] | None = None, *, timeout: float | None = None) -> DoctorReport:
-    """Run every check; each import happens in its own interpreter, limited to ``timeout`` seconds.
+def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | None = None) -> DoctorReport:
+    """Run every probe; each import happens in its own interpreter, limited to ``timeout`` seconds.
 
     ``packages`` (distribution -> module) replaces :data:`LAB_PACKAGES`, for tests.
     """
     packages = LAB_PACKAGES if packages is None else packages
     timeout, timeout_problem = resolve_timeout(timeout)
     wanted = {**packages, **HELPER_PACKAGES}
-    probes: dict[str, tuple[str, ...]] = {dist: ("import", dist, module) for dist, module in wanted.items()}
-    probes |= {"@extensions": ("extensions",), "@kernels": ("kernels",), "@device": ("device",)}
-    results = run_probes(probes, timeout)
+    commands: dict[str, tuple[str, ...]] = {dist: ("import", dist, module) for dist, module in wanted.items()}
+    commands |= {"@extensions": ("extensions",), "@kernels": ("kernels",), "@device": ("device",)}
+    results = run_probes(commands, timeout)
 
-    checks = [check_python()] + ([timeout_problem] if timeout_problem else [])
+    probes = [probe_python()] + ([timeout_problem] if timeout_problem else [])
     specs: dict[str, str] = {}
     satisfies = None
-    packaging = package_check("packaging", "packaging", results["packaging"])
+    packaging = package_probe("packaging", "packaging", results["packaging"])
     if packaging.ok:
         try:
             specs, satisfies = _version_tools()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - metadata or packaging can fail in odd ways
-            packaging = Check("packaging", False, f"reading labkit's requirements failed: {exc!r}",
+            packaging = Probe("packaging", False, f"reading labkit's requirements failed: {exc!r}",
                               f"{_python()} -m pip install --force-reinstall packaging")
     for dist, module in wanted.items():
-        checks.append(packaging if dist == "packaging" else
-                      package_check(dist, module, results[dist], specs.get(dist, ""), satisfies))
+        probes.append(packaging if dist == "packaging" else
+                      package_probe(dist, module, results[dist], specs.get(dist, ""), satisfies))
 
     extensions, kernels = results["@extensions"], results["@kernels"]
-    checks.append(check_widgets_extension([Path(p) for p in extensions.value]) if not extensions.problem
-                  else _unchecked("widgets extension", extensions, "jupyter_core"))
-    checks.append(check_kernel(kernels.value) if not kernels.problem
-                  else _unchecked("python3 kernel", kernels, "jupyter_client"))
-    if all(c.ok for c in checks if c.name == "torch"):
+    probes.append(probe_widgets_extension([Path(p) for p in extensions.value]) if not extensions.problem
+                  else _unprobed("widgets extension", extensions, "jupyter_core"))
+    probes.append(probe_kernel(kernels.value) if not kernels.problem
+                  else _unprobed("python3 kernel", kernels, "jupyter_client"))
+    if all(p.ok for p in probes if p.name == "torch"):
         device = results["@device"]
-        checks += ([Check(**fact) for fact in device.value] if not device.problem
-                   else [_unchecked("device", device, "torch")])
-    return DoctorReport(checks)
+        probes += ([Probe(**fact) for fact in device.value] if not device.problem
+                   else [_unprobed("device", device, "torch")])
+    return DoctorReport(probes)
 
 
 def _positive_seconds(text: str) -> float:
@@ -425,17 +425,17 @@ def _positive_seconds(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Check that this machine is ready for the labs."
+    parser.description = "Probe that this machine is ready for the labs."
     parser.add_argument("--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
-                        help=f"how long one check may take before it counts as hanging "
+                        help=f"how long one probe may take before it counts as hanging "
                              f"(default: ${TIMEOUT_ENV}, else {DEFAULT_TIMEOUT_S:g})")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        report = run_checks(timeout=args.timeout)
+        report = run_preflight(timeout=args.timeout)
     except KeyboardInterrupt:
-        print("doctor: NOT READY - interrupted before every check had finished; run it again.")
+        print("doctor: NOT READY - interrupted before every probe had finished; run it again.")
         return 128 + signal.SIGINT
     except Exception as exc:  # noqa: BLE001 - the doctor must still end with a verdict
         print(f"doctor: NOT READY - the doctor itself failed ({type(exc).__name__}: {exc}). "

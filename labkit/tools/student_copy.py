@@ -178,7 +178,7 @@ From the folder that holds these notebooks, with the labkit environment active
     jupyter lab
 
 Open `00_start_here.ipynb` first and run it (*Run > Run All Cells*): its
-preflight check must say READY and its slider must redraw the plot. If you see
+preflight must say READY and its slider must redraw the plot. If you see
 a line of text such as `SliderPlot(children=...)` instead of a slider, tell
 your instructor (the widgets extension is missing).
 

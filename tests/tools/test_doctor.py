@@ -9,7 +9,7 @@ import pytest
 from labkit.tools import doctor
 
 # Lines every full report has.
-ALL_CHECKS = ("python", "torch", "torchvision", "jupyterlab", "ipywidgets", "matplotlib", "tabulate", "packaging",
+ALL_PROBES = ("python", "torch", "torchvision", "jupyterlab", "ipywidgets", "matplotlib", "tabulate", "packaging",
               "jupyter_core", "jupyter_client", "widgets extension", "python3 kernel", "device", "threads", "MKLDNN",
               "cuDNN")
 
@@ -18,13 +18,13 @@ ALL_CHECKS = ("python", "torch", "torchvision", "jupyterlab", "ipywidgets", "mat
 def test_cli_doctor_is_ready_here():
     result = subprocess.run([sys.executable, "-m", "labkit", "doctor"], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
-    for name in ALL_CHECKS:
+    for name in ALL_PROBES:
         assert f"ok      {name}" in result.stdout
-    assert result.stdout.strip().splitlines()[-1].startswith("doctor: READY - all 16 checks passed")
+    assert result.stdout.strip().splitlines()[-1].startswith("doctor: READY - all 16 probes passed")
 
 
 def _fake_packages(folder: Path) -> None:
-    """An installation where every package the doctor checks is broken in a different way."""
+    """An installation where every package the doctor probes is broken in a different way."""
     hang = "import time\ntime.sleep(600)\n"
     for name in ("torch", "torchvision", "jupyterlab", "ipywidgets"):
         (folder / f"{name}.py").write_text(hang)
@@ -56,8 +56,8 @@ def test_cli_doctor_survives_broken_packages_and_names_each(tmp_path):
         "packaging": "importing packaging raised ImportError: packaging is broken",
         "jupyter_core": "importing jupyter_core raised RuntimeError: jupyter_core is broken",
         "jupyter_client": "importing jupyter_client ended its interpreter (exit status 3) before it could report.",
-        "widgets extension": "could not be checked: the check raised RuntimeError: jupyter_core is broken",
-        "python3 kernel": "could not be checked: the check ended its interpreter (exit status 3)",
+        "widgets extension": "could not be probed: the probe raised RuntimeError: jupyter_core is broken",
+        "python3 kernel": "could not be probed: the probe ended its interpreter (exit status 3)",
     }
     for name, detail in expected.items():
         assert f"PROBLEM  {name:<17}  {detail}" in out
@@ -77,12 +77,12 @@ def test_a_broken_dependency_is_named_as_the_culprit(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     code = ("from labkit.tools import doctor\n"
             "r = doctor.run_probes({'x': ('import', 'jupyter_core', 'needs_core')}, 60)['x']\n"
-            "print(doctor.package_check('needs-core', 'needs_core', r).fix)\n")
+            "print(doctor.package_probe('needs-core', 'needs_core', r).fix)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert result.stdout.strip().endswith("-m pip install --force-reinstall jupyter_core"), result.stdout + result.stderr
 
 
-def test_doctor_imports_none_of_the_packages_it_checks():
+def test_doctor_imports_none_of_the_packages_it_probes():
     code = ("import sys, labkit.tools.doctor\n"
             "print([m for m in ('tabulate', 'packaging', 'jupyter_core', 'jupyter_client', 'torch', 'matplotlib')"
             " if m in sys.modules])")
@@ -92,8 +92,8 @@ def test_doctor_imports_none_of_the_packages_it_checks():
 
 @pytest.mark.slow
 def test_missing_package_is_named_with_its_fix():
-    report = doctor.run_checks(packages={"labkit-no-such-dist": "labkit_no_such_module"})
-    assert [c.name for c in report.problems] == ["labkit-no-such-dist"]
+    report = doctor.run_preflight(packages={"labkit-no-such-dist": "labkit_no_such_module"})
+    assert [p.name for p in report.problems] == ["labkit-no-such-dist"]
     text = report.to_text()
     assert "not installed (no module named labkit_no_such_module)" in text
     assert "To fix labkit-no-such-dist: " in text and " -m pip install labkit-no-such-dist" in text
@@ -103,17 +103,17 @@ def test_missing_package_is_named_with_its_fix():
 def test_too_old_version_is_a_problem():
     _, satisfies = doctor._version_tools()
     found = doctor.ProbeResult({"version": "0.9.0"})
-    check = doctor.package_check("tabulate", "tabulate", found, ">=999", satisfies)
-    assert not check.ok and "0.9.0 installed, labkit needs >=999" in check.detail
-    assert check.fix.endswith("-m pip install 'tabulate>=999'")
-    odd = doctor.package_check("tabulate", "tabulate", doctor.ProbeResult({"version": "not a version"}), ">=1", satisfies)
+    probe = doctor.package_probe("tabulate", "tabulate", found, ">=999", satisfies)
+    assert not probe.ok and "0.9.0 installed, labkit needs >=999" in probe.detail
+    assert probe.fix.endswith("-m pip install 'tabulate>=999'")
+    odd = doctor.package_probe("tabulate", "tabulate", doctor.ProbeResult({"version": "not a version"}), ">=1", satisfies)
     assert not odd.ok and "not a version installed, labkit needs >=1" in odd.detail
 
 
 def test_missing_widgets_extension(tmp_path: Path):
-    check = doctor.check_widgets_extension([tmp_path])
-    assert not check.ok
-    assert "jupyter labextension list" in check.fix
+    probe = doctor.probe_widgets_extension([tmp_path])
+    assert not probe.ok
+    assert "jupyter labextension list" in probe.fix
 
 
 def test_a_malformed_timeout_setting_is_reported_not_ignored(monkeypatch):
@@ -132,7 +132,7 @@ def test_the_verdict_line_is_printed_even_when_the_doctor_itself_fails(monkeypat
     def broken(**kwargs):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(doctor, "run_checks", broken)
+    monkeypatch.setattr(doctor, "run_preflight", broken)
     assert doctor.run(argparse.Namespace(timeout=None)) == 1
     assert capsys.readouterr().out.startswith("doctor: NOT READY - the doctor itself failed (RuntimeError: bug)")
 
@@ -140,7 +140,7 @@ def test_the_verdict_line_is_printed_even_when_the_doctor_itself_fails(monkeypat
 @pytest.mark.slow
 def test_an_unusable_device_override_is_a_named_problem_not_a_crash(monkeypatch):
     monkeypatch.setenv("LABKIT_DEVICE", "no-such-device")
-    report = doctor.run_checks(packages={"torch": "torch"})
-    assert [c.name for c in report.problems] == ["device"]
+    report = doctor.run_preflight(packages={"torch": "torch"})
+    assert [p.name for p in report.problems] == ["device"]
     assert "unset LABKIT_DEVICE" in report.to_text()
     assert report.to_text().splitlines()[-1].startswith("doctor: NOT READY - 1 problem(s): device.")
