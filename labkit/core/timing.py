@@ -3,7 +3,8 @@
 Why: a time is only honest if the device has finished the work before the clock
 is read, and a single number hides the spread. Everything here synchronizes the
 device (see :mod:`labkit.core.device`) and reports mean, median, min, max, IQR and
-count. For whole-function timings we build on ``torch.utils.benchmark``, which
+count. :class:`SideBySide` is the one result type for "A against B": one
+baseline, one meaning of speedup, one table. For whole-function timings we build on ``torch.utils.benchmark``, which
 handles warm-up, CUDA sync and thread settings; the hand-written pieces are the
 small per-run timer that the FX profiler needs and :func:`compare`, which
 interleaves candidates so that machine noise hits all of them alike.
@@ -22,6 +23,12 @@ import torch
 from labkit.core.device import pick_device, synchronize
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.noise import import_benchmark
+from labkit.core.tables import ShowsAsTable, Table
+
+#: A timing is flagged noisy when its IQR is at least this fraction of its median: the
+#: threshold at which ``torch.utils.benchmark`` warns about a Measurement and
+#: ``Compare.highlight_warnings()`` marks its cell with ``(! XX%)``.
+NOISY_IQR_FRACTION = 0.1
 
 
 @dataclass(frozen=True)
@@ -69,10 +76,6 @@ class RunStats:
             count=len(ordered),
         )
 
-    def ratio_to(self, other: RunStats) -> float:
-        """How many times faster ``self`` is than ``other`` (by median)."""
-        return other.median / self.median
-
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 
@@ -84,11 +87,117 @@ class RunStats:
 
 
 def format_seconds(seconds: float) -> str:
-    """Readable duration: ``1.23 ms``, ``45.6 µs``."""
+    """Readable duration: ``1.23 ms``, ``45.6 µs``; every time labkit prints goes through here."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if abs(seconds) >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds * 1e9:.3g} ns"
+
+
+@dataclass(frozen=True, repr=False)
+class SideBySide(ShowsAsTable):
+    """Timings of several variants measured side by side, each read against one ``baseline``.
+
+    Why one type: "speedup" must mean the same thing in every lab. Here
+    ``speedup(name) = baseline median / name's median``, so more than 1 means
+    ``name`` is faster; :meth:`slowdown` is its inverse, for "how many times
+    slower". Rows keep the order the variants were given in (never sorted by
+    time), so a stored notebook table compares row by row.
+    """
+
+    stats: Mapping[str, RunStats]
+    baseline: str
+    title: str = ""
+    row_label: str = "variant"  # header of the name column: "variant", "path", "layout", ...
+    ratio_column: str = "speedup"  # which ratio the table shows: "speedup" or "slowdown"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stats, Mapping) or not self.stats:
+            raise LabkitValueError("SideBySide needs at least one timing: a dict of name -> RunStats, e.g. compare({...}).")
+        object.__setattr__(self, "stats", dict(self.stats))
+        if self.baseline not in self.stats:
+            raise LabkitValueError(
+                f"baseline {self.baseline!r} is not one of the timings {list(self.stats)}; pass one of those names."
+            )
+        if self.ratio_column not in ("speedup", "slowdown"):
+            raise LabkitValueError(f"ratio_column must be 'speedup' or 'slowdown', got {self.ratio_column!r}.")
+        zero = [name for name, s in self.stats.items() if not s.median > 0]
+        if zero:
+            raise LabkitValueError(
+                f"{zero} have a median time of 0 s, so no ratio can be taken: time more calls per sample (e.g. number=10)."
+            )
+
+    def _stats(self, name: str) -> RunStats:
+        try:
+            return self.stats[name]
+        except KeyError:
+            raise LabkitValueError(f"No timing named {name!r}; measured: {list(self.stats)}.") from None
+
+    def speedup(self, name: str) -> float:
+        """Baseline median over ``name``'s median: more than 1 means ``name`` is faster."""
+        return self._stats(self.baseline).median / self._stats(name).median
+
+    def slowdown(self, name: str) -> float:
+        """``name``'s median over the baseline's: how many times slower ``name`` is (1 / speedup)."""
+        return 1.0 / self.speedup(name)
+
+    def _relative_spread(self, name: str) -> float:
+        base, other = self._stats(self.baseline), self._stats(name)
+        return base.iqr / base.median + other.iqr / other.median
+
+    def spread(self, name: str) -> float:
+        """First-order spread of :meth:`speedup`: ``speedup * (IQR_b / median_b + IQR_v / median_v)``.
+
+        Relative errors of a ratio add to first order, so both variants' noise counts.
+        """
+        return self.speedup(name) * self._relative_spread(name)
+
+    def slowdown_spread(self, name: str) -> float:
+        """The same first-order spread, for :meth:`slowdown` (the relative spread of a ratio and its inverse agree)."""
+        return self.slowdown(name) * self._relative_spread(name)
+
+    def noisy(self, name: str) -> bool:
+        """True when ``name``'s IQR is at least :data:`NOISY_IQR_FRACTION` of its median.
+
+        torch.utils.benchmark's ``Compare.highlight_warnings()`` marks such measurements
+        with ``(! XX%)``; a ratio built on one deserves the same caution.
+        """
+        stats = self._stats(name)
+        return stats.iqr >= NOISY_IQR_FRACTION * stats.median
+
+    def rebased(self, baseline: str) -> SideBySide:
+        """The same timings read against another baseline (e.g. labkit.jvp against the raw dual API)."""
+        return SideBySide(self.stats, baseline, title=self.title, row_label=self.row_label, ratio_column=self.ratio_column)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.stats)
+
+    @staticmethod
+    def headers_for(row_label: str = "variant", ratio_column: str = "speedup") -> list[str]:
+        """The table's headers: :meth:`row`'s cells, then ``note`` (for tables that combine several results)."""
+        return [row_label, "median", "IQR", ratio_column, "note"]
+
+    @property
+    def headers(self) -> list[str]:
+        return self.headers_for(self.row_label, self.ratio_column)
+
+    def row(self, name: str) -> list[str]:
+        """Name, median, IQR and the ratio column, formatted; :meth:`note` goes last in a table."""
+        stats = self._stats(name)
+        ratio = self.speedup(name) if self.ratio_column == "speedup" else self.slowdown(name)
+        return [name, format_seconds(stats.median), format_seconds(stats.iqr), f"{ratio:.2f}x"]
+
+    def note(self, name: str) -> str:
+        """``baseline`` and/or ``noisy (IQR xx% of median)``; empty otherwise."""
+        notes = ["baseline"] if name == self.baseline else []
+        if self.noisy(name):
+            stats = self._stats(name)
+            notes.append(f"noisy (IQR {stats.iqr / stats.median:.0%} of median)")
+        return ", ".join(notes)
+
+    def table(self) -> Table:
+        return Table(self.headers, [[*self.row(name), self.note(name)] for name in self.stats], title=self.title)
 
 
 class SyncTimer:
@@ -118,10 +227,11 @@ class SyncTimer:
         self.elapsed = time.perf_counter() - self._start
 
 
-def _require_whole(name: str, value: object) -> None:
-    """Reject floats, strings and bools where a count is needed (``range(2.5)`` fails deep inside)."""
+def _require_whole(name: str, value: object) -> int:
+    """Reject floats, strings and bools where a count is needed (``range(2.5)`` fails deep inside); return the count."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise LabkitTypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}); e.g. {name}=5.")
+    return int(value)
 
 
 def _check_min_run_time(min_run_time: object) -> None:
@@ -129,15 +239,15 @@ def _check_min_run_time(min_run_time: object) -> None:
     message = f"min_run_time must be a finite number of seconds > 0, got {min_run_time!r}; e.g. min_run_time=0.3."
     if isinstance(min_run_time, bool) or not isinstance(min_run_time, numbers.Real):
         raise LabkitTypeError(message)
-    if not (math.isfinite(min_run_time) and min_run_time > 0):
+    seconds = float(min_run_time)
+    if not (math.isfinite(seconds) and seconds > 0):
         raise LabkitValueError(message)
 
 
 def _check_num_threads(num_threads: object) -> None:
     if num_threads is None:
         return
-    _require_whole("num_threads", num_threads)
-    if num_threads < 1:
+    if _require_whole("num_threads", num_threads) < 1:
         raise LabkitValueError(f"num_threads must be at least 1 (got {num_threads}); leave it None to keep torch's setting.")
 
 

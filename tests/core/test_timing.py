@@ -4,7 +4,7 @@ import time
 import pytest
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.timing import RunStats, SyncTimer, benchmark, compare, format_seconds, measure
+from labkit.core.timing import NOISY_IQR_FRACTION, RunStats, SideBySide, SyncTimer, benchmark, compare, format_seconds, measure
 
 
 def test_run_stats_from_known_samples():
@@ -23,9 +23,8 @@ def test_run_stats_needs_samples():
         RunStats.from_samples([])
 
 
-def test_ratio_uses_medians():
-    fast, slow = RunStats.from_samples([1.0, 1.0]), RunStats.from_samples([3.0, 3.0])
-    assert fast.ratio_to(slow) == pytest.approx(3.0)
+def test_ratio_to_is_gone():
+    assert not hasattr(RunStats, "ratio_to"), "use SideBySide(...).speedup(name): baseline median / variant median"
 
 
 def test_format_seconds_picks_a_readable_unit():
@@ -47,7 +46,9 @@ def test_measure_calls_warmup_plus_runs():
     assert len(calls) == 7 and stats.count == 4
 
 
-@pytest.mark.parametrize("kwargs, message", [({"runs": 0}, "runs must be at least 1"), ({"warmup": -1}, "warmup cannot be negative")])
+@pytest.mark.parametrize(
+    "kwargs, message", [({"runs": 0}, "runs must be at least 1"), ({"warmup": -1}, "warmup cannot be negative")]
+)
 def test_measure_rejects_bad_counts(kwargs, message):
     with pytest.raises(LabkitValueError, match=message):
         measure(lambda: None, **kwargs)
@@ -66,7 +67,6 @@ def test_compare_interleaves_and_sees_the_slower_candidate():
     result = compare({"fast": fast, "slow": slow}, rounds=3, warmup=1)
     assert order == ["fast", "slow"] + ["fast", "slow"] * 3  # warm-up, then round robin
     assert result["slow"].median > result["fast"].median
-    assert result["fast"].ratio_to(result["slow"]) > 1
 
 
 def test_compare_names_its_own_parameter_in_errors():
@@ -159,3 +159,77 @@ def test_counts_and_threads_of_the_wrong_type_are_labkit_errors():
 def test_run_stats_needs_numbers(samples):
     with pytest.raises(LabkitTypeError, match="samples must be a sequence of numbers"):
         RunStats.from_samples(samples)
+
+
+def _stats(median, iqr=0.0):
+    """RunStats with a given median and IQR (samples m - iqr/2, m, m + iqr/2 have inclusive quartiles m -+ iqr/4)."""
+    return RunStats(mean=median, median=median, min=median - iqr / 2, max=median + iqr / 2, iqr=iqr, count=3)
+
+
+def test_side_by_side_speedup_is_baseline_over_variant():
+    timings = SideBySide({"eager": _stats(3.0), "fast": _stats(1.0), "slow": _stats(6.0)}, "eager")
+    assert timings.speedup("fast") == pytest.approx(3.0)  # > 1: faster than the baseline
+    assert timings.speedup("slow") == pytest.approx(0.5)  # < 1: slower
+    assert timings.speedup("eager") == 1.0
+    assert timings.slowdown("slow") == pytest.approx(2.0) and timings.slowdown("fast") == pytest.approx(1 / 3)
+
+
+def test_side_by_side_spread_adds_both_relative_iqrs():
+    timings = SideBySide({"base": _stats(2.0, iqr=0.2), "variant": _stats(1.0, iqr=0.05)}, "base")
+    # speedup 2, relative IQRs 0.1 and 0.05: first-order spread 2 * (0.1 + 0.05)
+    assert timings.spread("variant") == pytest.approx(0.3)
+    assert timings.slowdown_spread("variant") == pytest.approx(0.5 * 0.15)
+    assert timings.spread("base") == pytest.approx(2 * 0.1)  # the baseline against itself still carries its noise
+
+
+def test_side_by_side_rebased_reads_the_same_timings_against_another_baseline():
+    timings = SideBySide({"forward": _stats(1.0), "raw": _stats(4.0), "ours": _stats(3.0)}, "forward")
+    assert timings.rebased("raw").slowdown("ours") == pytest.approx(0.75)
+    assert timings.rebased("raw").stats == timings.stats
+
+
+def test_side_by_side_flags_noisy_timings_like_torch_benchmark():
+    assert NOISY_IQR_FRACTION == 0.1
+    timings = SideBySide({"calm": _stats(1.0, iqr=0.05), "edge": _stats(1.0, iqr=0.1), "noisy": _stats(1.0, iqr=0.3)}, "calm")
+    assert [timings.noisy(name) for name in timings.names] == [False, True, True]
+
+
+def test_side_by_side_table_keeps_the_given_order_and_notes_noise():
+    stats = {"slow": _stats(2e-3, iqr=5e-4), "fast": _stats(1e-3, iqr=1e-5), "middle": _stats(1.5e-3)}
+    table = SideBySide(stats, "slow", title="three variants").table()
+    assert table.headers == ["variant", "median", "IQR", "speedup", "note"]
+    assert table.column("variant") == ["slow", "fast", "middle"]  # as given, never sorted by time
+    assert table.column("median") == [format_seconds(2e-3), format_seconds(1e-3), format_seconds(1.5e-3)]
+    assert table.column("speedup") == ["1.00x", "2.00x", "1.33x"]
+    assert table.column("note") == ["baseline, noisy (IQR 25% of median)", "", ""]
+    assert str(table).startswith("three variants\n")
+
+
+def test_side_by_side_table_can_show_slowdowns_under_its_own_row_label():
+    timings = SideBySide({"forward": _stats(1.0), "jvp": _stats(2.5)}, "forward", row_label="path", ratio_column="slowdown")
+    assert timings.table().headers == ["path", "median", "IQR", "slowdown", "note"]
+    assert timings.table().column("slowdown") == ["1.00x", "2.50x"]
+    assert "<table>" in timings._repr_html_() and "jvp" in str(timings)
+
+
+def test_side_by_side_rejects_a_baseline_it_does_not_hold():
+    with pytest.raises(LabkitValueError, match=r"baseline 'eagre' is not one of the timings \['eager', 'fast'\]"):
+        SideBySide({"eager": _stats(1.0), "fast": _stats(0.5)}, "eagre")
+
+
+def test_side_by_side_rejects_bad_names_and_bad_timings():
+    timings = SideBySide({"eager": _stats(1.0)}, "eager")
+    with pytest.raises(LabkitValueError, match="No timing named 'fused'"):
+        timings.speedup("fused")
+    with pytest.raises(LabkitValueError, match="at least one timing"):
+        SideBySide({}, "eager")
+    with pytest.raises(LabkitValueError, match="median time of 0 s"):
+        SideBySide({"eager": _stats(1.0), "instant": _stats(0.0)}, "eager")
+    with pytest.raises(LabkitValueError, match="ratio_column must be"):
+        SideBySide({"eager": _stats(1.0)}, "eager", ratio_column="ratio")
+
+
+def test_side_by_side_accepts_compare_output_directly():
+    stats = compare({"a": lambda: sum(range(100)), "b": lambda: sum(range(200))}, rounds=2, warmup=0)
+    timings = SideBySide(stats, "a")
+    assert timings.names == ["a", "b"] and timings.speedup("a") == 1.0
