@@ -6,7 +6,7 @@ pair and the model one memory pass per pair. :func:`fuse_conv_bn_teaching` is a
 short pass written by hand to show the two halves of the idea, the graph
 rewrite and the arithmetic; :func:`fuse_conv_bn_library` is the library's
 ``torch.fx.experimental.optimization.fuse``, which is what to use in practice.
-:func:`check_fusion` proves a fused model computes the same thing and
+:func:`verify_fusion` shows a fused model computes the same thing and
 :func:`fusion_timings` measures both variants against the original side by side.
 """
 from __future__ import annotations
@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
@@ -24,8 +25,7 @@ from torch.fx.experimental.optimization import fuse, matches_module_pattern
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.tables import ShowsAsTable, Table
-from labkit.core.timing import RunStats, compare
+from labkit.core.timing import SideBySide, compare
 from labkit.fx.profile import trace
 
 # The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
@@ -69,28 +69,41 @@ def _path_uses(graph_module: torch.fx.GraphModule, target: str) -> int:
     )
 
 
+def _module_path(node: torch.fx.Node) -> str:
+    """The submodule path a ``call_module`` node calls (fx types ``target`` as a path or a function)."""
+    return str(node.target)
+
+
+def _layer_node(bn_node: torch.fx.Node) -> torch.fx.Node:
+    """The layer node feeding a BatchNorm node; ``matches_module_pattern`` has made sure it is a node."""
+    return cast(torch.fx.Node, bn_node.args[0])
+
+
 def _torch_fuse_skips(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node) -> str | None:
     """Why torch's ``fuse`` (and the teaching pass) leaves this pair alone, or None if it folds it."""
-    bn = graph_module.get_submodule(bn_node.target)
+    bn = graph_module.get_submodule(_module_path(bn_node))
     if not bn.track_running_stats or bn.running_mean is None:
         return "it has no running statistics (track_running_stats=False): it normalises with each batch's statistics"
-    if len(bn_node.args[0].users) > 1:
-        return f"the output of {bn_node.args[0].target!r} is also used elsewhere"
+    if len(_layer_node(bn_node).users) > 1:
+        return f"the output of {_module_path(_layer_node(bn_node))!r} is also used elsewhere"
     return None
 
 
 def _shared_layer(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node) -> str | None:
     """Why folding would change another use of the layer (torch's ``fuse`` misses this), or None."""
-    layer = bn_node.args[0].target
+    layer = _module_path(_layer_node(bn_node))
     uses = _path_uses(graph_module, layer)
     if uses > 1:
-        return f"{layer!r} is used by {uses} nodes (called twice, or its weights read directly), and folding would change every use"
+        return (
+            f"{layer!r} is used by {uses} nodes (called twice, or its weights read directly), "
+            "and folding would change every use"
+        )
     return None
 
 
 def _shared_batchnorm(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node) -> str | None:
     """The safe rule also keeps a BatchNorm that more than one node uses (torch's ``fuse`` gets this case right)."""
-    return "it is used by more than one node" if _path_uses(graph_module, bn_node.target) > 1 else None
+    return "it is used by more than one node" if _path_uses(graph_module, _module_path(bn_node)) > 1 else None
 
 
 def _note_unfused(bn_node: torch.fx.Node, reason: str) -> None:
@@ -147,14 +160,16 @@ def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
     for node in list(graph_module.graph.nodes):
         if not matches_module_pattern((nn.Conv2d, nn.BatchNorm2d), node, modules):
             continue
-        reason = _torch_fuse_skips(graph_module, node) or _shared_layer(graph_module, node) or _shared_batchnorm(graph_module, node)
+        reason = (
+            _torch_fuse_skips(graph_module, node) or _shared_layer(graph_module, node) or _shared_batchnorm(graph_module, node)
+        )
         if reason is not None:
             _note_unfused(node, reason)
             continue
-        conv_node = node.args[0]
-        conv = graph_module.get_submodule(conv_node.target)
-        bn = graph_module.get_submodule(node.target)
-        graph_module.add_submodule(conv_node.target, fold_bn_into_conv(conv, bn))
+        conv_node = _layer_node(node)
+        conv = cast(nn.Conv2d, graph_module.get_submodule(_module_path(conv_node)))
+        bn = cast(nn.BatchNorm2d, graph_module.get_submodule(_module_path(node)))
+        graph_module.add_submodule(_module_path(conv_node), fold_bn_into_conv(conv, bn))
         node.replace_all_uses_with(conv_node)
         graph_module.graph.erase_node(node)
     graph_module.graph.lint()
@@ -190,7 +205,7 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
             + "; ".join(unsafe)
             + ". Use labkit.fx.fusion.fuse_conv_bn_teaching(model) (or fuse_safely), which leaves such pairs unfused."
         )
-    return fuse(model, inplace=False)
+    return cast(torch.fx.GraphModule, fuse(model, inplace=False))
 
 
 def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
@@ -228,7 +243,7 @@ def count_nodes(model: nn.Module, op_type: type[nn.Module] | None = None) -> int
 
 
 @dataclass(frozen=True)
-class FusionCheck:
+class FusionVerification:
     """Does a fused model compute what the original does?
 
     ``allclose`` holds when, for every tensor in the output (a tensor, tuple or
@@ -261,7 +276,8 @@ class FusionCheck:
         return f"<p>{self.to_text()}</p>"
 
 
-def check_tolerance(name: str, value: Any) -> float:
+def validate_tolerance(name: str, value: Any) -> float:
+    """``value`` as a float, or a labkit error naming ``name`` when it is not a finite number >= 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise LabkitTypeError(f"{name} must be a number such as 1e-4, got {type(value).__name__}.")
     if not (math.isfinite(value) and value >= 0):
@@ -296,13 +312,14 @@ def compare_outputs(
             "pass inputs with a batch of at least one example."
         )
     largest, same = 0.0, True
-    for (path, a), (_, b) in zip(expected_leaves, actual_leaves):
+    for (path, a), (_, b) in zip(expected_leaves, actual_leaves, strict=True):  # same paths, checked above
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
             same = same and type(a) is type(b) and a == b
             continue
         if a.shape != b.shape:
             raise LabkitValueError(
-                f"{actual_name.capitalize()} returns shape {tuple(b.shape)}, the original {tuple(a.shape)} (output{keystr(path)})."
+                f"{actual_name.capitalize()} returns shape {tuple(b.shape)}, "
+                f"the original {tuple(a.shape)} (output{keystr(path)})."
             )
         if a.numel() == 0:
             continue
@@ -314,18 +331,21 @@ def compare_outputs(
     return largest, same
 
 
-def check_fusion(
+def verify_fusion(
     original: nn.Module, fused: nn.Module, *inputs: Any, rtol: float = 1e-4, atol: float = 1e-5
-) -> FusionCheck:
-    """Run both models on ``inputs`` and compare every output tensor relative to its scale (see :class:`FusionCheck`)."""
-    rtol, atol = check_tolerance("rtol", rtol), check_tolerance("atol", atol)
+) -> FusionVerification:
+    """Run both models on ``inputs`` and compare every output tensor relative to its scale (see :class:`FusionVerification`).
+
+    Named "verify", not "check": in labkit a check is an exercise checker.
+    """
+    rtol, atol = validate_tolerance("rtol", rtol), validate_tolerance("atol", atol)
     if not inputs:
-        raise LabkitValueError("check_fusion needs the example inputs to run both models on: check_fusion(model, fused, x).")
+        raise LabkitValueError("verify_fusion needs the example inputs to run both models on: verify_fusion(model, fused, x).")
     with torch.no_grad():
         expected = original(*inputs)
         actual = fused(*inputs)
     max_abs_diff, same = compare_outputs(expected, actual, rtol=rtol, atol=atol)
-    return FusionCheck(
+    return FusionVerification(
         nodes_before=count_nodes(original),
         nodes_after=count_nodes(fused),
         batchnorms_left=count_nodes(fused, nn.BatchNorm2d),
@@ -337,22 +357,15 @@ def check_fusion(
 
 
 @dataclass(frozen=True, repr=False)
-class FusionTimings(ShowsAsTable):
-    """Forward-pass times of the original and the fused variants, measured interleaved."""
+class FusionTimings(SideBySide):
+    """Forward-pass times of the original and the fused variants, measured interleaved.
 
-    stats: dict[str, RunStats]
+    A :class:`~labkit.core.timing.SideBySide` against ``"original"``:
+    ``speedup("teaching pass")`` above 1 means the fused model is faster.
+    """
 
-    def speedup(self, variant: str) -> float:
-        """How many times faster ``variant`` is than ``"original"`` (by median)."""
-        return self.stats[variant].ratio_to(self.stats["original"])
-
-    def table(self) -> Table:
-        return Table(
-            ["variant", "median", "IQR", "speed-up"],
-            [[name, f"{s.median * 1e3:.2f} ms", f"{s.iqr * 1e3:.2f} ms", f"{self.speedup(name):.2f}x"]
-             for name, s in self.stats.items()],
-            title="Forward pass before and after Conv-BN fusion",
-        )
+    baseline: str = "original"
+    title: str = "Forward pass before and after Conv-BN fusion"
 
 
 def fusion_timings(model: nn.Module, *inputs: Any, rounds: int = 10, warmup: int = 2) -> FusionTimings:
@@ -363,9 +376,12 @@ def fusion_timings(model: nn.Module, *inputs: Any, rounds: int = 10, warmup: int
         "torch.fx fuse": fuse_conv_bn_library(model),
     }
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    def forward_of(module: nn.Module) -> Callable[[], object]:
+        return lambda: module(*inputs)
+
     with torch.no_grad():
         stats = compare(
-            {name: (lambda m=m: m(*inputs)) for name, m in variants.items()},
+            {name: forward_of(m) for name, m in variants.items()},
             rounds=rounds,
             warmup=warmup,
             device=device,

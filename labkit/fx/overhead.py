@@ -13,7 +13,7 @@ import torch
 
 from labkit.core.errors import LabkitValueError
 from labkit.core.tables import ShowsAsTable, Table
-from labkit.core.timing import RunStats, compare
+from labkit.core.timing import RunStats, SideBySide, compare
 from labkit.fx.profile import InstrumentedModule, ProfilingInterpreter, trace
 
 
@@ -30,20 +30,35 @@ class TinyOpsChain(torch.nn.Module):
         return x
 
 
+PLAIN, INTERPRETER, FAST = "plain GraphModule", "interpreter mode", "fast mode"
+
+
 @dataclass(frozen=True, repr=False)
 class OverheadResult(ShowsAsTable):
     """What each profiling mode adds per node over the plain GraphModule.
 
-    Added cost is computed from the *fastest* round of each variant: machine
-    noise only ever adds time, so the minimum is the best estimate of the cost
-    itself (the advice of Python's ``timeit``). The spread reported next to it
-    is the two variants' IQRs per node, a measure of how noisy the machine was.
+    ``timings`` is the side-by-side measurement (baseline: the plain
+    GraphModule); this result reads it per node. Added cost is computed from
+    the *fastest* round of each variant: machine noise only ever adds time, so
+    the minimum is the best estimate of the cost itself (the advice of
+    Python's ``timeit``). The spread reported next to it is the two variants'
+    IQRs per node, a measure of how noisy the machine was.
     """
 
     num_nodes: int
-    plain: RunStats  # seconds per call
-    interpreter: RunStats
-    fast: RunStats
+    timings: SideBySide  # seconds per call of the whole chain
+
+    @property
+    def plain(self) -> RunStats:
+        return self.timings.stats[PLAIN]
+
+    @property
+    def interpreter(self) -> RunStats:
+        return self.timings.stats[INTERPRETER]
+
+    @property
+    def fast(self) -> RunStats:
+        return self.timings.stats[FAST]
 
     def _added_us(self, stats: RunStats) -> float:
         return (stats.min - self.plain.min) / self.num_nodes * 1e6
@@ -75,10 +90,10 @@ class OverheadResult(ShowsAsTable):
         return Table(
             ["variant", "µs per node", "added µs per node", "± (IQR)"],
             [
-                ["plain GraphModule", f"{self.plain_us_per_node:.2f}", "-", "-"],
-                ["interpreter mode", f"{self.plain_us_per_node + self.interpreter_us_per_node:.2f}",
+                [PLAIN, f"{self.plain_us_per_node:.2f}", "-", "-"],
+                [INTERPRETER, f"{self.plain_us_per_node + self.interpreter_us_per_node:.2f}",
                  f"{self.interpreter_us_per_node:.2f}", f"{self.interpreter_spread_us:.2f}"],
-                ["fast mode", f"{self.plain_us_per_node + self.fast_us_per_node:.2f}",
+                [FAST, f"{self.plain_us_per_node + self.fast_us_per_node:.2f}",
                  f"{self.fast_us_per_node:.2f}", f"{self.fast_spread_us:.2f}"],
             ],
             title=f"Profiling overhead on {self.num_nodes} tiny ops (fastest of interleaved rounds)",
@@ -105,11 +120,12 @@ def measure_overhead(num_ops: int = 1000, *, rounds: int = 20, warmup: int = 2, 
 
     with torch.no_grad():
         stats = compare(
-            {"plain": lambda: graph_module(x), "interpreter": run_interpreter, "fast": lambda: instrumented(x)},
+            {PLAIN: lambda: graph_module(x), INTERPRETER: run_interpreter, FAST: lambda: instrumented(x)},
             rounds=rounds,
             warmup=warmup,
         )
-    return OverheadResult(num_ops, stats["plain"], stats["interpreter"], stats["fast"])
+    timings = SideBySide(stats, PLAIN, title=f"{num_ops} tiny ops, whole chain per call", row_label="mode")
+    return OverheadResult(num_ops, timings)
 
 
-__all__ = ["OverheadResult", "TinyOpsChain", "measure_overhead"]
+__all__ = ["FAST", "INTERPRETER", "PLAIN", "OverheadResult", "TinyOpsChain", "measure_overhead"]

@@ -8,16 +8,17 @@ from torch.fx.experimental.optimization import fuse
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.timing import SideBySide
 from labkit.fx.fusion import (
     FusionSkippedWarning,
     UnsafeFusionError,
-    check_fusion,
     count_nodes,
     fold_bn_into_conv,
     fuse_conv_bn_library,
     fuse_conv_bn_teaching,
     fuse_safely,
     fusion_timings,
+    verify_fusion,
 )
 
 X = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
@@ -48,10 +49,10 @@ class SharedConv(nn.Module):
 def test_fused_model_matches_and_has_no_batchnorm(fuser):
     model = conv_bn()
     fused = fuser(model)
-    check = check_fusion(model, fused, X)
-    assert check.allclose and check.max_abs_diff < 1e-5
-    assert (check.nodes_before, check.nodes_after, check.batchnorms_left) == (5, 4, 0)
-    assert "same outputs" in str(check) and "5 -> 4" in check._repr_html_()
+    verdict = verify_fusion(model, fused, X)
+    assert verdict.allclose and verdict.max_abs_diff < 1e-5
+    assert (verdict.nodes_before, verdict.nodes_after, verdict.batchnorms_left) == (5, 4, 0)
+    assert "same outputs" in str(verdict) and "5 -> 4" in verdict._repr_html_()
 
 
 def test_the_original_model_is_left_unchanged():
@@ -86,8 +87,8 @@ def test_resnet18_fuses_all_twenty_batchnorms():
     model = torchvision.models.resnet18(weights=None).eval()
     x = torch.randn(1, 3, 32, 32)
     for fuser in (fuse_conv_bn_teaching, fuse_conv_bn_library):
-        check = check_fusion(model, fuser(model), x)
-        assert check.allclose and (check.nodes_before, check.nodes_after, check.batchnorms_left) == (71, 51, 0)
+        verdict = verify_fusion(model, fuser(model), x)
+        assert verdict.allclose and (verdict.nodes_before, verdict.nodes_after, verdict.batchnorms_left) == (71, 51, 0)
 
 
 def test_training_mode_and_non_modules_are_refused():
@@ -104,16 +105,27 @@ def test_training_mode_and_non_modules_are_refused():
             fuser(half_eval)
 
 
-def test_check_fusion_refuses_different_shapes():
+def test_verify_fusion_refuses_different_shapes():
     with pytest.raises(LabkitValueError, match="shape"):
-        check_fusion(conv_bn(), nn.Identity(), X)
+        verify_fusion(conv_bn(), nn.Identity(), X)
 
 
 def test_fusion_timings_times_three_variants():
     timings = fusion_timings(conv_bn(), X, rounds=2, warmup=1)
+    assert isinstance(timings, SideBySide) and timings.baseline == "original"
     assert list(timings.stats) == ["original", "teaching pass", "torch.fx fuse"]
     assert timings.speedup("original") == 1.0
-    assert "speed-up" in str(timings) and "<table>" in timings._repr_html_()
+    stats = timings.stats
+    assert timings.speedup("teaching pass") == pytest.approx(stats["original"].median / stats["teaching pass"].median)
+    assert timings.table().column("variant") == ["original", "teaching pass", "torch.fx fuse"]
+    assert timings.table().headers == ["variant", "median", "IQR", "speedup", "note"]
+    assert str(timings).startswith("Forward pass before and after Conv-BN fusion") and "<table>" in timings._repr_html_()
+
+
+def test_no_check_names_outside_the_exercise_checker():
+    import labkit.fx.fusion as fusion
+
+    assert not [name for name in vars(fusion) if "check" in name.lower()], "'check' means the exercise checker only"
 
 
 class ConvCalledTwice(nn.Module):
@@ -172,11 +184,11 @@ def test_fuse_safely_falls_back_to_the_safe_rule():
     assert none == "" and count_nodes(plain, nn.BatchNorm2d) == 0
 
 
-def test_check_fusion_reports_torch_fuse_getting_a_shared_conv_wrong():
+def test_verify_fusion_reports_torch_fuse_getting_a_shared_conv_wrong():
     model = ConvCalledTwice().eval()
-    check = check_fusion(model, fuse(model, inplace=False), X)  # torch's own fuse, unguarded
-    assert not check.allclose and check.max_abs_diff > 0.1
-    assert "DIFFERENT outputs" in str(check)
+    verdict = verify_fusion(model, fuse(model, inplace=False), X)  # torch's own fuse, unguarded
+    assert not verdict.allclose and verdict.max_abs_diff > 0.1
+    assert "DIFFERENT outputs" in str(verdict)
 
 
 class NoRunningStats(nn.Module):
@@ -221,15 +233,15 @@ class Huge(nn.Module):
         return self.body(x)
 
 
-def test_check_fusion_compares_relative_to_the_output_scale():
+def test_verify_fusion_compares_relative_to_the_output_scale():
     model = Huge().eval()
     x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
     assert model(x).abs().max() > 1e7
-    check = check_fusion(model, fuse_conv_bn_teaching(model), x)
-    assert check.allclose, check
-    assert check.max_abs_diff > 1e-4  # far above an absolute tolerance: only the scale makes it "same"
-    assert "same outputs" in str(check) and "max|original|" in str(check)
-    assert "rtol=0.0001" in str(check) and "atol=1e-05" in str(check)
+    verdict = verify_fusion(model, fuse_conv_bn_teaching(model), x)
+    assert verdict.allclose, verdict
+    assert verdict.max_abs_diff > 1e-4  # far above an absolute tolerance: only the scale makes it "same"
+    assert "same outputs" in str(verdict) and "max|original|" in str(verdict)
+    assert "rtol=0.0001" in str(verdict) and "atol=1e-05" in str(verdict)
 
 
 class DictAndTuple(nn.Module):
@@ -244,15 +256,15 @@ class DictAndTuple(nn.Module):
         return OrderedDict(out=y, aux=(y.mean(), y.flatten(1)))
 
 
-def test_check_fusion_compares_every_tensor_of_a_dict_or_tuple_output():
+def test_verify_fusion_compares_every_tensor_of_a_dict_or_tuple_output():
     model = DictAndTuple().eval()
-    check = check_fusion(model, fuse_conv_bn_teaching(model), X)
-    assert check.allclose and check.batchnorms_left == 0
+    verdict = verify_fusion(model, fuse_conv_bn_teaching(model), X)
+    assert verdict.allclose and verdict.batchnorms_left == 0
     with pytest.raises(LabkitValueError, match="structure"):
-        check_fusion(model, conv_bn(), X)
+        verify_fusion(model, conv_bn(), X)
 
 
-def test_check_fusion_rejects_bad_tolerances():
+def test_verify_fusion_rejects_bad_tolerances():
     for bad in (-1.0, float("nan"), "1e-4"):
         with pytest.raises((LabkitValueError, LabkitTypeError), match="rtol"):
-            check_fusion(conv_bn(), conv_bn(), X, rtol=bad)
+            verify_fusion(conv_bn(), conv_bn(), X, rtol=bad)
