@@ -18,7 +18,7 @@ from torch import nn
 from torch.fx.experimental.optimization import fuse
 from torch.fx.passes.shape_prop import ShapeProp
 
-from labkit.core.checks import CheckResult, call_learner, expect, int_tuple, run_check
+from labkit.core.checks import CheckFailed, CheckResult, call_learner, expect, int_tuple, run_check
 from labkit.core.notebook import seeded
 from labkit.fx.profile import ProfileReport, profile_model
 
@@ -81,7 +81,8 @@ def check_shape_recorder(recorder_class: type) -> CheckResult:
         with torch.no_grad():
             call_learner(recorder.run, x)
         shapes = getattr(recorder, "shapes", None)
-        expect(isinstance(shapes, dict), "After run(), self.shapes must be a dict {node name: shape tuple}.")
+        if not isinstance(shapes, dict):
+            raise CheckFailed("After run(), self.shapes must be a dict {node name: shape tuple}.")
         ShapeProp(graph_module).propagate(x)
         expected = {
             n.name: tuple(n.meta["tensor_meta"].shape) for n in graph_module.graph.nodes if "tensor_meta" in n.meta
@@ -95,7 +96,8 @@ def check_shape_recorder(recorder_class: type) -> CheckResult:
                 f"Node {name!r}: you recorded {got!r}, the output shape is {shape}"
                 + ("." if int_tuple(got) is not None else "; record a tuple of ints, e.g. tuple(result.shape)."),
             )
-        return f"all {len(expected)} tensor shapes match torch.fx's ShapeProp (e.g. {next(iter(expected))}: {next(iter(expected.values()))})."
+        first_name, first_shape = next(iter(expected.items()))
+        return f"all {len(expected)} tensor shapes match torch.fx's ShapeProp (e.g. {first_name}: {first_shape})."
 
     return run_check("1.2", check)
 
@@ -171,6 +173,9 @@ def check_slowest_after_fusion(slowest_type_after_fusion: Callable[..., Any]) ->
             "model. Sum the time per op type: report.by_op_type(). If your own report disagrees, the machine was busy: "
             "profile with more runs.",
         )
-        return f"your report profiles the fused model (no BatchNorm2d left), and {slowest} is the slowest op type in the checker's own profile too."
+        return (
+            f"your report profiles the fused model (no BatchNorm2d left), and {slowest} is the slowest op type "
+            "in the checker's own profile too."
+        )
 
     return run_check("1.3", check)

@@ -15,7 +15,7 @@ from typing import Any
 from labkit.core.errors import LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
 from labkit.core.tables import ShowsAsTable, Table
-from labkit.fx.profile import NodeProfiler, check_count
+from labkit.fx.profile import NodeProfiler, require_count
 
 # Top-level aten operator -> the op type labkit reports for the node that issued it.
 ATEN_TO_OP_TYPE = {
@@ -104,7 +104,7 @@ def compare_with_torch_profiler(
     """
     from torch.profiler import ProfilerActivity, profile
 
-    runs = check_count("runs", runs, 1, "e.g. runs=5")
+    runs = require_count("runs", runs, 1, "e.g. runs=5")
     silence_known_warnings()
     profiler = NodeProfiler(model, *inputs, mode=mode)
     use_cuda = profiler.device.type == "cuda"

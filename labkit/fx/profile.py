@@ -41,7 +41,7 @@ import torch.fx
 
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
-from labkit.core.files import write_file
+from labkit.core.files import write_file, write_text
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.core.timing import RunStats, format_seconds
 
@@ -61,7 +61,7 @@ class TrainModeWarning(UserWarning):
     """The profiled model is in train mode: Dropout and BatchNorm then do training work."""
 
 
-def check_count(name: str, value: Any, minimum: int, hint: str) -> int:
+def require_count(name: str, value: Any, minimum: int, hint: str) -> int:
     """``value`` as an int if it is a whole number >= ``minimum``; else a labkit error naming ``name``.
 
     Why: ``range(2.5)`` fails deep inside a run, ``range("5")`` too, and a bool
@@ -77,8 +77,8 @@ def check_count(name: str, value: Any, minimum: int, hint: str) -> int:
 
 def _check_runs(warmup: Any, runs: Any) -> tuple[int, int]:
     return (
-        check_count("warmup", warmup, 0, "use warmup=0 to skip it"),
-        check_count("runs", runs, 1, "use runs=5 or more for stable statistics"),
+        require_count("warmup", warmup, 0, "use warmup=0 to skip it"),
+        require_count("runs", runs, 1, "use runs=5 or more for stable statistics"),
     )
 
 
@@ -194,7 +194,7 @@ class ProfilingInterpreter(torch.fx.Interpreter):
         if not self.total_runtime_sec:
             raise NotRunYetError("No runs recorded yet: call .run(*inputs) at least once before .summary().")
         mean_total = statistics.mean(self.total_runtime_sec)
-        rows = []
+        rows: list[list[Any]] = []
         for node, runtimes in self.runtimes_sec.items():
             mean_runtime = statistics.mean(runtimes)
             rows.append([node.op, str(node), mean_runtime, mean_runtime / mean_total * 100])
@@ -271,7 +271,7 @@ class InstrumentedModule:
 
     def last_durations(self) -> list[float]:
         """Seconds per timed node for the most recent call, in graph order."""
-        return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
+        return [b - a for a, b in zip(self.stamps, self.stamps[1:], strict=False)]
 
 
 # --------------------------------------------------------------------- result objects
@@ -303,6 +303,10 @@ class NodeTiming:
         }
 
 
+#: The keys :meth:`ProfileReport.sorted` and :meth:`ProfileReport.top` rank nodes by.
+SORT_KEYS = ("mean", "median", "min", "iqr", "pct", "name")
+#: The keys :meth:`ProfileReport.by_op_type` ranks op types by (a type's time is a sum of means).
+OP_TYPE_SORT_KEYS = ("mean", "pct", "name")
 REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
 # Columns of to_csv and keys of NodeTiming.as_dict, fixed so an empty report still writes a header.
 NODE_FIELDS = ("op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total")
@@ -321,6 +325,10 @@ class OpTypeBreakdown(ShowsAsTable):
     @property
     def pct(self) -> dict[str, float]:
         return {op_type: pct for op_type, _, _, pct in self.rows}
+
+    def top(self, k: int) -> OpTypeBreakdown:
+        """The first ``k`` types in this breakdown's order (the slowest, unless sorted by name)."""
+        return OpTypeBreakdown(self.rows[: require_count("k", k, 1, "e.g. top(5) for the five slowest types")])
 
     def table(self) -> Table:
         return Table(
@@ -350,7 +358,7 @@ class ProfileReport(ShowsAsTable):
             return sorted(self.rows, key=lambda r: r.name, reverse=descending)
         if key == "pct":
             return sorted(self.rows, key=lambda r: r.pct, reverse=descending)
-        if key not in ("mean", "median", "min", "iqr"):
+        if key not in SORT_KEYS:
             raise LabkitValueError(f"Cannot sort by {key!r}; use mean, median, min, iqr, pct or name.")
         return sorted(self.rows, key=lambda r: getattr(r.stats, key), reverse=descending)
 
@@ -359,12 +367,20 @@ class ProfileReport(ShowsAsTable):
 
         Percentages stay those of the whole run.
         """
-        k = check_count("k", k, 1, "e.g. top(10) for the ten slowest nodes")
+        k = require_count("k", k, 1, "e.g. top(10) for the ten slowest nodes")
         rows = self.sorted(key, descending=key != "name")[:k]
         return ProfileReport(rows, self.total, self.mode, self.warmup, self.graph_nodes)
 
-    def by_op_type(self) -> OpTypeBreakdown:
-        """Sum of mean node times per module class / function name, slowest first."""
+    def by_op_type(self, key: str = "mean") -> OpTypeBreakdown:
+        """Sum of mean node times per module class / function name: slowest first, or A-Z for ``key="name"``.
+
+        A type's time is the sum of its nodes' means, so it can be ranked by that
+        time (``"mean"``, or its share ``"pct"``: the same order) or by name only.
+        """
+        if key not in OP_TYPE_SORT_KEYS:
+            raise LabkitValueError(
+                f"Cannot sort op types by {key!r}: a type's time is the sum of its nodes' means; use mean, pct or name."
+            )
         groups: dict[str, list[NodeTiming]] = {}
         for row in self.rows:
             groups.setdefault(row.op_type, []).append(row)
@@ -372,10 +388,12 @@ class ProfileReport(ShowsAsTable):
             (op_type, len(members), sum(r.stats.mean for r in members), sum(r.pct for r in members))
             for op_type, members in groups.items()
         ]
+        if key == "name":
+            return OpTypeBreakdown(sorted(rows))
         return OpTypeBreakdown(sorted(rows, key=lambda r: r[2], reverse=True))
 
     def table(self) -> Table:
-        rows = [
+        rows: list[Sequence[Any]] = [
             [
                 r.op,
                 r.name,
@@ -417,7 +435,7 @@ class ProfileReport(ShowsAsTable):
     def to_json(self, path: str | Path) -> Path:
         """``{"mode", "warmup", "total": {...}, "nodes": [...]}``. Returns the path written (as :meth:`to_csv`)."""
         payload = {"mode": self.mode, "warmup": self.warmup, "total": self.total.as_dict(), "nodes": self.to_dicts()}
-        return write_file(path, lambda handle: handle.write(json.dumps(payload, indent=2)))
+        return write_text(path, json.dumps(payload, indent=2))
 
 
 # ---------------------------------------------------------------------- the profiler
@@ -425,7 +443,7 @@ class ProfileReport(ShowsAsTable):
 
 def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
     if node.op == "call_module":
-        return type(graph_module.get_submodule(node.target)).__name__
+        return type(graph_module.get_submodule(str(node.target))).__name__
     if node.op == "call_function":
         return getattr(node.target, "__name__", str(node.target))
     return str(node.target)
@@ -448,6 +466,23 @@ def _with_private_buffers(graph_module: torch.fx.GraphModule) -> torch.fx.GraphM
     return copy.deepcopy(graph_module, memo=shared_parameters)
 
 
+def _traced_for_profiling(model: Any, inputs: Sequence[Any], mode: str) -> tuple[torch.fx.GraphModule, torch.device]:
+    """The traced model and the device to synchronize, or the labkit error a profile of it would raise."""
+    if mode not in MODES:
+        raise LabkitValueError(f"mode must be one of {MODES} (got {mode!r}).")
+    traced = trace(model)
+    return traced, _check_input_devices(traced, inputs)
+
+
+def require_profilable(model: Any, *inputs: Any, mode: str = "fast") -> None:
+    """Raise now the labkit error :func:`profile_model` would raise for these arguments, without running the model.
+
+    Why: a widget built with a model that cannot be traced should fail where it
+    is built, with labkit's message, not at the first click.
+    """
+    _traced_for_profiling(model, inputs, mode)
+
+
 class NodeProfiler:
     """Times a traced model run by run; :func:`profile_model` and the LiveProfile widget use it.
 
@@ -456,11 +491,9 @@ class NodeProfiler:
     """
 
     def __init__(self, model: Any, *inputs: Any, mode: str = "fast") -> None:
-        if mode not in MODES:
-            raise LabkitValueError(f"mode must be one of {MODES} (got {mode!r}).")
-        self.graph_module = _with_private_buffers(trace(model))
+        traced, self.device = _traced_for_profiling(model, inputs, mode)
+        self.graph_module = _with_private_buffers(traced)
         self.inputs = inputs
-        self.device = _check_input_devices(self.graph_module, inputs)
         self.mode = mode
         self.warmup_runs = 0
         self.nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
@@ -514,7 +547,7 @@ class NodeProfiler:
 
     def warmup(self, runs: int = 2) -> None:
         """Run ``runs`` times without recording (first calls allocate and pick kernels)."""
-        runs = check_count("warmup", runs, 0, "use warmup=0 to skip it")
+        runs = require_count("warmup", runs, 0, "use warmup=0 to skip it")
         for _ in range(runs):
             self._timed_call()
         self.warmup_runs += runs
@@ -523,7 +556,7 @@ class NodeProfiler:
         """One recorded run."""
         total, durations = self._timed_call()
         self.totals.append(total)
-        for node, seconds in zip(self.nodes, durations):
+        for node, seconds in zip(self.nodes, durations, strict=True):
             self.samples[node.name].append(seconds)
 
     def report(self) -> ProfileReport:
@@ -546,7 +579,14 @@ class NodeProfiler:
         return ProfileReport(rows, total, self.mode, self.warmup_runs, len(rows))
 
 
-def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode: str = "fast") -> ProfileReport:
+def profile_model(
+    model: Any,
+    *inputs: Any,
+    warmup: int = 2,
+    runs: int = 5,
+    mode: str = "fast",
+    on_run: Callable[[ProfileReport], None] | None = None,
+) -> ProfileReport:
     """Trace ``model``, run it ``warmup`` times untimed and ``runs`` times timed; time every node.
 
     ``mode="fast"`` (default) times with an instrumented GraphModule (see
@@ -555,6 +595,10 @@ def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode
     copy with private buffers, and the global RNG is restored afterwards, so
     ``model`` and later random numbers are left unchanged. A train-mode model is
     profiled as it is, with a :class:`TrainModeWarning`.
+
+    ``on_run(report)``, if given, is called after each timed run with the report
+    of the runs so far (its ``runs`` grows 1, 2, ... ``runs``), so a widget can
+    redraw while the profile is still running.
     """
     warmup, runs = _check_runs(warmup, runs)
     profiler = NodeProfiler(model, *inputs, mode=mode)
@@ -562,12 +606,16 @@ def profile_model(model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode
         profiler.warmup(warmup)
         for _ in range(runs):
             profiler.run_once()
+            if on_run is not None:
+                on_run(profiler.report())
     return profiler.report()
 
 
 __all__ = [
     "MODES",
     "NODE_FIELDS",
+    "OP_TYPE_SORT_KEYS",
+    "SORT_KEYS",
     "InstrumentedModule",
     "NodeProfiler",
     "NodeTiming",
@@ -577,7 +625,8 @@ __all__ = [
     "ProfilingInterpreter",
     "TraceFailedError",
     "TrainModeWarning",
-    "check_count",
     "profile_model",
+    "require_count",
+    "require_profilable",
     "trace",
 ]

@@ -1,8 +1,11 @@
 """LiveProfile: press a button, watch the per-node timing table fill in run by run.
 
 Why live: statistics settle as runs accumulate, and seeing the table reorder
-after the first (cold) runs is the lesson. The widget only renders; every
-number comes from :class:`labkit.fx.profile.NodeProfiler`, one run at a time.
+after the first (cold) runs is the lesson. The widget only renders: one press
+is one :func:`labkit.fx.profile.profile_model` call, whose ``on_run`` callback
+hands over the report after every run; sorting, top-k and grouping by op type
+are the report's own (:meth:`ProfileReport.top`, :meth:`ProfileReport.by_op_type`).
+The table and the bar plot always show the same rows in the same order.
 
 Structure for tests and browser tests: the widget has the CSS class
 ``labkit-live-profile``; the table sits in ``<div class="labkit-live-profile-table">``
@@ -24,28 +27,44 @@ from matplotlib.figure import Figure
 from labkit.core.errors import LabkitValueError
 from labkit.core.plots import new_figure, to_png
 from labkit.core.tables import Table
-from labkit.fx.profile import NodeProfiler, OpTypeBreakdown, ProfileReport, check_count
+from labkit.fx.profile import SORT_KEYS, NodeTiming, ProfileReport, profile_model, require_count, require_profilable
 
-SORT_KEYS = ("mean", "median", "min", "iqr", "pct", "name")
 TABLE_CLASS = "labkit-live-profile-table"
 MAX_RUNS, MAX_TOP_K = 200, 100  # the ranges of the runs and top k boxes
+#: What the bars show for each "sort by" key: the statistic the nodes are ranked by (name: A-Z, bars show the mean).
+BAR_AXIS_LABELS = {
+    "mean": "mean time per run (ms)",
+    "median": "median time per run (ms)",
+    "min": "fastest run's time (ms)",
+    "iqr": "spread of the run times, IQR (ms)",
+    "pct": "% of the whole run (mean)",
+    "name": "mean time per run (ms)",
+}
 
 
 def _check_box_value(name: str, value: Any, maximum: int) -> int:
     """A value for a box that takes 1 to ``maximum``: refused outside it, since the box would clamp it."""
     takes = f"LiveProfile takes 1 to {maximum}"
-    value = check_count(name, value, 1, takes)
+    value = require_count(name, value, 1, takes)
     if value > maximum:
         raise LabkitValueError(f"{name} must be at most {maximum} (got {value}); {takes}.")
     return value
 
 
-def bar_figure(labels: list[str], seconds: list[float], title: str) -> Figure:
-    """Horizontal bars, largest on top, in milliseconds."""
+def bar_values(rows: list[NodeTiming], key: str) -> list[float]:
+    """Each row's value on the bar plot for the ``key`` it is ranked by (see :data:`BAR_AXIS_LABELS`)."""
+    if key == "pct":
+        return [row.pct for row in rows]
+    statistic = "mean" if key == "name" else key
+    return [getattr(row.stats, statistic) * 1e3 for row in rows]
+
+
+def bar_figure(labels: list[str], values: list[float], title: str, xlabel: str) -> Figure:
+    """Horizontal bars in the order given, the first on top."""
     figure = new_figure(5.5, 0.6 + 0.28 * max(len(labels), 1))
     axes = figure.add_subplot()
-    axes.barh(list(reversed(labels)), [s * 1e3 for s in reversed(seconds)], color="#4c72b0")
-    axes.set_xlabel("mean time per run (ms)")
+    axes.barh(list(reversed(labels)), list(reversed(values)), color="#4c72b0")
+    axes.set_xlabel(xlabel)
     axes.set_title(title, fontsize=10)
     axes.tick_params(axis="y", labelsize=8)
     return figure
@@ -57,8 +76,8 @@ class LiveProfile(widgets.VBox):
     def __init__(self, model: Any, *inputs: Any, mode: str = "fast", runs: int = 5, warmup: int = 1, top_k: int = 10) -> None:
         runs = _check_box_value("runs", runs, MAX_RUNS)
         top_k = _check_box_value("top_k", top_k, MAX_TOP_K)
-        warmup = check_count("warmup", warmup, 0, "use warmup=0 to skip it")
-        NodeProfiler(model, *inputs, mode=mode)  # fail now, with labkit's message, not at the first click
+        warmup = require_count("warmup", warmup, 0, "use warmup=0 to skip it")
+        require_profilable(model, *inputs, mode=mode)  # fail now, with labkit's message, not at the first click
         self.model, self.inputs, self.mode, self.warmup = model, inputs, mode, warmup
         self.report: ProfileReport | None = None
         self.running = False
@@ -82,29 +101,29 @@ class LiveProfile(widgets.VBox):
         """Warm up, then run ``self.runs.value`` times, redrawing after each run.
 
         Ignored (with a note in the status) while a profile is already running.
-        The global RNG is restored afterwards (see :meth:`NodeProfiler.session`).
+        The global RNG is restored afterwards (see :func:`labkit.fx.profile.profile_model`).
         """
         if self.running:
             self.status.value += " <i>(already running: that click was ignored)</i>"
             return
         self.running, self.button.disabled = True, True
-        total_runs, profiler = self.runs.value, None
+        total_runs, timed = self.runs.value, 0
         self.progress.bar_style = ""
+        self.progress.max, self.progress.value = total_runs, 0
+        self.status.value = f"warming up ({self.warmup} run{'s' if self.warmup != 1 else ''})..."
+
+        def show(report: ProfileReport) -> None:
+            nonlocal timed
+            self.report, timed = report, report.runs
+            self.progress.value = timed
+            self.status.value = f"run {timed} of {total_runs}: total {html.escape(str(report.total))}"
+            self.redraw()
+
         try:
-            profiler = NodeProfiler(self.model, *self.inputs, mode=self.mode)
-            self.progress.max, self.progress.value = total_runs, 0
-            self.status.value = f"warming up ({self.warmup} run{'s' if self.warmup != 1 else ''})..."
-            with profiler.session():
-                profiler.warmup(self.warmup)
-                for done in range(1, total_runs + 1):
-                    profiler.run_once()
-                    self.report = profiler.report()
-                    self.progress.value = done
-                    self.status.value = f"run {done} of {total_runs}: total {html.escape(str(self.report.total))}"
-                    self.redraw()
+            profile_model(self.model, *self.inputs, warmup=self.warmup, runs=total_runs, mode=self.mode, on_run=show)
         except KeyboardInterrupt:
             self.progress.bar_style = "warning"
-            self.status.value = self._interrupted(profiler, total_runs)
+            self.status.value = self._interrupted(timed, total_runs)
             raise
         except Exception as exc:  # noqa: BLE001 - in a button callback it would only reach the log
             self.progress.bar_style = "danger"
@@ -112,21 +131,27 @@ class LiveProfile(widgets.VBox):
         finally:
             self.running, self.button.disabled = False, False
 
-    def _interrupted(self, profiler: NodeProfiler | None, total_runs: int) -> str:
-        """The status after an interrupt, with table and progress matching it: a partial profile never looks complete."""
-        timed = len(profiler.totals) if profiler is not None else 0
+    def _interrupted(self, timed: int, total_runs: int) -> str:
+        """The status after an interrupt, with table and progress matching it: a partial profile never looks complete.
+
+        ``timed`` is the run count of the last report this profile showed (0: none yet).
+        """
         if timed == 0:
-            warming = profiler is None or profiler.warmup_runs < self.warmup
-            where = "during warm-up" if warming else "before the first timed run finished"
             previous = " The table still shows the previous profile." if self.report is not None else ""
-            return f"<b>interrupted</b> {where}: no runs were timed.{previous} Press <b>Run profile</b> to start again."
-        self.report = profiler.report()  # the interrupt may have come between a run and its redraw
+            return (
+                f"<b>interrupted</b> before the first timed run finished: no runs were timed.{previous} "
+                "Press <b>Run profile</b> to start again."
+            )
         self.progress.value = timed
-        self.redraw()
+        self.redraw()  # the interrupt may have come between a report and its redraw
         return (
             f"<b>interrupted</b> after {timed} of {total_runs} runs: the table holds those {timed} runs only. "
             "Press <b>Run profile</b> for a full profile."
         )
+
+    def _op_type_key(self) -> str:
+        """The sort key for op types: a type's time is a sum of means, so any time key ranks by it."""
+        return "name" if self.sort_by.value == "name" else "mean"
 
     def shown_table(self) -> Table | None:
         """The core's table for the current view (top-k, sort, grouping), or None before a run."""
@@ -134,24 +159,28 @@ class LiveProfile(widgets.VBox):
             return None
         k = self.top_k.value
         if self.group_by_type.value:
-            rows = self.report.by_op_type().rows
-            if self.sort_by.value == "name":
-                rows = sorted(rows)
-            return OpTypeBreakdown(rows[:k]).table()
+            return self.report.by_op_type(self._op_type_key()).top(k).table()
         return self.report.top(k, self.sort_by.value).table()
+
+    def shown_bars(self) -> tuple[list[str], list[float], str, str] | None:
+        """Labels, values, title and axis label of the bar plot: the table's rows, in the table's order."""
+        report, k = self.report, self.top_k.value
+        if report is None:
+            return None
+        if self.group_by_type.value:
+            groups = report.by_op_type(self._op_type_key()).top(k).rows
+            order = "A-Z" if self._op_type_key() == "name" else "slowest first"
+            return [g[0] for g in groups], [g[2] * 1e3 for g in groups], f"time per op type, {order}", BAR_AXIS_LABELS["mean"]
+        key = self.sort_by.value
+        shown = report.top(k, key).rows
+        order = "A-Z" if key == "name" else f"slowest first by {key}"
+        title = f"{len(shown)} of {report.graph_nodes} nodes, {order}, after {report.runs} run(s)"
+        return [r.name for r in shown], bar_values(shown, key), title, BAR_AXIS_LABELS[key]
 
     def redraw(self) -> None:
         """Re-render the table and the plot from the latest report (no new runs)."""
-        table = self.shown_table()
-        if table is None:
+        table, bars = self.shown_table(), self.shown_bars()
+        if table is None or bars is None:
             return
         self.table.value = f'<div class="{TABLE_CLASS}">{table.to_html()}</div>'
-        if self.group_by_type.value:
-            groups = self.report.by_op_type().rows[: self.top_k.value]
-            labels, seconds = [g[0] for g in groups], [g[2] for g in groups]
-            title = "time per op type"
-        else:
-            shown = self.report.sorted("mean")[: self.top_k.value]
-            labels, seconds = [r.name for r in shown], [r.stats.mean for r in shown]
-            title = f"top {len(shown)} nodes after {self.report.runs} run(s)"
-        self.image.value = to_png(bar_figure(labels, seconds, title))
+        self.image.value = to_png(bar_figure(*bars))

@@ -30,7 +30,9 @@ def solution(file_name: str, name: str):
 
 def stub_for(exercise: str):
     def stub(*args, **kwargs):
-        raise NotImplementedError(f"Exercise {exercise}: write stub(). See solutions/x.py, or run %load solutions/x.py in this cell.")
+        raise NotImplementedError(
+            f"Exercise {exercise}: write stub(). See solutions/x.py, or run %load solutions/x.py in this cell."
+        )
 
     return stub
 
@@ -38,7 +40,9 @@ def stub_for(exercise: str):
 def test_exercise_1_1():
     assert check_profile_own_model(solution("01_1_profile_own_model.py", "profile_my_model")).solved
     assert check_profile_own_model(stub_for("1.1")).status is Status.NOT_YET
-    too_few_runs = check_profile_own_model(lambda: labkit.profile_model(torch.nn.Conv2d(3, 3, 1).eval(), torch.randn(1, 3, 4, 4), runs=1))
+    too_few_runs = check_profile_own_model(
+        lambda: labkit.profile_model(torch.nn.Conv2d(3, 3, 1).eval(), torch.randn(1, 3, 4, 4), runs=1)
+    )
     assert too_few_runs.status is Status.WRONG and "runs=3" in too_few_runs.message
     no_conv = check_profile_own_model(
         lambda: labkit.profile_model(torch.nn.Sequential(*[torch.nn.ReLU()] * 3).eval(), torch.randn(2), runs=3)
@@ -123,7 +127,10 @@ def _fake_report(report: ProfileReport, top: str) -> ProfileReport:
     """``report`` with the op type ``top`` made to look slowest: numbers a learner could type in."""
     from dataclasses import replace
 
-    rows = [replace(row, stats=replace(row.stats, mean=1.0, median=1.0, min=1.0)) if row.op_type == top else row for row in report.rows]
+    rows = [
+        replace(row, stats=replace(row.stats, mean=1.0, median=1.0, min=1.0)) if row.op_type == top else row
+        for row in report.rows
+    ]
     return replace(report, rows=rows)
 
 
@@ -136,7 +143,8 @@ def test_exercise_1_3_does_not_trust_the_learners_own_report():
     result = check_slowest_after_fusion(own_numbers)
     assert result.status is Status.WRONG and "'ReLU'" in result.message and "'Conv2d'" in result.message
     # A report of another model (here a one-layer model) does not count, even with the right answer.
-    other = labkit.profile_model(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval(), torch.randn(1, 3, 8, 8), runs=3)
+    one_layer = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    other = labkit.profile_model(one_layer, torch.randn(1, 3, 8, 8), runs=3)
     result = check_slowest_after_fusion(lambda model, x: ("Conv2d", other))
     assert result.status is Status.WRONG and "not a profile of the fused model" in result.message
     # Nor does a cut-down report.

@@ -11,7 +11,6 @@ import torch.fx
 from torch import nn
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.fx.overhead import TinyOpsChain, measure_overhead
 from labkit.fx.profile import (
     NODE_FIELDS,
     SUMMARY_HEADERS,
@@ -23,6 +22,8 @@ from labkit.fx.profile import (
     TraceFailedError,
     TrainModeWarning,
     profile_model,
+    require_count,
+    require_profilable,
     trace,
 )
 
@@ -128,6 +129,68 @@ def test_by_op_type_groups_and_sorts():
     assert "Time by op type" in str(breakdown) and "<table>" in breakdown._repr_html_()
 
 
+def test_by_op_type_by_name_is_a_to_z_and_top_keeps_that_order():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.Tanh()).eval()
+    report = profile_model(model, torch.randn(3, 4), runs=2)
+    assert [t for t, *_ in report.by_op_type("name").rows] == ["Linear", "ReLU", "Tanh"]
+    assert report.by_op_type("pct").rows == report.by_op_type("mean").rows == report.by_op_type().rows
+    assert report.by_op_type("name").top(2).rows == report.by_op_type("name").rows[:2]
+    assert report.by_op_type().top(1).rows == report.by_op_type().rows[:1]
+
+
+@pytest.mark.parametrize("key", ["median", "iqr", "type", None])
+def test_op_types_are_sorted_only_by_their_summed_mean_or_name(key):
+    report = profile_model(small_cnn(), X, runs=1)
+    with pytest.raises(LabkitValueError, match="sum of its nodes' means; use mean, pct or name"):
+        report.by_op_type(key)
+
+
+def test_on_run_gets_the_report_after_every_timed_run():
+    seen = []
+    final = profile_model(small_cnn(), X, warmup=2, runs=4, on_run=seen.append)
+    assert [r.runs for r in seen] == [1, 2, 3, 4]
+    assert all(isinstance(r, ProfileReport) and r.warmup == 2 and [n.name for n in r.rows] == TIMED for r in seen)
+    assert [n.stats.count for n in seen[1].rows] == [2] * len(TIMED)
+    assert seen[-1].to_dicts() == final.to_dicts()
+
+
+def test_an_error_in_on_run_stops_the_profile_and_reaches_the_caller():
+    calls = []
+
+    def failing(report):
+        calls.append(report.runs)
+        raise KeyError("redraw failed")
+
+    with pytest.raises(KeyError, match="redraw failed"):
+        profile_model(small_cnn(), X, runs=3, on_run=failing)
+    assert calls == [1]
+
+
+def test_require_profilable_raises_what_profile_model_would_without_running(monkeypatch):
+    monkeypatch.setattr(NodeProfiler, "_timed_call", lambda self: pytest.fail("nothing may run"))
+    require_profilable(small_cnn(), X)
+    with pytest.raises(LabkitTypeError, match="Expected a torch.nn.Module"):
+        require_profilable(42, X)
+    with pytest.raises(TraceFailedError):
+        require_profilable(Branchy(), X)
+    with pytest.raises(LabkitValueError, match="mode must be one of"):
+        require_profilable(small_cnn(), X, mode="slow")
+    with pytest.raises(LabkitValueError, match="Input 0 is on cpu but the model is on meta"):
+        require_profilable(small_cnn().to("meta"), X)
+
+
+def test_require_count_returns_an_int_or_names_the_argument():
+    import numpy as np
+
+    assert require_count("runs", np.int64(3), 1, "hint") == 3 and type(require_count("runs", np.int64(3), 1, "")) is int
+    with pytest.raises(LabkitValueError, match=r"runs must be at least 2 \(got 1\); use more\."):
+        require_count("runs", 1, 2, "use more")
+    with pytest.raises(LabkitValueError, match=r"warmup cannot be negative"):
+        require_count("warmup", -1, 0, "hint")
+    with pytest.raises(LabkitTypeError, match=r"k must be a whole number \(an int\), got True \(bool\)"):
+        require_count("k", True, 1, "hint")
+
+
 def test_top_keeps_the_k_slowest_and_says_so():
     report = profile_model(small_cnn(), X, runs=2)
     top = report.top(2)
@@ -216,23 +279,6 @@ def test_inputs_on_another_device_than_the_model():
     model = small_cnn().to("meta")
     with pytest.raises(LabkitValueError, match=r"Input 0 is on cpu but the model is on meta"):
         profile_model(model, X)
-
-
-def test_measure_overhead_reports_per_node_costs():
-    result = measure_overhead(num_ops=50, rounds=3, warmup=1)
-    assert result.num_nodes == 50
-    assert result.plain.count == result.interpreter.count == result.fast.count == 3
-    assert result.interpreter_us_per_node == pytest.approx(
-        (result.interpreter.min - result.plain.min) / 50 * 1e6
-    )
-    assert result.fast_spread_us >= 0 and result.plain_us_per_node > 0
-    assert "fast mode" in str(result) and "<table>" in result._repr_html_()
-    with pytest.raises(LabkitValueError):
-        measure_overhead(num_ops=0)
-
-
-def test_tiny_ops_chain_traces_to_one_node_per_op():
-    assert len(trace(TinyOpsChain(7)).graph.nodes) == 9
 
 
 def test_results_show_as_their_text_in_ipython():

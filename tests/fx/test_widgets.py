@@ -5,9 +5,10 @@ import pytest
 import torch
 from torch import nn
 
+import labkit.fx.widgets as fx_widgets
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.fx.profile import NodeProfiler, TrainModeWarning
-from labkit.fx.widgets import TABLE_CLASS
+from labkit.fx.profile import NodeProfiler, TrainModeWarning, profile_model
+from labkit.fx.widgets import BAR_AXIS_LABELS, TABLE_CLASS
 from labkit.widgets import LiveProfile
 
 X = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
@@ -154,7 +155,7 @@ def test_an_interrupt_during_warm_up_does_not_stay_warming_up(monkeypatch):
     interrupt_call(monkeypatch, "_timed_call", 1)
     with pytest.raises(KeyboardInterrupt):
         widget.button.click()
-    assert status_text(widget).startswith("interrupted during warm-up: no runs were timed")
+    assert status_text(widget).startswith("interrupted before the first timed run finished: no runs were timed")
     assert widget.report is None and widget.table.value == "" and not widget.button.disabled
 
 
@@ -185,12 +186,29 @@ def test_a_train_mode_model_warns_and_leaves_the_global_rng_as_it_was():
     assert torch.equal(torch.get_rng_state(), state) and widget.report.runs == 3
 
 
-def test_an_interrupt_between_a_run_and_its_redraw_still_shows_every_finished_run(widget, monkeypatch):
-    interrupt_call(monkeypatch, "report", 2)  # run 2 finished, its report not built yet
+def test_an_interrupt_between_a_report_and_its_redraw_still_shows_every_finished_run(widget, monkeypatch):
+    original, calls = fx_widgets.bar_figure, []
+
+    def interrupted(*args):
+        calls.append(args)
+        if len(calls) == 2:  # run 2's report arrived, its plot is being drawn
+            raise KeyboardInterrupt
+        return original(*args)
+
+    monkeypatch.setattr(fx_widgets, "bar_figure", interrupted)
     with pytest.raises(KeyboardInterrupt):
         widget.button.click()
     assert status_text(widget).startswith("interrupted after 2 of 3 runs") and widget.report.runs == 2
     assert "2 runs after" in widget.table.value and widget.progress.value == 2
+    assert len(calls) == 3 and "after 2 run(s)" in calls[-1][2]  # the plot was redrawn for run 2
+
+
+def test_an_interrupt_in_the_report_of_run_2_leaves_run_1_in_table_and_status(widget, monkeypatch):
+    interrupt_call(monkeypatch, "report", 2)
+    with pytest.raises(KeyboardInterrupt):
+        widget.button.click()
+    assert status_text(widget).startswith("interrupted after 1 of 3 runs: the table holds those 1 runs only")
+    assert widget.report.runs == 1 and "1 runs after" in widget.table.value and widget.progress.value == 1
 
 
 def test_an_interrupted_warm_up_after_a_full_profile_says_the_table_is_the_previous_one(widget, monkeypatch):
@@ -199,3 +217,70 @@ def test_an_interrupted_warm_up_after_a_full_profile_says_the_table_is_the_previ
     with pytest.raises(KeyboardInterrupt):
         widget.button.click()
     assert "The table still shows the previous profile." in status_text(widget) and widget.report.runs == 3
+
+
+def test_a_press_is_one_profile_model_call_that_reports_every_run(widget, monkeypatch):
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs)
+        return profile_model(*args, **kwargs)
+
+    monkeypatch.setattr(fx_widgets, "profile_model", counted)
+    widget.button.click()
+    assert len(calls) == 1 and calls[0]["runs"] == 3 and calls[0]["warmup"] == 0 and calls[0]["mode"] == "fast"
+    assert callable(calls[0]["on_run"]) and widget.report.runs == 3
+
+
+def test_building_the_widget_profiles_nothing(monkeypatch):
+    monkeypatch.setattr(NodeProfiler, "_timed_call", lambda self: pytest.fail("construction must not run the model"))
+    monkeypatch.setattr(fx_widgets, "profile_model", lambda *a, **k: pytest.fail("construction must not profile"))
+    LiveProfile(small_cnn(), X)
+
+
+def record_bars(monkeypatch) -> list[tuple]:
+    drawn = []
+
+    def recording(labels, values, title, xlabel):
+        drawn.append((labels, values, title, xlabel))
+        return original(labels, values, title, xlabel)
+
+    original = fx_widgets.bar_figure
+    monkeypatch.setattr(fx_widgets, "bar_figure", recording)
+    return drawn
+
+
+@pytest.mark.parametrize("key", ["mean", "median", "min", "iqr", "pct", "name"])
+def test_the_bars_follow_sort_by_and_match_the_table(widget, monkeypatch, key):
+    widget.button.click()
+    drawn = record_bars(monkeypatch)
+    widget.sort_by.value = key
+    widget.redraw()  # "mean" is the value already set, so the dropdown does not redraw by itself
+    labels, values, title, xlabel = drawn[-1]
+    expected = widget.report.top(4, key).rows
+    assert labels == [r.name for r in expected] == [r[1] for r in body_rows(widget)]
+    assert xlabel == BAR_AXIS_LABELS[key]
+    if key == "name":
+        assert labels == sorted(labels) and "A-Z" in title
+        assert values == pytest.approx([r.stats.mean * 1e3 for r in expected])
+    else:
+        assert values == sorted(values, reverse=True) and f"slowest first by {key}" in title
+        assert values == pytest.approx([r.pct if key == "pct" else getattr(r.stats, key) * 1e3 for r in expected])
+
+
+def test_the_bars_plot_what_the_figure_is_given():
+    figure = fx_widgets.bar_figure(["a", "b", "c"], [3.0, 2.0, 1.0], "title", "ms")
+    axes = figure.axes[0]
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["c", "b", "a"]  # the first label on top
+    assert [p.get_width() for p in axes.patches] == [1.0, 2.0, 3.0] and axes.get_xlabel() == "ms"
+
+
+def test_grouped_bars_follow_the_grouped_table(widget, monkeypatch):
+    widget.button.click()
+    drawn = record_bars(monkeypatch)
+    widget.group_by_type.value = True
+    labels, values, _, _ = drawn[-1]
+    assert labels == [r[0] for r in body_rows(widget)] and values == sorted(values, reverse=True)
+    widget.sort_by.value = "name"
+    labels, _, title, _ = drawn[-1]
+    assert labels == ["BatchNorm2d", "Conv2d", "ReLU"] == [r[0] for r in body_rows(widget)] and "A-Z" in title
