@@ -20,7 +20,7 @@ from torch import nn
 from labkit.capstone.variants import challenge_input, challenge_model
 from labkit.core.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, run_check
 from labkit.core.errors import LabkitValueError
-from labkit.core.timing import compare
+from labkit.core.timing import SideBySide, compare
 
 REQUIRED_SPEEDUP = 1.3
 RTOL = 1e-3
@@ -29,8 +29,12 @@ WARMUP = 2
 
 def _expect_matches(got: object, expected: torch.Tensor, where: str) -> None:
     """Fail with a hint unless ``got`` is the original's output ``expected`` up to fp32 rounding."""
-    expect(isinstance(got, torch.Tensor), f"{where} your callable returned a {type(got).__name__}; return the model's output tensor.")
-    expect(got.shape == expected.shape, f"{where} the output shape {tuple(got.shape)} differs from the original's {tuple(expected.shape)}.")
+    if not isinstance(got, torch.Tensor):  # an if, not expect(): it tells the type checker ``got`` is a tensor below
+        raise CheckFailed(f"{where} your callable returned a {type(got).__name__}; return the model's output tensor.")
+    expect(
+        got.shape == expected.shape,
+        f"{where} the output shape {tuple(got.shape)} differs from the original's {tuple(expected.shape)}.",
+    )
     expect(
         got.layout == torch.strided and got.device == expected.device and got.is_floating_point(),
         f"{where} the output is not an ordinary floating-point {expected.device.type} tensor like the original's.",
@@ -54,14 +58,18 @@ def _expect_original_unchanged(model: nn.Module, x: torch.Tensor, expected: torc
     expect(isinstance(got, torch.Tensor) and torch.equal(got, expected), message)
 
 
-def check_make_faster(make_faster: Callable[[nn.Module], Callable[[torch.Tensor], torch.Tensor]], *, rounds: int = 10) -> CheckResult:
+def check_make_faster(
+    make_faster: Callable[[nn.Module], Callable[[torch.Tensor], torch.Tensor]], *, rounds: int = 10
+) -> CheckResult:
     """Exercise 4.1: ``make_faster(model) -> faster``, where ``faster(x)`` equals ``model(x)`` for a plain NCHW ``x``.
 
     ``rounds`` (timed calls of each version) is the caller's choice, not the
     learner's answer, so a bad value raises :class:`LabkitValueError`.
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise LabkitValueError(f"rounds must be a positive integer, e.g. check_make_faster(make_faster, rounds=10); got {rounds!r}.")
+        raise LabkitValueError(
+            f"rounds must be a positive integer, e.g. check_make_faster(make_faster, rounds=10); got {rounds!r}."
+        )
 
     def check() -> str:
         original, given, x = challenge_model(), challenge_model(), challenge_input()
@@ -75,7 +83,8 @@ def check_make_faster(make_faster: Callable[[nn.Module], Callable[[torch.Tensor]
         )
         expect(
             callable(faster),
-            f"make_faster must return a callable (a model or a function) that takes the input batch, not a {type(faster).__name__}.",
+            "make_faster must return a callable (a model or a function) that takes the input batch, "
+            f"not a {type(faster).__name__}.",
         )
         _expect_original_unchanged(given, x, expected)
         with torch.inference_mode():
@@ -100,12 +109,15 @@ def check_make_faster(make_faster: Callable[[nn.Module], Callable[[torch.Tensor]
             for call, (got, reference) in enumerate(zip(yours_out, original_out, strict=True), start=1):
                 _expect_matches(got, reference, f"On fresh input batch {call} of {len(batches)},")
         _expect_original_unchanged(given, x, expected)
-        speedup = stats["yours"].ratio_to(stats["original"])
+        speedup = SideBySide(stats, "original").speedup("yours")
         expect(
             speedup >= REQUIRED_SPEEDUP,
             f"Outputs match, but your version is {speedup:.2f}x the original's speed; at least {REQUIRED_SPEEDUP}x is needed. "
             "Hint: look at MaxPool2d in the profile.",
         )
-        return f"Outputs match on fresh inputs, and your version is at least {REQUIRED_SPEEDUP}x faster than the original, input conversion included."
+        return (
+            f"Outputs match on fresh inputs, and your version is at least {REQUIRED_SPEEDUP}x faster than the original, "
+            "input conversion included."
+        )
 
     return run_check("4.1", check)

@@ -18,7 +18,7 @@ import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
@@ -27,9 +27,9 @@ from torch.utils._pytree import tree_leaves
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
 from labkit.core.notebook import seeded
-from labkit.core.tables import ShowsAsTable, Table
-from labkit.core.timing import RunStats, compare
-from labkit.fx.fusion import check_tolerance, compare_outputs, fuse_safely
+from labkit.core.tables import Row, ShowsAsTable, Table
+from labkit.core.timing import RunStats, SideBySide, compare, format_seconds
+from labkit.fx.fusion import compare_outputs, fuse_safely, validate_tolerance
 from labkit.fx.profile import TraceFailedError
 
 if TYPE_CHECKING:
@@ -77,7 +77,9 @@ def build_variants(model: nn.Module, *inputs: torch.Tensor, include_compiled: bo
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(f"build_variants needs an nn.Module, got {type(model).__name__}.")
     if model.training:
-        raise LabkitValueError("Call model.eval() first: Conv-BN fusion folds BatchNorm's running statistics, which is only valid in eval mode.")
+        raise LabkitValueError(
+            "Call model.eval() first: Conv-BN fusion folds BatchNorm's running statistics, which is only valid in eval mode."
+        )
     if not inputs:
         raise LabkitValueError("Pass at least one example input, e.g. build_variants(model, torch.randn(8, 3, 224, 224)).")
     for i, x in enumerate(inputs):
@@ -125,7 +127,7 @@ def compile_variant(base: Variant) -> Variant:
     if not compiler_available():
         raise LabkitValueError("torch.compile on CPU needs a C++ compiler (g++ or clang++); install one or skip this variant.")
     silence_known_warnings()
-    compiled = torch.compile(base.model)
+    compiled = cast(nn.Module, torch.compile(base.model))  # an OptimizedModule, typed as a plain callable
     start = time.perf_counter()
     with torch.inference_mode(), filtered_native_stderr():
         compiled(*base.inputs)
@@ -135,6 +137,8 @@ def compile_variant(base: Variant) -> Variant:
 
 @dataclass(frozen=True)
 class VariantResult:
+    """One variant's timing and correctness; ``speedup`` is eager's median over this variant's (> 1: faster)."""
+
     name: str
     stats: RunStats
     speedup: float
@@ -160,19 +164,27 @@ class VariantComparison(ShowsAsTable):
     def all_close(self) -> bool:
         return all(r.allclose for r in self.results)
 
+    @property
+    def timings(self) -> SideBySide:
+        """Every variant's timing side by side, against the first: speedups, spreads, noisy flags."""
+        if not self.results:
+            raise LabkitValueError("This comparison holds no variants; use compare_variants(build_variants(model, x)).")
+        return SideBySide({r.name: r.stats for r in self.results}, self.results[0].name)
+
     def correctness_table(self) -> Table:
         """Only the facts that repeat run after run (for stored, compared notebook output)."""
-        rows = [(r.name, "yes" if r.allclose else "NO") for r in self.results]
+        rows: list[Row] = [(r.name, "yes" if r.allclose else "NO") for r in self.results]
         return Table(["variant", f"allclose to eager (rtol={self.rtol:g})"], rows, title="Same outputs?")
 
     def table(self) -> Table:
-        rows = [
-            (r.name, r.stats.median * 1e3, r.stats.iqr * 1e3, f"{r.speedup:.2f}x", "yes" if r.allclose else "NO",
-             f"{r.setup_seconds:.1f} s" if r.setup_seconds else "")
+        timings = self.timings
+        rows: list[Row] = [
+            [*timings.row(r.name), "yes" if r.allclose else "NO", f"{r.setup_seconds:.1f} s" if r.setup_seconds else "",
+             timings.note(r.name)]
             for r in self.results
         ]
-        headers = ["variant", "median (ms)", "IQR (ms)", "speedup", "allclose", "setup"]
-        return Table(headers, rows, title="Variants side by side", floatfmt=".2f")
+        headers = [*timings.headers[:-1], "allclose", "setup", "note"]
+        return Table(headers, rows, title="Variants side by side")
 
 
 def compare_variants(
@@ -186,23 +198,27 @@ def compare_variants(
     """Time all variants interleaved (same process, same noise) and check outputs vs the first."""
     if not variants:
         raise LabkitValueError("compare_variants needs at least one variant; use build_variants(model, x).")
-    rtol = check_tolerance("rtol", rtol)
+    rtol = validate_tolerance("rtol", rtol)
     with torch.inference_mode():
         reference = variants[0]()
         outputs = {v.name: v() for v in variants}
         if not any(leaf.numel() for leaf in tree_leaves(reference) if isinstance(leaf, torch.Tensor)):
             raise LabkitValueError(
                 f"Variant {variants[0].name!r} returned an empty output, so there is nothing to compare: "
-                "build the variants from a batch of at least one example, e.g. build_variants(model, torch.randn(8, 3, 224, 224))."
+                "build the variants from a batch of at least one example, "
+                "e.g. build_variants(model, torch.randn(8, 3, 224, 224))."
             )
         candidates: dict[str, Callable[[], object]] = {v.name: v for v in variants}
         stats = compare(candidates, rounds=rounds, warmup=warmup, device=device)
-    baseline = stats[variants[0].name]
+    timings = SideBySide(stats, variants[0].name)
     results = []
     for variant in variants:
-        diff, close = compare_outputs(reference, outputs[variant.name], rtol=rtol, atol=0.0, actual_name=f"variant {variant.name!r}")
-        timing = stats[variant.name]
-        results.append(VariantResult(variant.name, timing, timing.ratio_to(baseline), diff, close, variant.setup_seconds))
+        diff, close = compare_outputs(
+            reference, outputs[variant.name], rtol=rtol, atol=0.0, actual_name=f"variant {variant.name!r}"
+        )
+        results.append(
+            VariantResult(variant.name, stats[variant.name], timings.speedup(variant.name), diff, close, variant.setup_seconds)
+        )
     return VariantComparison(results, rtol=rtol)
 
 
@@ -212,9 +228,11 @@ def challenge_model() -> nn.Module:
         def block(c_in: int, c_out: int) -> list[nn.Module]:
             return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(), nn.MaxPool2d(3, 1, 1)]
 
-        model = nn.Sequential(*block(3, 32), *block(32, 32), *block(32, 32), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+        model = nn.Sequential(
+            *block(3, 32), *block(32, 32), *block(32, 32), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)
+        )
         for module in model.modules():  # non-trivial running statistics, so fusion has something to fold
-            if isinstance(module, nn.BatchNorm2d):
+            if isinstance(module, nn.BatchNorm2d) and module.running_mean is not None and module.running_var is not None:
                 module.running_mean.uniform_(-0.5, 0.5)
                 module.running_var.uniform_(0.5, 2.0)
         return model.eval()
@@ -237,15 +255,15 @@ def profile_variants(variants: Sequence[Variant], *, warmup: int = 2, runs: int 
 
 
 def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | None = None) -> Table:
-    """Milliseconds per op type (rows) for each profiled variant (columns), side by side."""
+    """Time per op type (rows) for each profiled variant (columns), side by side."""
     if not reports:
         raise LabkitValueError("reports is empty: op_type_table needs at least one report; pass profile_variants(variants).")
     breakdowns = {name: report.by_op_type().seconds for name, report in reports.items()}
     if op_types is None:
         first = next(iter(breakdowns.values()))
         op_types = list(first)
-    rows = [[t, *(f"{b[t] * 1e3:.2f}" if t in b else "-" for b in breakdowns.values())] for t in op_types]
-    return Table(["op type", *(f"{name} (ms)" for name in breakdowns)], rows, title="Time per op type, per variant (means of warm runs)")
+    rows: list[Row] = [[t, *(format_seconds(b[t]) if t in b else "-" for b in breakdowns.values())] for t in op_types]
+    return Table(["op type", *breakdowns], rows, title="Time per op type, per variant (means of warm runs)")
 
 
 def break_even_runs(comparison: VariantComparison, variant: str, baseline: str = FUSED_CHANNELS_LAST) -> float | None:

@@ -28,7 +28,7 @@ def variant_bars(comparison: VariantComparison) -> Figure:
     half_iqrs = [iqr / 2 for iqr in iqrs]
     axes.barh(positions, medians, xerr=half_iqrs, color="tab:blue", alpha=0.85, capsize=3)
     axes.set_yticks(positions, names)
-    for y, result in zip(positions, results):
+    for y, result in zip(positions, results, strict=True):
         axes.text(0, y, f" {result.speedup:.2f}x", va="center", color="white", fontweight="bold")
     axes.set_xlabel("median time per forward pass (ms); error bar spans the IQR")
     return figure

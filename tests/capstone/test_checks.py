@@ -50,6 +50,26 @@ def test_returning_the_same_model_is_too_slow(monkeypatch):
     assert result.status is Status.WRONG and "1.00x" in result.message and "1.3x is needed" in result.message
 
 
+@pytest.mark.parametrize(("yours_s", "solved", "shown"), [(0.005, True, None), (0.02, False, "0.50x")])
+def test_the_speedup_is_the_original_time_over_yours(monkeypatch, yours_s, solved, shown):
+    """Twice as fast is 2x (solved); twice as slow is 0.50x, not 2x (the direction a swapped ratio would get wrong)."""
+    from labkit.capstone import checks as capstone_checks
+    from labkit.core.timing import RunStats
+
+    def timed(candidates, *, rounds, warmup):
+        for fn in candidates.values():
+            for _ in range(warmup + rounds):
+                fn()
+        seconds = {"original": 0.01, "yours": yours_s}
+        return {name: RunStats.from_samples([seconds[name]] * rounds) for name in candidates}
+
+    monkeypatch.setattr(capstone_checks, "compare", timed)
+    result = check_make_faster(lambda model: model, rounds=2)
+    assert (result.status is Status.SOLVED) is solved, result
+    if shown:
+        assert shown in result.message
+
+
 def test_changing_the_original_in_place_is_caught():
     def in_place(model):
         model.to(memory_format=torch.channels_last)

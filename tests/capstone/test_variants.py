@@ -42,6 +42,14 @@ def test_compare_variants_checks_outputs_and_reports_speedups(small):
     comparison = compare_variants(build_variants(model, x), rounds=2, warmup=1)
     assert comparison.all_close
     assert comparison[EAGER].speedup == pytest.approx(1.0)
+    timings = comparison.timings
+    assert timings.baseline == EAGER and timings.names == [EAGER, CHANNELS_LAST, FUSED, FUSED_CHANNELS_LAST]
+    assert comparison[FUSED].speedup == pytest.approx(timings.speedup(FUSED))
+    assert comparison[FUSED].speedup == pytest.approx(comparison[EAGER].stats.median / comparison[FUSED].stats.median)
+    table = comparison.table()
+    assert table.headers == ["variant", "median", "IQR", "speedup", "allclose", "setup", "note"]
+    assert table.column("variant") == [EAGER, CHANNELS_LAST, FUSED, FUSED_CHANNELS_LAST]  # as built, not by time
+    assert table.column("note")[0].startswith("baseline")
     assert all(r.stats.count == 2 and r.stats.median > 0 for r in comparison.results)
     assert "fused + channels_last" in comparison.to_text()
     assert comparison.correctness_table().column("allclose to eager (rtol=0.001)") == ["yes"] * 4
@@ -77,10 +85,10 @@ def test_profile_variants_and_op_type_table(small):
     variants = build_variants(model, x)
     reports = profile_variants([variants[0], variants[2]], warmup=1, runs=1)
     table = op_type_table(reports, ["Conv2d", "BatchNorm2d", "MaxPool2d"])
-    assert table.headers == ["op type", "eager (ms)", "fused (ms)"]
+    assert table.headers == ["op type", "eager", "fused"]
     assert table.column("op type") == ["Conv2d", "BatchNorm2d", "MaxPool2d"]
-    assert table.column("fused (ms)")[1] == "-"  # fusion removed every BatchNorm2d
-    assert float(table.column("eager (ms)")[2]) > 0
+    assert table.column("fused")[1] == "-"  # fusion removed every BatchNorm2d
+    assert table.column("eager")[2].endswith(("s", "ms", "µs", "ns"))  # formatted by format_seconds
 
 
 def test_break_even_runs():
