@@ -26,14 +26,14 @@ from torch import nn
 
 from labkit.core.device import device_line, pick_device
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.tables import Row, ShowsAsTable, Table
 from labkit.core.timing import (
     RunStats,
+    SideBySide,
     _check_min_run_time,
     _check_num_threads,
     _require_whole,
     compare_autorange,
-    format_seconds,
 )
 from labkit.memory_format.conversion import convert_model_per_layer
 
@@ -59,16 +59,25 @@ LAYOUTS = ("contiguous", "channels_last")
 
 @dataclass(frozen=True)
 class FormatTiming:
-    """Both layouts' timings for one precision."""
+    """Both layouts' timings for one precision, read as a side by side against contiguous."""
 
     precision: str
     contiguous: RunStats
     channels_last: RunStats
 
     @property
+    def side_by_side(self) -> SideBySide:
+        return SideBySide({"contiguous": self.contiguous, "channels_last": self.channels_last}, "contiguous", row_label="layout")
+
+    @property
     def speedup(self) -> float:
-        """How many times faster channels_last is than contiguous (by median)."""
-        return self.channels_last.ratio_to(self.contiguous)
+        """Contiguous median over channels_last median: more than 1 means channels_last is faster."""
+        return self.side_by_side.speedup("channels_last")
+
+    @property
+    def spread(self) -> float:
+        """First-order spread of :attr:`speedup`, from both layouts' IQRs."""
+        return self.side_by_side.spread("channels_last")
 
 
 @dataclass(repr=False)
@@ -91,18 +100,13 @@ class FormatBenchmark(ShowsAsTable):
         raise LabkitValueError(f"No timing for {precision!r}; measured: {[t.precision for t in self.timings]}.")
 
     def table(self) -> Table:
-        rows = [
-            [
-                t.precision,
-                format_seconds(t.contiguous.median),
-                format_seconds(t.contiguous.iqr),
-                format_seconds(t.channels_last.median),
-                format_seconds(t.channels_last.iqr),
-                f"{t.speedup:.2f}x",
-            ]
+        """One row per precision and layout, in the order measured; speedup against that precision's contiguous."""
+        rows: list[Row] = [
+            [t.precision, *t.side_by_side.row(layout), t.side_by_side.note(layout)]
             for t in self.timings
+            for layout in LAYOUTS
         ]
-        headers = ["precision", "contiguous median", "IQR", "channels_last median", "IQR", "speedup"]
+        headers = ["precision", *SideBySide.headers_for("layout")]
         title = f"input {self.input_shape} on {self.device}, {self.num_threads} thread(s)"
         return Table(headers, rows, title=title)
 
@@ -118,7 +122,9 @@ class FormatBenchmark(ShowsAsTable):
             "input_shape": list(self.input_shape),
             "num_threads": self.num_threads,
             "timings": {
-                t.precision: {"contiguous": t.contiguous.as_dict(), "channels_last": t.channels_last.as_dict(), "speedup": t.speedup}
+                t.precision: {
+                    "contiguous": t.contiguous.as_dict(), "channels_last": t.channels_last.as_dict(), "speedup": t.speedup
+                }
                 for t in self.timings
             },
             "skipped": dict(self.skipped),
@@ -128,7 +134,9 @@ class FormatBenchmark(ShowsAsTable):
         return self.table().to_html() + "".join(f"<p>{html.escape(line)}</p>" for line in self._skip_lines())
 
 
-def _runner(model: nn.Module, example: torch.Tensor, precision: Precision, device: torch.device, layout: str) -> Callable[[], object]:
+def _runner(
+    model: nn.Module, example: torch.Tensor, precision: Precision, device: torch.device, layout: str
+) -> Callable[[], object]:
     model = copy.deepcopy(model).eval().to(device)
     example = example.to(device)
     if not precision.autocast:

@@ -25,11 +25,18 @@ def test_cpu_measures_fp32_and_bf16(result):
         assert stats.count >= 2 and stats.median > 0 and stats.iqr >= 0
     assert timing.speedup == pytest.approx(timing.contiguous.median / timing.channels_last.median)
     assert result.speedup("fp32") == timing.speedup
+    assert timing.side_by_side.baseline == "contiguous" and timing.spread == timing.side_by_side.spread("channels_last")
 
 
 def test_renders_text_html_and_json(result):
     text = str(result)
-    assert "contiguous median" in text and "speedup" in text and "fp32" in text
+    assert "speedup" in text and "fp32" in text
+    table = result.table()
+    assert table.headers == ["precision", "layout", "median", "IQR", "speedup", "note"]
+    measured = [t.precision for t in result.timings]
+    assert table.column("precision") == [p for p in measured for _ in range(2)]
+    assert table.column("layout") == ["contiguous", "channels_last"] * len(measured)  # fixed order, not by time
+    assert table.column("speedup")[0] == "1.00x" and table.column("note")[0].startswith("baseline")
     assert "<table>" in result._repr_html_()
     data = json.loads(json.dumps(result.as_dict()))
     assert data["input_shape"] == [1, 3, 8, 8]
@@ -63,7 +70,9 @@ class Fussy(nn.Module):
 
 
 def test_unsupported_precision_is_skipped():
-    res = benchmark_formats(Fussy(UNSUPPORTED), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
+    res = benchmark_formats(
+        Fussy(UNSUPPORTED), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1
+    )
     assert [t.precision for t in res.timings] == ["fp32"]
     assert res.skipped == {"bf16": UNSUPPORTED}
     assert f"bf16 skipped: {UNSUPPORTED}" in str(res)
@@ -71,7 +80,10 @@ def test_unsupported_precision_is_skipped():
 
 def test_other_errors_in_a_lower_precision_are_raised_not_skipped():
     with pytest.raises(LabkitValueError, match=r"bf16.*only fp32 here.*precisions="):
-        benchmark_formats(Fussy("only fp32 here"), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu", min_run_time=0.01, rounds=1)
+        benchmark_formats(
+            Fussy("only fp32 here"), torch.randn(1, 3, 4, 4), precisions=["fp32", "bf16"], device="cpu",
+            min_run_time=0.01, rounds=1,
+        )
 
 
 @pytest.mark.parametrize("precisions", [None, ["bf16"]])
@@ -124,4 +136,6 @@ def test_other_input_errors_are_raised_with_torchs_reason():
 )
 def test_bad_settings_are_labkit_errors(kwargs, error, message):
     with pytest.raises(error, match=message):
-        benchmark_formats(nn.Conv2d(3, 4, 3), torch.randn(1, 3, 4, 4), device="cpu", **{"min_run_time": 0.01, "rounds": 1, **kwargs})
+        benchmark_formats(
+            nn.Conv2d(3, 4, 3), torch.randn(1, 3, 4, 4), device="cpu", **{"min_run_time": 0.01, "rounds": 1, **kwargs}
+        )
