@@ -17,15 +17,16 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 import torch
 import torch.autograd.forward_ad as fwAD
 from torch import nn
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.tables import ShowsAsTable, Table
-from labkit.core.timing import RunStats, compare, compare_autorange, format_seconds
+from labkit.core.tables import Row, ShowsAsTable, Table
+from labkit.core.timing import RunStats, SideBySide, compare, compare_autorange, format_seconds
 from labkit.forward_ad.derivatives import jvp
 
 DEFAULT_HIDDEN = 64
@@ -61,7 +62,7 @@ def jacobian_problem(
     device: str | torch.device = "cpu",
     seed: int = 0,
 ) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor]:
-    """A small MLP ``R^in -> R^out`` (``tanh(x @ W1) @ W2``) and an input for it.
+    """A two-layer tanh MLP ``R^in -> R^out`` (``tanh(x @ W1) @ W2``), as a plain function, and an input for it.
 
     With ``batch`` the input has shape ``(batch, in)`` and the Jacobians are per
     example (``torch.func.vmap`` over the batch).
@@ -76,15 +77,19 @@ def jacobian_problem(
     shape = (in_features,) if batch is None else (batch, in_features)
     x = torch.randn(shape, generator=generator).to(device)
 
-    def mlp(v: torch.Tensor) -> torch.Tensor:
+    def tanh_mlp(v: torch.Tensor) -> torch.Tensor:
         return torch.tanh(v @ w1) @ w2
 
-    return mlp, x
+    return tanh_mlp, x
 
 
 @dataclass(frozen=True, repr=False)
 class JacobianCost(ShowsAsTable):
-    """jacfwd and jacrev timed on the same function ``R^in -> R^out``."""
+    """jacfwd and jacrev timed on the same function ``R^in -> R^out``.
+
+    :attr:`timings` reads them side by side against jacrev (reverse mode, what
+    ``backward`` does): ``timings.speedup("jacfwd")`` above 1 means forward mode wins.
+    """
 
     in_features: int
     out_features: int
@@ -93,14 +98,17 @@ class JacobianCost(ShowsAsTable):
     jacrev: RunStats
 
     @property
+    def timings(self) -> SideBySide:
+        return SideBySide({"jacfwd": self.jacfwd, "jacrev": self.jacrev}, "jacrev", title=self.summary(), row_label="mode")
+
+    @property
     def faster(self) -> str:
         return "jacfwd" if self.jacfwd.median < self.jacrev.median else "jacrev"
 
     @property
-    def speedup(self) -> float:
-        """How many times faster the faster mode is (by median, >= 1)."""
-        ratio = self.jacrev.median / self.jacfwd.median
-        return ratio if ratio >= 1 else 1 / ratio
+    def faster_by(self) -> float:
+        """How many times faster the faster mode is (by median, >= 1); not a speedup, which has a fixed baseline."""
+        return max(self.jacrev.median, self.jacfwd.median) / min(self.jacrev.median, self.jacfwd.median)
 
     @property
     def predicted(self) -> str:
@@ -111,19 +119,12 @@ class JacobianCost(ShowsAsTable):
         batch = "" if self.batch is None else f", batch {self.batch}"
         return (
             f"R^{self.in_features} -> R^{self.out_features}{batch}: {self.faster} is "
-            f"{self.speedup:.2f}x faster (jacfwd {format_seconds(self.jacfwd.median)}, "
+            f"{self.faster_by:.2f}x faster (jacfwd {format_seconds(self.jacfwd.median)}, "
             f"jacrev {format_seconds(self.jacrev.median)})"
         )
 
     def table(self) -> Table:
-        return Table(
-            ["mode", "median", "IQR", "min", "runs"],
-            [
-                [name, format_seconds(s.median), format_seconds(s.iqr), format_seconds(s.min), s.count]
-                for name, s in (("jacfwd", self.jacfwd), ("jacrev", self.jacrev))
-            ],
-            title=self.summary(),
-        )
+        return self.timings.table()
 
 
 def jacobian_cost(
@@ -192,10 +193,10 @@ class JacobianSweep(ShowsAsTable):
     def crossover(self) -> float | None:
         """Output size where jacfwd becomes faster than jacrev (log-interpolated), or None.
 
-        Reads the first sign change of ``log(jacrev / jacfwd)`` along the sweep.
+        Reads the first sign change of ``log(speedup of jacfwd over jacrev)`` along the sweep.
         """
-        logs = [math.log(p.jacrev.median / p.jacfwd.median) for p in self.points]
-        for (a, la), (b, lb) in zip(zip(self.out_dims, logs), zip(self.out_dims[1:], logs[1:])):
+        logs = [math.log(p.timings.speedup("jacfwd")) for p in self.points]
+        for (a, la), (b, lb) in pairwise(zip(self.out_dims, logs, strict=True)):
             if la <= 0 < lb:
                 fraction = -la / (lb - la)
                 return math.exp(math.log(a) + fraction * (math.log(b) - math.log(a)))
@@ -207,8 +208,8 @@ class JacobianSweep(ShowsAsTable):
         return f"in = {self.in_features}{batch}: jacfwd overtakes jacrev {where}"
 
     def table(self) -> Table:
-        rows = [
-            [p.out_features, format_seconds(p.jacfwd.median), format_seconds(p.jacrev.median), p.faster, f"{p.speedup:.2f}x"]
+        rows: list[Row] = [
+            [p.out_features, format_seconds(p.jacfwd.median), format_seconds(p.jacrev.median), p.faster, f"{p.faster_by:.2f}x"]
             for p in self.points
         ]
         return Table(["out", "jacfwd", "jacrev", "faster", "by"], rows, title=self.summary())
@@ -248,35 +249,31 @@ def jacobian_sweep(
 # JVP overhead relative to the forward pass
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True, repr=False)
-class JvpOverhead(ShowsAsTable):
-    """A forward pass and three JVP paths, timed side by side (interleaved rounds)."""
+class JvpOverhead(SideBySide):
+    """A forward pass and three JVP paths, timed side by side (interleaved rounds).
 
-    stats: dict[str, RunStats]
+    A JVP costs more than the forward pass, so the natural reading is
+    :meth:`slowdown`: ``slowdown(RAW)`` is how many times a forward pass the
+    raw dual API takes; the table shows that column.
+    """
 
     FORWARD = "forward pass"
     RAW = "raw dual API"
     LABKIT = "labkit.jvp"
     FUNC = "torch.func.jvp"
 
-    def ratio(self, name: str) -> float:
-        """Median time of ``name`` divided by the forward pass's."""
-        return self.stats[name].median / self.stats[self.FORWARD].median
+    baseline: str = FORWARD
+    row_label: str = "path"
+    ratio_column: str = "slowdown"
 
     @property
     def labkit_over_raw(self) -> float:
-        """labkit.jvp's cost over the raw dual API (goal: at most 1.05)."""
-        return self.stats[self.LABKIT].median / self.stats[self.RAW].median
+        """labkit.jvp's cost over the raw dual API (goal: at most 1.05): its slowdown against the raw dual API."""
+        return self.rebased(self.RAW).slowdown(self.LABKIT)
 
     def table(self) -> Table:
-        rows = [
-            [name, format_seconds(s.median), format_seconds(s.iqr), f"{self.ratio(name):.2f}x"]
-            for name, s in self.stats.items()
-        ]
-        return Table(
-            ["path", "median", "IQR", "vs forward"],
-            rows,
-            title=f"JVP cost (theory: about 2x a forward pass); labkit.jvp / raw dual = {self.labkit_over_raw:.3f}",
-        )
+        title = f"JVP cost (theory: about 2x a forward pass); labkit.jvp / raw dual = {self.labkit_over_raw:.3f}"
+        return replace(super().table(), title=title)
 
 
 def jvp_overhead(
@@ -323,14 +320,14 @@ def jvp_overhead(
     return JvpOverhead(stats)
 
 
-def mlp(sizes: Sequence[int] = (256, 512, 512, 10)) -> nn.Sequential:
-    """Linear+ReLU layers of the given sizes (the last layer without ReLU)."""
+def relu_mlp(sizes: Sequence[int] = (256, 512, 512, 10)) -> nn.Sequential:
+    """An ``nn.Sequential`` of Linear+ReLU layers of the given sizes (the last layer without ReLU): the JVP-cost model."""
     if len(sizes) < 2:
         raise LabkitValueError(f"sizes needs an input and an output size, got {list(sizes)}.")
     for index, size in enumerate(sizes):
         _check_size(f"sizes[{index}]", size)
     layers: list[nn.Module] = []
-    for index, (a, b) in enumerate(zip(sizes, sizes[1:])):
+    for index, (a, b) in enumerate(pairwise(sizes)):
         layers.append(nn.Linear(a, b))
         if index < len(sizes) - 2:
             layers.append(nn.ReLU())

@@ -89,8 +89,12 @@ class JacobianScaling(widgets.VBox):
         if not isinstance(run, bool):
             raise LabkitTypeError(f"run must be True or False, got {run!r}.")
         self._span = span
-        self.in_slider = widgets.SelectionSlider(options=SIZES, value=in_features, description="input dim", continuous_update=False)
-        self.out_slider = widgets.SelectionSlider(options=SIZES, value=out_features, description="output dim", continuous_update=False)
+        self.in_slider = widgets.SelectionSlider(
+            options=SIZES, value=in_features, description="input dim", continuous_update=False
+        )
+        self.out_slider = widgets.SelectionSlider(
+            options=SIZES, value=out_features, description="output dim", continuous_update=False
+        )
         self.batch = widgets.Dropdown(options=BATCH_OPTIONS, value=batch, description="batch")
         self.status = widgets.HTML()
         self.image = widgets.Image(format="png")

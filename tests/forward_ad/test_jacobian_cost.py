@@ -15,7 +15,7 @@ from labkit.forward_ad.jacobian_cost import (
     jacobian_problem,
     jacobian_sweep,
     jvp_overhead,
-    mlp,
+    relu_mlp,
 )
 
 
@@ -27,13 +27,24 @@ def _cost(out, fwd, rev, in_features=8):
     return JacobianCost(in_features, out, None, jacfwd=_stats(fwd), jacrev=_stats(rev))
 
 
-def test_cost_reports_faster_mode_and_speedup():
+def test_cost_reports_faster_mode_and_by_how_much():
     tall = _cost(64, fwd=1.0, rev=4.0)
-    assert tall.faster == "jacfwd" and tall.speedup == pytest.approx(4.0) and tall.predicted == "jacfwd"
+    assert tall.faster == "jacfwd" and tall.faster_by == pytest.approx(4.0) and tall.predicted == "jacfwd"
     wide = _cost(2, fwd=3.0, rev=1.0)
-    assert wide.faster == "jacrev" and wide.speedup == pytest.approx(3.0) and wide.predicted == "jacrev"
+    assert wide.faster == "jacrev" and wide.faster_by == pytest.approx(3.0) and wide.predicted == "jacrev"
+    assert not hasattr(tall, "speedup"), "faster_by is always >= 1; a speedup has a fixed baseline"
     assert "jacfwd is 4.00x faster" in str(tall)
     assert "<table>" in tall._repr_html_()
+
+
+def test_cost_timings_read_jacfwd_against_jacrev():
+    wide = _cost(2, fwd=3.0, rev=1.0)
+    assert wide.timings.baseline == "jacrev" and wide.timings.speedup("jacfwd") == pytest.approx(1 / 3)
+    table = wide.table()
+    assert table.headers == ["mode", "median", "IQR", "speedup", "note"]
+    assert table.column("mode") == ["jacfwd", "jacrev"]  # fixed order, whichever is faster
+    assert table.column("speedup") == ["0.33x", "1.00x"]
+    assert table.title == wide.summary()
 
 
 def test_sweep_crossover_is_log_interpolated():
@@ -54,6 +65,7 @@ def test_default_out_dims():
 @pytest.mark.parametrize("batch", [None, 3])
 def test_jacobian_problem_shapes(batch):
     fn, x = jacobian_problem(5, 7, batch=batch)
+    assert fn.__name__ == "tanh_mlp"  # a plain function, not the nn.Module relu_mlp builds
     assert x.shape == ((5,) if batch is None else (3, 5))
     assert fn(x).shape[-1] == 7
 
@@ -81,35 +93,46 @@ def test_sweep_calls_back_after_every_point():
         jacobian_sweep(4, [])
 
 
-def test_jvp_overhead_reports_ratios_to_forward():
+def test_jvp_overhead_reports_slowdowns_against_forward():
     torch.manual_seed(0)
-    result = jvp_overhead(mlp((8, 16, 4)), torch.randn(2, 8), rounds=2, number=1)
+    result = jvp_overhead(relu_mlp((8, 16, 4)), torch.randn(2, 8), rounds=2, number=1)
     assert list(result.stats) == [JvpOverhead.FORWARD, JvpOverhead.RAW, JvpOverhead.LABKIT, JvpOverhead.FUNC]
-    assert result.ratio(JvpOverhead.FORWARD) == 1.0
+    assert result.baseline == JvpOverhead.FORWARD and result.slowdown(JvpOverhead.FORWARD) == 1.0
     assert result.labkit_over_raw > 0
-    assert "vs forward" in str(result)
+    table = result.table()
+    assert table.headers == ["path", "median", "IQR", "slowdown", "note"]
+    assert table.column("path") == [JvpOverhead.FORWARD, JvpOverhead.RAW, JvpOverhead.LABKIT, JvpOverhead.FUNC]
+    assert "labkit.jvp / raw dual" in table.title
+
+
+def test_jvp_overhead_slowdown_is_time_over_the_forward_pass():
+    result = JvpOverhead({JvpOverhead.FORWARD: _stats(1.0), JvpOverhead.RAW: _stats(2.0), JvpOverhead.LABKIT: _stats(2.1),
+                          JvpOverhead.FUNC: _stats(3.0)})
+    assert result.slowdown(JvpOverhead.RAW) == pytest.approx(2.0) and result.speedup(JvpOverhead.RAW) == pytest.approx(0.5)
+    assert result.labkit_over_raw == pytest.approx(1.05)
+    assert result.table().column("slowdown") == ["1.00x", "2.00x", "2.10x", "3.00x"]
 
 
 def test_jvp_overhead_rejects_bad_input():
     with pytest.raises(LabkitTypeError):
         jvp_overhead(torch.sin, torch.zeros(2))
     with pytest.raises(LabkitTypeError):
-        jvp_overhead(mlp((2, 2)), torch.zeros(2, dtype=torch.long))
+        jvp_overhead(relu_mlp((2, 2)), torch.zeros(2, dtype=torch.long))
 
 
-def test_mlp_layers():
-    model = mlp((256, 512, 512, 10))
+def test_relu_mlp_layers():
+    model = relu_mlp((256, 512, 512, 10))
     assert [type(m).__name__ for m in model] == ["Linear", "ReLU", "Linear", "ReLU", "Linear"]
     with pytest.raises(LabkitValueError):
-        mlp((3,))
+        relu_mlp((3,))
 
 
 def test_jvp_overhead_restores_the_thread_count():
     before = torch.get_num_threads()
-    jvp_overhead(mlp((4, 4)), torch.randn(1, 4), rounds=1, number=1, num_threads=1)
+    jvp_overhead(relu_mlp((4, 4)), torch.randn(1, 4), rounds=1, number=1, num_threads=1)
     assert torch.get_num_threads() == before
     with pytest.raises(LabkitValueError, match="num_threads"):
-        jvp_overhead(mlp((4, 4)), torch.randn(1, 4), num_threads=0)
+        jvp_overhead(relu_mlp((4, 4)), torch.randn(1, 4), num_threads=0)
     assert torch.get_num_threads() == before
 
 
@@ -147,7 +170,10 @@ def test_jacobian_problem_takes_numpy_integers():
     assert jacobian_problem(np.int64(3), 2)[1].shape == (3,)
 
 
-@pytest.mark.parametrize(("span", "error"), [(0, LabkitValueError), (3, LabkitValueError), (-2, LabkitValueError), (True, LabkitTypeError), (2.0, LabkitTypeError)])
+@pytest.mark.parametrize(
+    ("span", "error"),
+    [(0, LabkitValueError), (3, LabkitValueError), (-2, LabkitValueError), (True, LabkitTypeError), (2.0, LabkitTypeError)],
+)
 def test_default_out_dims_rejects_a_span_that_is_not_a_power_of_two(span, error):
     with pytest.raises(error, match=r"span must be a power of two"):
         default_out_dims(8, span=span)
@@ -173,16 +199,23 @@ def test_jacobian_cost_and_sweep_reject_bad_timing_arguments(kwargs, error, name
 
 @pytest.mark.parametrize(
     ("kwargs", "error", "named"),
-    [({"num_threads": 1.5}, LabkitTypeError, "num_threads"), ({"rounds": 0}, LabkitValueError, "rounds"), ({"number": True}, LabkitTypeError, "number")],
+    [
+        ({"num_threads": 1.5}, LabkitTypeError, "num_threads"),
+        ({"rounds": 0}, LabkitValueError, "rounds"),
+        ({"number": True}, LabkitTypeError, "number"),
+    ],
 )
 def test_jvp_overhead_rejects_bad_counts(kwargs, error, named):
     before = torch.get_num_threads()
     with pytest.raises(error, match=named):
-        jvp_overhead(mlp((2, 2)), torch.zeros(1, 2), **{"rounds": 1, "number": 1, **kwargs})
+        jvp_overhead(relu_mlp((2, 2)), torch.zeros(1, 2), **{"rounds": 1, "number": 1, **kwargs})
     assert torch.get_num_threads() == before
 
 
-@pytest.mark.parametrize(("sizes", "error"), [((3, 0), LabkitValueError), ((3, -1), LabkitValueError), ((3, 2.0), LabkitTypeError), ((True, 2), LabkitTypeError)])
-def test_mlp_rejects_sizes_that_are_not_positive_integers(sizes, error):
+@pytest.mark.parametrize(
+    ("sizes", "error"),
+    [((3, 0), LabkitValueError), ((3, -1), LabkitValueError), ((3, 2.0), LabkitTypeError), ((True, 2), LabkitTypeError)],
+)
+def test_relu_mlp_rejects_sizes_that_are_not_positive_integers(sizes, error):
     with pytest.raises(error, match=r"sizes\[\d\] must be a positive integer"):
-        mlp(sizes)
+        relu_mlp(sizes)

@@ -16,6 +16,11 @@ def _stats(seconds):
     return RunStats(seconds, seconds, seconds, seconds, 0.0, 3)
 
 
+def _scaling_point(in_features, out, batch):
+    """jacfwd's time grows with the input size, jacrev's with the output size."""
+    return JacobianCost(in_features, out, batch, jacfwd=_stats(in_features * 1e-4), jacrev=_stats(out * 1e-4))
+
+
 def _fake(calls):
     """A deterministic timing core: jacrev cost grows with out, jacfwd with in."""
 
@@ -23,7 +28,7 @@ def _fake(calls):
         calls.append((in_features, list(out_dims), batch))
         result = JacobianSweep(in_features, batch)
         for out in out_dims:
-            result.points.append(JacobianCost(in_features, out, batch, jacfwd=_stats(in_features * 1e-4), jacrev=_stats(out * 1e-4)))
+            result.points.append(_scaling_point(in_features, out, batch))
             if on_point is not None:
                 on_point(result)
         return result
@@ -181,7 +186,7 @@ def test_a_change_during_a_sweep_does_not_start_a_second_one(no_drawing, monkeyp
         calls.append((in_features, "start"))
         result = JacobianSweep(in_features, batch)
         for out in out_dims:
-            result.points.append(JacobianCost(in_features, out, batch, jacfwd=_stats(in_features * 1e-4), jacrev=_stats(out * 1e-4)))
+            result.points.append(_scaling_point(in_features, out, batch))
             on_point(result)
             if len(calls) == 1 and len(result.points) == 1:
                 widget.in_slider.value = 16  # a second click while the first sweep runs
