@@ -31,12 +31,13 @@ def _check_frequency(frequency: object) -> float:
     allowed = f"a number from {FREQUENCY_MIN:g} to {FREQUENCY_MAX:g} in steps of {FREQUENCY_STEP:g}"
     if isinstance(frequency, bool) or not isinstance(frequency, numbers.Real):
         raise LabkitTypeError(f"frequency must be {allowed}, got {type(frequency).__name__} {frequency!r}. Try frequency=1.0.")
-    steps = (frequency - FREQUENCY_MIN) / FREQUENCY_STEP if math.isfinite(frequency) else math.nan
-    if not (FREQUENCY_MIN <= frequency <= FREQUENCY_MAX and math.isclose(steps, round(steps))):
+    value = float(frequency)
+    steps = (value - FREQUENCY_MIN) / FREQUENCY_STEP if math.isfinite(value) else math.nan
+    if not (FREQUENCY_MIN <= value <= FREQUENCY_MAX and math.isclose(steps, round(steps))):
         raise LabkitValueError(
             f"frequency must be {allowed} (the slider's range), got {frequency!r}. Try frequency=1.0."
         )
-    return float(frequency)
+    return value
 
 
 class SliderPlot(widgets.VBox):

@@ -15,15 +15,16 @@ The other memory-format tools live in sibling modules of :mod:`labkit.memory_for
 from __future__ import annotations
 
 import html
+import math
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.tables import Row, ShowsAsTable, Table
 
 #: The three memory formats a dense tensor can be asked for, by name.
 FORMATS: dict[str, torch.memory_format] = {
@@ -119,9 +120,31 @@ def satisfied_formats(tensor: torch.Tensor) -> tuple[str, ...]:
     )
 
 
+def _offsets(shape: Sequence[int], strides: Sequence[int]) -> torch.Tensor:
+    """Every element's offset: the sum over dimensions of index times stride (see :func:`memory_offsets`)."""
+    offsets = torch.zeros(tuple(shape), dtype=torch.int64)
+    for dim, (size, stride) in enumerate(zip(shape, strides, strict=True)):
+        view_shape = [1] * len(shape)
+        view_shape[dim] = size
+        offsets = offsets + (torch.arange(size, dtype=torch.int64) * stride).reshape(view_shape)
+    return offsets
+
+
+def _memory_order(shape: tuple[int, ...], offsets: torch.Tensor) -> list[tuple[int, ...]]:
+    """The logical index of each element, sorted by its offset (ties keep logical order)."""
+    flat = offsets.flatten()
+    indices = torch.stack(torch.unravel_index(torch.arange(flat.numel()), shape), dim=1)
+    order = torch.sort(flat, stable=True).indices
+    return [tuple(int(i) for i in row) for row in indices[order]]
+
+
 @dataclass(frozen=True, repr=False)
 class LayoutDescription:
-    """What a tensor's strides say about where its elements live in memory."""
+    """What a tensor's strides say about where its elements live in memory.
+
+    Everything here follows from shape and strides alone, so the pictures in
+    :mod:`labkit.memory_format.widgets` draw from this object, not the tensor.
+    """
 
     shape: tuple[int, ...]
     strides: tuple[int, ...]
@@ -140,6 +163,19 @@ class LayoutDescription:
         return " or ".join(self.formats) if self.formats else "none"
 
     @property
+    def numel(self) -> int:
+        """How many elements the tensor has."""
+        return math.prod(self.shape)
+
+    def memory_offsets(self) -> torch.Tensor:
+        """Each element's offset in memory, as :func:`memory_offsets` of the tensor described (int64, this shape)."""
+        return _offsets(self.shape, self.strides)
+
+    def elements_in_memory_order(self) -> list[tuple[int, ...]]:
+        """Each element's logical index, in the order the elements sit in memory."""
+        return _memory_order(self.shape, self.memory_offsets())
+
+    @property
     def memory_order(self) -> str:
         """The memory order as letters, outermost dimension first, e.g. ``"NHWC"``."""
         return "".join(self.dim_names[d] for d in self.dim_order)
@@ -154,7 +190,7 @@ class LayoutDescription:
             f"size-1 dimension can have any stride. torch may treat the tensor as either format."
         )
 
-    def rows(self) -> list[list[str]]:
+    def rows(self) -> list[Row]:
         return [
             ["shape", str(self.shape)],
             ["strides", str(self.strides)],
@@ -205,20 +241,12 @@ def memory_offsets(tensor: torch.Tensor) -> torch.Tensor:
     whole meaning of strides. Returns an int64 tensor with ``tensor``'s shape.
     """
     tensor = _require_tensor(tensor)
-    offsets = torch.zeros(tensor.shape, dtype=torch.int64)
-    for dim, (size, stride) in enumerate(zip(tensor.shape, tensor.stride())):
-        view_shape = [1] * tensor.dim()
-        view_shape[dim] = size
-        offsets = offsets + (torch.arange(size, dtype=torch.int64) * stride).reshape(view_shape)
-    return offsets
+    return _offsets(tuple(tensor.shape), tensor.stride())
 
 
 def elements_in_memory_order(tensor: torch.Tensor) -> list[tuple[int, ...]]:
     """The logical index of each element, listed in the order they sit in memory."""
-    offsets = memory_offsets(tensor).flatten()
-    indices = torch.stack(torch.unravel_index(torch.arange(offsets.numel()), tuple(tensor.shape)), dim=1)
-    order = torch.sort(offsets, stable=True).indices
-    return [tuple(int(i) for i in row) for row in indices[order]]
+    return _memory_order(tuple(tensor.shape), memory_offsets(tensor))
 
 
 def permute_to_format(tensor: torch.Tensor, memory_format: FormatLike) -> torch.Tensor:

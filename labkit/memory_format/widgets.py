@@ -5,8 +5,9 @@ to believe from a printed tuple. This widget draws each element of a small
 tensor at its logical (n, c, h, w) place, labelled and coloured by its offset
 in memory, next to the flat memory itself, so the learner sees the channel
 dimension become the densest one. Every number comes from
-:mod:`labkit.memory_format.layout` and the two pictures
-(:func:`layout_figure`, :func:`memory_figure`) are drawn here from it.
+:mod:`labkit.memory_format.layout`: the two pictures (:func:`layout_figure`,
+:func:`memory_figure`) take the :class:`LayoutDescription` that
+:func:`~labkit.memory_format.layout.describe` returns and only draw it.
 """
 from __future__ import annotations
 
@@ -27,9 +28,7 @@ from labkit.memory_format.layout import (
     LayoutDescription,
     convert,
     describe,
-    elements_in_memory_order,
     format_name,
-    memory_offsets,
 )
 
 # ---------------------------------------------------------------- the two pictures
@@ -39,33 +38,44 @@ MEMORY_ROW = 16  # elements per row in the flat-memory panel
 MAX_DRAWN_ELEMENTS = 512
 
 
-def _check_drawable(tensor: object, what: str) -> torch.Tensor:
+def _check_drawable(layout: object, what: str) -> LayoutDescription:
     """Reject what the layout pictures cannot draw, with the fix, before matplotlib is touched."""
-    if not isinstance(tensor, torch.Tensor):
-        raise LabkitTypeError(f"{what} needs a torch.Tensor, got {type(tensor).__name__}.")
-    shape = tuple(tensor.shape)
-    if tensor.dim() not in (4, 5):
+    if isinstance(layout, torch.Tensor):
+        raise LabkitTypeError(
+            f"{what} draws a layout description, not a tensor (got a tensor of shape {tuple(layout.shape)}); "
+            f"pass describe(x): {what}(describe(x))."
+        )
+    if not isinstance(layout, LayoutDescription):
+        raise LabkitTypeError(
+            f"{what} draws a LayoutDescription, got {type(layout).__name__}; "
+            f"make one with labkit.memory_format.describe(x) and pass that: {what}(describe(x))."
+        )
+    shape = layout.shape
+    if len(shape) not in (4, 5):
         raise LabkitValueError(
             f"{what} draws 4-D (N, C, H, W) or 5-D (N, C, D, H, W) tensors; got shape {shape}. "
-            "Reshape it first, e.g. x.reshape(1, 1, 1, -1) for a 1-D x."
+            "Reshape it first, e.g. describe(x.reshape(1, 1, 1, -1)) for a 1-D x."
         )
-    if tensor.numel() == 0:
+    if layout.numel == 0:
         raise LabkitValueError(f"{what} got a tensor with no elements (shape {shape}); give every dimension size 1 or more.")
-    if tensor.numel() > MAX_DRAWN_ELEMENTS:
+    if layout.numel > MAX_DRAWN_ELEMENTS:
         raise LabkitValueError(
             f"{what} labels every element, so it draws at most {MAX_DRAWN_ELEMENTS} elements; got "
-            f"{tensor.numel()} (shape {shape}). Draw a small slice, e.g. x[:1, :3, :4, :4]."
+            f"{layout.numel} (shape {shape}). Draw a small slice, e.g. describe(x[:1, :3, :4, :4])."
         )
-    return tensor
+    return layout
 
 
-def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, str]], list[tuple[int, int, str]]]:
+Label = tuple[float, str]  # (position on the axis, text)
+
+
+def _block_grid(layout: LayoutDescription) -> tuple[np.ndarray, list[Label], list[Label]]:
     """Offsets laid out as blocks of H x W cells: one block column per channel, one block row per n (and d).
 
     Returns the grid (NaN in the one-cell gaps between blocks) and the column and
-    row labels as (position, ..., text) for the picture.
+    row labels as (position, text) for the picture.
     """
-    offsets = memory_offsets(tensor)
+    offsets = layout.memory_offsets()
     five_d = offsets.dim() == 5
     if not five_d:
         offsets = offsets.unsqueeze(2)  # treat NCHW as NCDHW with D = 1
@@ -83,17 +93,21 @@ def _block_grid(tensor: torch.Tensor) -> tuple[np.ndarray, list[tuple[int, int, 
     return grid, column_labels, row_labels
 
 
-def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
-    """Each element at its logical place, labelled and coloured by its memory offset."""
-    tensor = _check_drawable(tensor, "layout_figure")
-    grid, column_labels, row_labels = _block_grid(tensor)
+def layout_figure(layout: LayoutDescription, title: str = "") -> Figure:
+    """Each element at its logical place, labelled and coloured by its memory offset.
+
+    ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
+    """
+    layout = _check_drawable(layout, "layout_figure")
+    numel = layout.numel
+    grid, column_labels, row_labels = _block_grid(layout)
     figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.6), max(1.8, 0.42 * grid.shape[0] + 0.9))
     axes = figure.add_subplot()
-    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(tensor.numel() - 1, 1))
+    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(numel - 1, 1))
     for (row, col), value in np.ndenumerate(grid):
         if not np.isnan(value):
             axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
-                      color="white" if value < 0.6 * tensor.numel() else "black")
+                      color="white" if value < 0.6 * numel else "black")
     for x, label in column_labels:
         axes.text(x, -0.9, label, ha="center", va="center", fontsize=8)
     for y, label in row_labels:
@@ -106,10 +120,13 @@ def layout_figure(tensor: torch.Tensor, title: str = "") -> Figure:
     return figure
 
 
-def memory_figure(tensor: torch.Tensor) -> Figure:
-    """The flat memory, in order, each cell coloured and numbered by its element's channel."""
-    tensor = _check_drawable(tensor, "memory_figure")
-    channels = [index[1] for index in elements_in_memory_order(tensor)]
+def memory_figure(layout: LayoutDescription) -> Figure:
+    """The flat memory, in order, each cell coloured and numbered by its element's channel.
+
+    ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
+    """
+    layout = _check_drawable(layout, "memory_figure")
+    channels = [index[1] for index in layout.elements_in_memory_order()]
     rows = -(-len(channels) // MEMORY_ROW)
     strip = np.full((rows, MEMORY_ROW), np.nan)
     strip.flat[: len(channels)] = channels
@@ -145,7 +162,7 @@ def _check_arguments(shape: object, memory_format: FormatLike, method: object) -
         )
     letters = "NCDHW" if len(shape) == 5 else "NCHW"
     sizes_ok = len(shape) in (4, 5) and all(
-        _is_size(size) and 1 <= size <= SLIDER_MAX[letter] for letter, size in zip(letters, shape)
+        _is_size(size) and 1 <= size <= SLIDER_MAX[letter] for letter, size in zip(letters, shape, strict=False)
     )
     if not sizes_ok:
         limits = ", ".join(f"{letter} 1..{top}" for letter, top in SLIDER_MAX.items())
@@ -167,13 +184,17 @@ def _slider(name: str, value: int, top: int) -> widgets.IntSlider:
 class StrideExplorer(widgets.VBox):
     """Sliders for N, C, H, W (and D), format and method dropdowns, and live pictures."""
 
-    def __init__(self, shape: tuple[int, ...] = (2, 3, 2, 2), memory_format: FormatLike = "channels_last", method: str = "to") -> None:
+    def __init__(
+        self, shape: tuple[int, ...] = (2, 3, 2, 2), memory_format: FormatLike = "channels_last", method: str = "to"
+    ) -> None:
         shape, memory_format = _check_arguments(shape, memory_format, method)
         five_d = len(shape) == 5
         n, c, *spatial = shape
         h, w = spatial[-2:]
         depth = spatial[0] if five_d else 2
-        self.n, self.c, self.h, self.w = (_slider(letter, size, SLIDER_MAX[letter]) for letter, size in zip("NCHW", (n, c, h, w)))
+        self.n, self.c, self.h, self.w = (
+            _slider(letter, size, SLIDER_MAX[letter]) for letter, size in zip("NCHW", (n, c, h, w), strict=True)
+        )
         self.d = _slider("D", depth, SLIDER_MAX["D"])
         self.five_d = widgets.Checkbox(value=five_d, description="5-D (add D)")
         self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description="format")
@@ -222,5 +243,5 @@ class StrideExplorer(widgets.VBox):
         self.layout_description = describe(self.tensor)
         self.strides.value = f"<b>strides:</b> <code>{self.layout_description.strides}</code>"
         self.description.value = self.layout_description.to_html()
-        self.layout_image.value = to_png(layout_figure(self.tensor), dpi=72)
-        self.memory_image.value = to_png(memory_figure(self.tensor), dpi=72)
+        self.layout_image.value = to_png(layout_figure(self.layout_description), dpi=72)
+        self.memory_image.value = to_png(memory_figure(self.layout_description), dpi=72)

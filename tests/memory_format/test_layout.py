@@ -111,6 +111,15 @@ def test_offsets_follow_strides_by_hand():
 def test_elements_in_memory_order_channels_innermost():
     x = torch.empty(1, 2, 1, 2).to(memory_format=CL)
     assert elements_in_memory_order(x) == [(0, 0, 0, 0), (0, 1, 0, 0), (0, 0, 0, 1), (0, 1, 0, 1)]
+    assert describe(x).elements_in_memory_order() == elements_in_memory_order(x)
+
+
+def test_a_description_gives_the_offsets_and_element_count_of_its_tensor():
+    x = torch.empty(2, 3, 2, 2).to(memory_format=CL)
+    layout = describe(x)
+    assert layout.numel == 24 and torch.equal(layout.memory_offsets(), memory_offsets(x))
+    assert layout.memory_offsets().dtype == torch.int64 and layout.memory_offsets().shape == x.shape
+    assert describe(torch.empty(1, 0, 2, 2)).numel == 0
 
 
 def test_the_package_exports_its_tools_lazily():
@@ -166,6 +175,8 @@ def test_offsets_agree_with_strides(shape, fmt_index, permuted, offset):
     assert sorted(offsets.flatten().tolist()) == list(range(numel))  # dense: each offset once
     order = elements_in_memory_order(x)
     assert [x[index].item() - offset for index in order] == list(range(numel))
+    layout = describe(x)
+    assert torch.equal(layout.memory_offsets(), offsets) and layout.elements_in_memory_order() == order
 
 
 def test_result_objects_repr_as_readable_text():
