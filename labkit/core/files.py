@@ -24,7 +24,7 @@ from labkit.core.errors import LabkitValueError
 
 
 def writable_target(path: str | os.PathLike[str]) -> Path:
-    """The regular file that writing ``path`` will replace (symlinks followed), checked before any work.
+    """The regular file that writing ``path`` will replace (symlinks followed), validated before any work.
 
     Raises :class:`LabkitValueError` when the path is a folder or a special
     file, or when its folder is missing or not writable.

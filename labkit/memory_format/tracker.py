@@ -87,7 +87,7 @@ class _RecordingMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        # Torch pops this mode while the handler runs, so the checks below are not recorded.
+        # Torch pops this mode while the handler runs, so the tests below are not recorded.
         output = next(_tensors(result), None)
         rank = output.dim() if output is not None else 0
         source = next((t for t in _tensors((args, kwargs)) if _is_strictly_channels_last(t, rank)), None)

@@ -85,7 +85,7 @@ def _list_after(lines: list[str]) -> list[str]:
     return items
 
 
-def check_executed(path: Path, notebook: nbformat.NotebookNode) -> None:
+def require_executed(path: Path, notebook: nbformat.NotebookNode) -> None:
     """The site shows stored outputs, so every code cell must have been run."""
     never_run = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None]
     if never_run:
@@ -142,11 +142,11 @@ def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
     """
     notebooks_dir, out_dir = Path(notebooks_dir), Path(out_dir)
     output = OutputFolder(out_dir, tool=TOOL, marker=MARKER, what="a labkit site")
-    output.check()
+    output.inspect()
     paths = find_notebooks(notebooks_dir)
     notebooks = [read_notebook(path, write=False) for path in paths]
     for path, notebook in zip(paths, notebooks):
-        check_executed(path, notebook)
+        require_executed(path, notebook)
     pages = [describe_notebook(path, nb) for path, nb in zip(paths, notebooks)]
     site_pages = {page.notebook.stem for page in pages}
 

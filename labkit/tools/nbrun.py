@@ -8,7 +8,7 @@ in each notebook's first cell, and widget state stored so that the docs site
 shows each widget's last state without a kernel. A notebook is rewritten only
 after it ran to the end, atomically: an error leaves the stored copy untouched.
 
-Every path is checked before anything runs, so a typo cannot leave half the
+Every path is validated before anything runs, so a typo cannot leave half the
 notebooks re-executed. Ctrl-C (SIGINT) or SIGTERM stops the whole run at once:
 nbclient handles those signals itself (it shuts the kernel down and lets the
 run go on to the next notebook), so each notebook runs in a worker thread,
@@ -50,7 +50,7 @@ class StopRequested(KeyboardInterrupt):
 
 
 def read_notebook(path: str | Path, *, write: bool = True) -> nbformat.NotebookNode:
-    """Read and validate ``path`` as a notebook (and, if ``write``, check it can be rewritten).
+    """Read and validate ``path`` as a notebook (and, if ``write``, make sure it can be rewritten).
 
     Raises :class:`LabkitValueError` that names the path and says what is wrong:
     missing, a folder or special file, not UTF-8, not JSON, or JSON that is not a notebook.

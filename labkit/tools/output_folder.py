@@ -22,7 +22,7 @@ than the marker is the tool's own; a newer one was edited and is kept; files
 the tool no longer writes are kept, since their origin is unknown.
 
 Safety: the new files are built in a staging folder inside the output folder;
-every check runs before anything moves; each move is journalled and undone if
+every validation runs before anything moves; each move is journalled and undone if
 a later one fails or is interrupted, so an error leaves the previous output as
 it was.
 """
@@ -109,7 +109,7 @@ class OutputFolder:
     marker: str
     what: str  # "a student copy": how errors name the folder's kind
 
-    def check(self) -> str:
+    def inspect(self) -> str:
         """Say what the folder is before any work: ``"new"`` (missing or empty), ``"ours"`` or ``"legacy"``.
 
         Raises :class:`LabkitValueError` for a path that is not a folder, a
@@ -122,10 +122,10 @@ class OutputFolder:
         except FileNotFoundError:
             if path.is_symlink():
                 raise LabkitValueError(f"{path} is a broken symbolic link; remove it or choose another folder.") from None
-            self._check_creatable(path)
+            self._require_creatable(path)
             return "new"
         except OSError as exc:  # e.g. a parent that is a file
-            self._check_creatable(path)
+            self._require_creatable(path)
             raise LabkitValueError(f"Cannot use {path}: {exc.strerror}.") from None
         if not stat.S_ISDIR(mode):
             kind = "a file" if stat.S_ISREG(mode) else "a special file (a device, FIFO or socket)"
@@ -142,7 +142,7 @@ class OutputFolder:
             raise LabkitValueError(f"{path} exists and is not {self.what}; choose an empty or new folder.")
         return "new"
 
-    def _check_creatable(self, path: Path) -> None:
+    def _require_creatable(self, path: Path) -> None:
         ancestor = path.parent
         while not ancestor.exists() and ancestor != ancestor.parent:
             ancestor = ancestor.parent
@@ -175,9 +175,9 @@ class OutputFolder:
         """Run ``build(staging)`` to write the new files into an empty folder, then move them in.
 
         Nothing in the output folder changes unless ``build`` returns and every
-        check passes; a folder this call created is removed again on error.
+        validation passes; a folder this call created is removed again on error.
         """
-        state = self.check()
+        state = self.inspect()
         path = Path(self.path)
         created = [p for p in (path, *path.parents) if not p.exists()][::-1]
         try:
@@ -211,7 +211,7 @@ def _remove_empty(folders: list[Path]) -> None:
 
 
 class _Update:
-    """One update: plan every move (all checks), then apply the moves with an undo journal."""
+    """One update: plan every move (all validation), then apply the moves with an undo journal."""
 
     def __init__(self, folder: OutputFolder, state: str, staging: Path) -> None:
         self.folder, self.root, self.staging = folder, Path(folder.path), staging
@@ -282,7 +282,7 @@ class _Update:
         return files
 
     def _lstat_inside(self, rel: str) -> os.stat_result | None:
-        """lstat of ``rel`` in the folder, after checking that every folder on the way is a real folder."""
+        """lstat of ``rel`` in the folder, after making sure that every folder on the way is a real folder."""
         current = self.root
         parts = PurePosixPath(rel).parts
         for part in parts[:-1]:

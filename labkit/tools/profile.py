@@ -1,6 +1,6 @@
 """``python -m labkit profile MODEL``: profile a torchvision model node by node.
 
-Why a command: an instructor checking a workshop machine, or a learner who
+Why a command: an instructor trying a workshop machine, or a learner who
 wants numbers for another architecture, should not need a notebook. The model
 gets random weights (``weights=None``, no download) and a random input batch;
 the numbers come from :func:`labkit.fx.profile.profile_model`.
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="PATH", help="write every node's timings as JSON")
 
 
-def _check_arguments(args: argparse.Namespace) -> None:
+def _validate_arguments(args: argparse.Namespace) -> None:
     """Every count and output path, before any model is built: a typo must not cost a whole profile."""
     for option, minimum in (("batch", 1), ("size", 1), ("warmup", 0), ("runs", 1), ("top", 1)):
         value = getattr(args, option)
@@ -45,7 +45,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
             writable_target(path)
 
 
-def _check_model_name(name: str) -> None:
+def _validate_model_name(name: str) -> None:
     import torchvision
 
     available = torchvision.models.list_models(module=torchvision.models)
@@ -61,7 +61,7 @@ def _input_sides(name: str) -> tuple[int, int]:
     return min(weights.meta["min_size"]), weights.transforms.keywords["crop_size"]
 
 
-def _check_size(name: str, size: int) -> None:
+def _validate_size(name: str, size: int) -> None:
     minimum, trained = _input_sides(name)
     if size < minimum:
         raise LabkitValueError(
@@ -105,10 +105,10 @@ def run(args: argparse.Namespace) -> int:
     from labkit.fx.profile import profile_model
 
     try:
-        _check_arguments(args)
+        _validate_arguments(args)
         device = pick_device(args.device)
-        _check_model_name(args.model)
-        _check_size(args.model, args.size)
+        _validate_model_name(args.model)
+        _validate_size(args.model, args.size)
         seed_everything(args.seed)
         model = _build_model(args.model).to(device)
         example = torch.randn(args.batch, 3, args.size, args.size, device=device)

@@ -239,7 +239,7 @@ def make_student_copy(notebooks_dir: str | Path, out_dir: str | Path, *, with_so
     """
     notebooks_dir, out_dir = Path(notebooks_dir), Path(out_dir)
     output = _output(out_dir)
-    if output.check() != "new" and not force:
+    if output.inspect() != "new" and not force:
         raise LabkitValueError(f"{out_dir} already holds a student copy; pass --force to update it (files you added or changed are kept).")
     sources = find_notebooks(notebooks_dir)
     converted = {path.name: student_notebook(path) for path in sources}  # fails before anything is written

@@ -234,15 +234,15 @@ def test_output_path_that_is_a_file_special_file_or_broken_link_is_a_clear_error
     afile = tmp_path / "afile"
     afile.write_text("x")
     with pytest.raises(LabkitValueError, match="is a file, not a folder"):
-        folder(afile).check()
+        folder(afile).inspect()
     with pytest.raises(LabkitValueError, match="is a file, not a folder"):
-        folder(afile / "sub").check()
+        folder(afile / "sub").inspect()
     with pytest.raises(LabkitValueError, match="special file"):
-        folder(Path("/dev/null")).check()
+        folder(Path("/dev/null")).inspect()
     broken = tmp_path / "broken"
     broken.symlink_to(tmp_path / "missing")
     with pytest.raises(LabkitValueError, match="broken symbolic link"):
-        folder(broken).check()
+        folder(broken).inspect()
     assert afile.read_text() == "x"
 
 
@@ -258,7 +258,7 @@ def test_no_permission_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
     # Root ignores permission bits, so simulate what a normal user would meet.
     monkeypatch.setattr(output_folder.os, "access", lambda path, mode: False)
     with pytest.raises(LabkitValueError, match=f"no permission to write in {tmp_path}"):
-        folder(tmp_path / "out").check()
+        folder(tmp_path / "out").inspect()
     monkeypatch.undo()
 
     def refuse(*args, **kwargs):
