@@ -31,7 +31,7 @@ import torch
 from labkit.core.device import device_line
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import writable_target, write_text
-from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.tables import Row, ShowsAsTable, Table
 from labkit.labs import LABS, NOTEBOOKS_DIR, PATH_BUDGET_S, Lab, lab_for
 
 # Every figure is measured on the CPU, the machine every learner has, so one run never
@@ -68,8 +68,9 @@ QUICK = BenchConfig(overhead_rounds=10, crosscheck_runs=5, variant_rounds=6, inc
                     jvp_rounds=10, notebooks=(), import_repeats=3)
 # For the smoke test only: tiny sizes, figures not meaningful.
 SMOKE = BenchConfig(overhead_ops=100, overhead_rounds=3, resnet_batch=1, image_size=64, crosscheck_runs=2,
-                    variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1, mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3,
-                    jacobian_in=4, jacobian_batch=2, notebooks=("00_start_here",), import_repeats=1)
+                    variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1,
+                    mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3, jacobian_in=4, jacobian_batch=2,
+                    notebooks=("00_start_here",), import_repeats=1)
 CONFIGS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
 
@@ -100,7 +101,7 @@ class BenchResult(ShowsAsTable):
         return next(f for f in self.figures if f.key == key)
 
     def table(self) -> Table:
-        rows = []
+        rows: list[Row] = []
         for f in self.figures:
             spread = "" if f.spread is None else f"± {f.spread:.3g}"
             verdict = {True: "met", False: "MISSED", None: ""}[f.meets]
@@ -192,29 +193,28 @@ def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
     variants = capstone.build_variants(model, x, include_compiled=include_compiled)
     variants.append(capstone.optimize_for_inference_variant(variants[0]))
     comparison = capstone.compare_variants(variants, rounds=config.variant_rounds)
-    eager = comparison[capstone.EAGER].stats
+    timings = comparison.timings  # against eager
     for name, key in ((capstone.CHANNELS_LAST, "P3.channels_last"), (capstone.FUSED, "P3.fused"),
                       (capstone.FUSED_CHANNELS_LAST, "P3.fused_channels_last")):
-        r = comparison[name]
-        spread = r.speedup * (r.stats.iqr / r.stats.median + eager.iqr / eager.median)
-        goal = (">= 1.5", r.speedup >= 1.5) if name == capstone.FUSED_CHANNELS_LAST else ("", None)
+        speedup = timings.speedup(name)
+        goal = (">= 1.5", speedup >= 1.5) if name == capstone.FUSED_CHANNELS_LAST else ("", None)
         result.add(BenchFigure(key, f"speedup of {name} over eager (ResNet18, batch {config.resnet_batch})",
-                               r.speedup, "x", spread, *goal))
-    r = comparison[capstone.OPTIMIZED_FOR_INFERENCE]
-    result.add(BenchFigure("P3.optimize_for_inference", "speedup of optimize_for_inference over eager", r.speedup, "x",
-                           r.speedup * (r.stats.iqr / r.stats.median + eager.iqr / eager.median)))
+                               speedup, "x", timings.spread(name), *goal))
+    name = capstone.OPTIMIZED_FOR_INFERENCE
+    result.add(BenchFigure("P3.optimize_for_inference", "speedup of optimize_for_inference over eager",
+                           timings.speedup(name), "x", timings.spread(name)))
     maxpool_ms = {name: report.by_op_type().seconds["MaxPool2d"] * 1e3
                   for name, report in capstone.profile_variants(variants[:2], runs=config.crosscheck_runs).items()}
     collapse = maxpool_ms[capstone.EAGER] / maxpool_ms[capstone.CHANNELS_LAST]
     result.add(BenchFigure("P3.maxpool_collapse", "MaxPool2d time, contiguous over channels_last (labkit profile)",
                            collapse, "x"))
     if include_compiled:
-        r = comparison[capstone.COMPILED]
-        result.add(BenchFigure("P3.compiled", "speedup of torch.compile over eager", r.speedup, "x"))
+        compiled = comparison[capstone.COMPILED]
+        result.add(BenchFigure("P3.compiled", "speedup of torch.compile over eager", compiled.speedup, "x"))
         result.add(BenchFigure("P3.compile_seconds_cold", "torch.compile time, first call, empty inductor cache",
                                cold_compile_seconds(config), "s"))
         result.add(BenchFigure("P3.compile_seconds_warm", "torch.compile time, first call, this machine's cache",
-                               r.setup_seconds, "s"))
+                               compiled.setup_seconds, "s"))
     result.details["P3"] = {
         "all_close": comparison.all_close,
         "maxpool_ms": maxpool_ms,
@@ -252,27 +252,26 @@ def bench_memory_format(config: BenchConfig, result: BenchResult) -> None:
     for timing in formats.timings:
         result.add(BenchFigure(f"P4.channels_last_{timing.precision}",
                                f"channels_last over contiguous, {timing.precision} (ResNet18, batch {config.resnet_batch})",
-                               timing.speedup, "x", _ratio_spread(timing.contiguous, timing.channels_last)))
+                               timing.speedup, "x", timing.spread))
     result.details["P4"] = formats.as_dict()
 
 
 def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
     """P5: JVP cost over the forward pass, labkit.jvp over the raw dual API, jacfwd/jacrev crossover."""
-    from labkit.forward_ad.jacobian_cost import JvpOverhead, jacobian_sweep, jvp_overhead, mlp
+    from labkit.forward_ad.jacobian_cost import JvpOverhead, jacobian_sweep, jvp_overhead, relu_mlp
 
     torch.manual_seed(0)
-    model = mlp(config.mlp_sizes)
+    model = relu_mlp(config.mlp_sizes)
     x = torch.randn(config.mlp_batch, config.mlp_sizes[0])
-    overhead = jvp_overhead(model, x, rounds=config.jvp_rounds)
-    raw, ours, func = (overhead.stats[k] for k in (JvpOverhead.RAW, JvpOverhead.LABKIT, JvpOverhead.FUNC))
-    forward = overhead.stats[JvpOverhead.FORWARD]
+    overhead = jvp_overhead(model, x, rounds=config.jvp_rounds)  # slowdowns against the forward pass
+    over_raw = overhead.rebased(JvpOverhead.RAW)
     sizes = "-".join(map(str, config.mlp_sizes))
     result.add(BenchFigure("P5.raw_dual_over_forward", f"raw dual API JVP / forward (MLP {sizes}, batch {config.mlp_batch})",
-                           overhead.ratio(JvpOverhead.RAW), "x", _ratio_spread(raw, forward)))
+                           overhead.slowdown(JvpOverhead.RAW), "x", overhead.slowdown_spread(JvpOverhead.RAW)))
     result.add(BenchFigure("P5.func_jvp_over_forward", "torch.func.jvp / forward",
-                           overhead.ratio(JvpOverhead.FUNC), "x", _ratio_spread(func, forward)))
+                           overhead.slowdown(JvpOverhead.FUNC), "x", overhead.slowdown_spread(JvpOverhead.FUNC)))
     result.add(BenchFigure("P5.labkit_over_raw", "labkit.jvp / raw dual API", overhead.labkit_over_raw, "x",
-                           _ratio_spread(ours, raw), "<= 1.05", overhead.labkit_over_raw <= 1.05))
+                           over_raw.slowdown_spread(JvpOverhead.LABKIT), "<= 1.05", overhead.labkit_over_raw <= 1.05))
     sweep = jacobian_sweep(config.jacobian_in, batch=config.jacobian_batch)
     crossover = sweep.crossover
     result.add(BenchFigure("P5.crossover_out",
@@ -280,12 +279,6 @@ def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
                            crossover, "outputs"))
     result.details["P5"] = {"sweep": [{"out": p.out_features, "jacfwd_s": p.jacfwd.median, "jacrev_s": p.jacrev.median}
                                       for p in sweep.points]}
-
-
-def _ratio_spread(numerator: Any, denominator: Any) -> float:
-    """First-order spread of a ratio of medians, from both IQRs."""
-    ratio = numerator.median / denominator.median
-    return ratio * (numerator.iqr / numerator.median + denominator.iqr / denominator.median)
 
 
 def bench_notebooks(config: BenchConfig, result: BenchResult) -> None:
@@ -357,9 +350,11 @@ def run_bench(mode: str = "full", only: list[str] | None = None, log: Callable[[
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions, no notebooks, no torch.compile (under 2 minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer repetitions, no notebooks, no torch.compile (under 2 minutes)")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny sizes, for the test suite
-    parser.add_argument("--json", type=Path, default=Path("build/bench.json"), help="where to write the JSON (default: %(default)s)")
+    parser.add_argument("--json", type=Path, default=Path("build/bench.json"),
+                        help="where to write the JSON (default: %(default)s)")
     parser.add_argument("--only", nargs="+", choices=list(STEPS), help="run only these figures")
 
 

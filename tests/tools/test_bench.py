@@ -25,7 +25,8 @@ def smoke_json(tmp_path_factory):
 
 EXPECTED = [
     "P1.interpreter", "P1.fast", "P2.max_difference", "P2.max_difference_all", "P3.channels_last", "P3.fused",
-    "P3.fused_channels_last", "P3.maxpool_collapse", "P3.optimize_for_inference", "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
+    "P3.fused_channels_last", "P3.maxpool_collapse", "P3.optimize_for_inference", "P4.channels_last_fp32",
+    "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
     "P5.crossover_out", "notebook.00_start_here", "import.labkit_over_torch",
 ]
 
@@ -64,6 +65,19 @@ def test_only_runs_the_named_steps():
     result = run_bench("smoke", only=["import"], log=lambda _m: None)
     assert [f.key for f in result.figures] == ["import.labkit_over_torch"]
     assert set(STEPS) == {"P1", "P2", "P3", "P4", "P5", "notebooks", "import"}
+
+
+def test_ratio_figures_carry_a_spread_from_side_by_side():
+    """P4 and P5 ratios come with SideBySide's first-order spread (no value or ordering is asserted)."""
+    import labkit.tools.bench as bench
+    from labkit.tools.bench import run_bench
+
+    assert not hasattr(bench, "_ratio_spread"), "one spread formula: SideBySide.spread / slowdown_spread"
+    result = run_bench("smoke", only=["P4", "P5"], log=lambda _m: None)
+    ratios = [f for f in result.figures if f.unit == "x"]
+    assert {f.key for f in ratios} >= {"P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.labkit_over_raw"}
+    for figure in ratios:
+        assert figure.spread is not None and math.isfinite(figure.spread) and figure.spread >= 0, figure.key
 
 
 def test_to_json_writes_through_a_symlink_and_refuses_a_fifo(tmp_path):
