@@ -22,7 +22,8 @@ COMMANDS = {
     "docs": ("labkit.tools.docs", "build the static HTML site from the executed notebooks"),
     "notebooks": ("labkit.tools.nbrun", "execute notebooks in place, storing outputs and widget state"),
     "nbval-stress": ("labkit.tools.nbval_stress", "strict nbval on the notebooks under CPU load, then single-threaded"),
-    "fwad-sweep": ("labkit.tools.fwad_sweep", "run forward_ad.jvp and verify_jvp over PyTorch's OpInfo database and count the outcomes"),
+    "fwad-sweep": ("labkit.tools.fwad_sweep",
+                   "run forward_ad.jvp and verify_jvp over PyTorch's OpInfo database and count the outcomes"),
 }
 
 

@@ -39,7 +39,7 @@ from labkit.capstone import variants as capstone
 from labkit.core import timing
 from labkit.core.errors import LabkitError
 from labkit.forward_ad import jacobian_cost
-from labkit.forward_ad.derivatives import verify_jvp, hvp, jvp, module_jvp
+from labkit.forward_ad.derivatives import hvp, jvp, module_jvp, verify_jvp
 from labkit.fx import crosscheck as fx_crosscheck
 from labkit.fx import fusion as fx_fusion
 from labkit.fx.profile import ProfilingInterpreter, TrainModeWarning, profile_model
@@ -260,7 +260,8 @@ PROFILE = [
     Case("profile_model model=None", lambda: profile_model(None, X), ["NoneType"]),
     Case("profile_model model='resnet18'", lambda: profile_model("resnet18", X), ["str"]),
     Case("profile_model untraceable model", lambda: profile_model(branchy(), X), ["Branchy.forward", "x.sum() > 0"]),
-    Case("profile_model input on meta device", lambda: profile_model(linear(), torch.empty(2, 4, device="meta")), ["meta", "cpu"]),
+    Case("profile_model input on meta device",
+         lambda: profile_model(linear(), torch.empty(2, 4, device="meta")), ["meta", "cpu"]),
     # expected-torch: torch's shape message names both shapes; labkit cannot say more.
     torch_error("profile_model wrong input width", lambda: profile_model(linear(), _randn(2, 5)), ["2x5", "4x3"], RuntimeError),
     # expected-torch: torch says the dtypes differ (Long vs Float), which is the fix.
@@ -279,7 +280,8 @@ PROFILE = [
     Case("ProfilingInterpreter(untraceable)", lambda: ProfilingInterpreter(branchy()), ["x.sum() > 0"]),
     Case("ProfilingInterpreter.summary() before run", _interpreter_summary_before_run, ["run"]),
     # expected-torch: torch lists the device types it knows.
-    torch_error("ProfilingInterpreter device='quantum'", lambda: ProfilingInterpreter(linear(), device="quantum"), ["quantum"], RuntimeError),
+    torch_error("ProfilingInterpreter device='quantum'",
+                lambda: ProfilingInterpreter(linear(), device="quantum"), ["quantum"], RuntimeError),
 ]
 
 FORWARD_AD = [
@@ -299,12 +301,15 @@ FORWARD_AD = [
     Case("module_jvp tangents list", lambda: module_jvp(linear(), X, [torch.zeros(3, 4)]), ["tangents", "dict"]),
     Case("module_jvp tangents empty", lambda: module_jvp(linear(), X, {}), ["tangents", "empty"]),
     Case("module_jvp unknown name", lambda: module_jvp(linear(), X, {"weight": torch.zeros(3, 4)}), ["weight", "0.weight"]),
-    Case("module_jvp tangent shape", lambda: module_jvp(linear(), X, {"0.weight": torch.zeros(4, 3)}), ["shape", "(4, 3)", "(3, 4)"]),
-    Case("module_jvp tangent dtype", lambda: module_jvp(linear(), X, {"0.bias": torch.zeros(3, dtype=torch.float64)}), ["dtype", "float64"]),
+    Case("module_jvp tangent shape",
+         lambda: module_jvp(linear(), X, {"0.weight": torch.zeros(4, 3)}), ["shape", "(4, 3)", "(3, 4)"]),
+    Case("module_jvp tangent dtype",
+         lambda: module_jvp(linear(), X, {"0.bias": torch.zeros(3, dtype=torch.float64)}), ["dtype", "float64"]),
     Case("module_jvp tangent not a tensor", lambda: module_jvp(linear(), X, {"0.bias": 1.0}), ["float"]),
     Case("module_jvp inputs=1.0", lambda: module_jvp(linear(), 1.0, {"0.bias": torch.zeros(3)}), ["inputs", "float"]),
     Case("module_jvp model is a function", lambda: module_jvp(square, X, {"w": V3}), ["nn.Module", "function"]),
-    Case("module_jvp method='magic'", lambda: module_jvp(linear(), X, {"0.bias": torch.zeros(3)}, method="magic"), ["method", "magic"]),
+    Case("module_jvp method='magic'",
+         lambda: module_jvp(linear(), X, {"0.bias": torch.zeros(3)}, method="magic"), ["method", "magic"]),
     Case(
         "module_jvp both names of a tied weight",
         lambda: module_jvp(tied(), _randn(2, 3), {"0.weight": torch.zeros(3, 3), "1.weight": torch.zeros(3, 3)}),
@@ -312,7 +317,8 @@ FORWARD_AD = [
     ),
     # expected-torch: the forward pass itself fails; torch names both shapes. The case also
     # checks (see test_module_jvp_restores_parameters_after_error) that the swap is undone.
-    torch_error("module_jvp wrong input width", lambda: module_jvp(linear(), _randn(2, 5), {"0.bias": torch.zeros(3)}), ["2x5"], RuntimeError),
+    torch_error("module_jvp wrong input width",
+                lambda: module_jvp(linear(), _randn(2, 5), {"0.bias": torch.zeros(3)}), ["2x5"], RuntimeError),
     Case("verify_jvp eps=0", lambda: verify_jvp(square, V3, V3, eps=0), ["eps", "0"]),
     Case("verify_jvp eps=-1e-6", lambda: verify_jvp(square, V3, V3, eps=-1e-6), ["eps"]),
     Case("verify_jvp eps=nan", lambda: verify_jvp(square, V3, V3, eps=NAN), ["eps", "nan"]),
@@ -352,7 +358,8 @@ MEMORY_FORMAT = [
     Case("describe(None)", lambda: memory_format.describe(None), ["NoneType"]),
     Case("describe(list)", lambda: memory_format.describe([[1, 2]]), ["list"]),
     Case("convert 3-D to channels_last", lambda: memory_format.convert(_randn(3, 4, 4), "channels_last"), ["rank", "(3, 4, 4)"]),
-    Case("convert 5-D to channels_last", lambda: memory_format.convert(_randn(1, 2, 2, 2, 2), "channels_last"), ["channels_last_3d"]),
+    Case("convert 5-D to channels_last",
+         lambda: memory_format.convert(_randn(1, 2, 2, 2, 2), "channels_last"), ["channels_last_3d"]),
     Case("convert 4-D to channels_last_3d", lambda: memory_format.convert(IMG, "channels_last_3d"), ["rank", "channels_last"]),
     Case("convert format 'channels_first'", lambda: memory_format.convert(IMG, "channels_first"), ["channels_first"]),
     Case("convert format 'NHWC'", lambda: memory_format.convert(IMG, "NHWC"), ["NHWC", "channels_last"]),
@@ -370,13 +377,17 @@ MEMORY_FORMAT = [
     Case("FormatTracker entered twice", _tracker_entered_twice, ["already active"]),
     Case("benchmark_formats model is a function", lambda: labkit.benchmark_formats(square, IMG), ["Module", "function"]),
     Case("benchmark_formats 3-D input", lambda: labkit.benchmark_formats(conv(), _randn(3, 8, 8)), ["example_input", "4-D"]),
-    Case("benchmark_formats wrong channels", lambda: labkit.benchmark_formats(conv(), _randn(1, 5, 8, 8)), ["3 input channels", "5"]),
+    Case("benchmark_formats wrong channels",
+         lambda: labkit.benchmark_formats(conv(), _randn(1, 5, 8, 8)), ["3 input channels", "5"]),
     Case("benchmark_formats rounds=0", lambda: labkit.benchmark_formats(conv(), IMG, rounds=0), ["rounds"]),
     Case("benchmark_formats warmup=0", lambda: labkit.benchmark_formats(conv(), IMG, warmup=0), ["warmup"]),
     Case("benchmark_formats min_run_time=0", lambda: labkit.benchmark_formats(conv(), IMG, min_run_time=0), ["min_run_time"]),
-    Case("benchmark_formats rounds=2.5", lambda: labkit.benchmark_formats(conv(), IMG, rounds=2.5, min_run_time=0.01), ["rounds", "2.5"]),
-    Case("benchmark_formats precisions=['fp8']", lambda: labkit.benchmark_formats(conv(), IMG, precisions=["fp8"]), ["fp8", "fp32"]),
-    Case("benchmark_formats precisions='fp32'", lambda: labkit.benchmark_formats(conv(), IMG, precisions="fp32"), ["precisions", "'fp32'"]),
+    Case("benchmark_formats rounds=2.5",
+         lambda: labkit.benchmark_formats(conv(), IMG, rounds=2.5, min_run_time=0.01), ["rounds", "2.5"]),
+    Case("benchmark_formats precisions=['fp8']",
+         lambda: labkit.benchmark_formats(conv(), IMG, precisions=["fp8"]), ["fp8", "fp32"]),
+    Case("benchmark_formats precisions='fp32'",
+         lambda: labkit.benchmark_formats(conv(), IMG, precisions="fp32"), ["precisions", "'fp32'"]),
     # expected-torch: torch.utils.benchmark says set_num_threads needs a positive integer.
     torch_error(
         "benchmark_formats num_threads=-1",
@@ -401,13 +412,15 @@ FUSION_CAPSTONE = [
     Case("fuse_conv_bn_teaching untraceable", lambda: fx_fusion.fuse_conv_bn_teaching(branchy()), ["x.sum() > 0"]),
     Case("fuse_conv_bn_library train mode", lambda: fx_fusion.fuse_conv_bn_library(conv_bn_train()), ["eval()"]),
     Case("fuse_conv_bn_library conv called twice", lambda: fx_fusion.fuse_conv_bn_library(conv_twice()), ["'conv'", "twice"]),
-    Case("fold_bn_into_conv features mismatch", lambda: fx_fusion.fold_bn_into_conv(conv(), nn.BatchNorm2d(5).eval()), ["5", "4"]),
+    Case("fold_bn_into_conv features mismatch",
+         lambda: fx_fusion.fold_bn_into_conv(conv(), nn.BatchNorm2d(5).eval()), ["5", "4"]),
     Case(
         "fold_bn_into_conv no running stats",
         lambda: fx_fusion.fold_bn_into_conv(conv(), nn.BatchNorm2d(4, track_running_stats=False).eval()),
         ["track_running_stats=False"],
     ),
-    Case("fold_bn_into_conv a Linear", lambda: fx_fusion.fold_bn_into_conv(linear()[0], nn.BatchNorm2d(3).eval()), ["Conv2d", "Linear"]),
+    Case("fold_bn_into_conv a Linear",
+         lambda: fx_fusion.fold_bn_into_conv(linear()[0], nn.BatchNorm2d(3).eval()), ["Conv2d", "Linear"]),
     Case("check_fusion no inputs", lambda: fx_fusion.check_fusion(conv_bn(), conv_bn()), ["inputs"]),
     Case("check_fusion rtol=-1", lambda: fx_fusion.check_fusion(conv_bn(), conv_bn(), IMG, rtol=-1), ["rtol", "-1"]),
     Case("check_fusion atol=nan", lambda: fx_fusion.check_fusion(conv_bn(), conv_bn(), IMG, atol=NAN), ["atol", "nan"]),
@@ -415,17 +428,20 @@ FUSION_CAPSTONE = [
     Case("check_fusion empty batch", lambda: fx_fusion.check_fusion(conv_bn(), conv_bn(), _randn(0, 3, 8, 8)), ["no elements"]),
     Case("check_fusion tuple vs tensor output", lambda: fx_fusion.check_fusion(tuple_out(), conv_bn(), IMG), ["tuple", "Tensor"]),
     # expected-torch: the conv itself says it expected 3 channels and got 5.
-    torch_error("check_fusion wrong channels", lambda: fx_fusion.check_fusion(conv_bn(), conv_bn(), _randn(1, 5, 8, 8)), ["3", "5"], RuntimeError),
+    torch_error("check_fusion wrong channels",
+                lambda: fx_fusion.check_fusion(conv_bn(), conv_bn(), _randn(1, 5, 8, 8)), ["3", "5"], RuntimeError),
     Case("count_nodes(None)", lambda: fx_fusion.count_nodes(None), ["NoneType"]),
     Case("fusion_timings train mode", lambda: fx_fusion.fusion_timings(conv_bn_train(), IMG), ["eval()"]),
     Case("fusion_timings rounds=0", lambda: fx_fusion.fusion_timings(conv_bn(), IMG, rounds=0), ["rounds", "0"]),
     Case("crosscheck runs=0", lambda: fx_crosscheck.compare_with_torch_profiler(linear(), X, runs=0), ["runs", "0"]),
     Case("crosscheck runs=1.5", lambda: fx_crosscheck.compare_with_torch_profiler(linear(), X, runs=1.5), ["runs", "1.5"]),
     Case("crosscheck warmup=-1", lambda: fx_crosscheck.compare_with_torch_profiler(linear(), X, warmup=-1), ["warmup", "-1"]),
-    Case("crosscheck mode='fastest'", lambda: fx_crosscheck.compare_with_torch_profiler(linear(), X, mode="fastest"), ["mode", "fastest"]),
+    Case("crosscheck mode='fastest'",
+         lambda: fx_crosscheck.compare_with_torch_profiler(linear(), X, mode="fastest"), ["mode", "fastest"]),
     Case("crosscheck untraceable", lambda: fx_crosscheck.compare_with_torch_profiler(branchy(), X), ["x.sum() > 0"]),
     Case("CrossCheck([]).max_difference", lambda: fx_crosscheck.CrossCheck([]).max_difference, ["no op types"]),
-    Case("CrossCheck.difference unknown", lambda: fx_crosscheck.CrossCheck([("Linear", 50.0, 60.0)]).difference("Conv2d"), ["Conv2d", "Linear"]),
+    Case("CrossCheck.difference unknown",
+         lambda: fx_crosscheck.CrossCheck([("Linear", 50.0, 60.0)]).difference("Conv2d"), ["Conv2d", "Linear"]),
     Case("build_variants train mode", lambda: capstone.build_variants(conv_bn_train(), IMG), ["eval()"]),
     Case("build_variants no input", lambda: capstone.build_variants(conv_bn()), ["input"]),
     Case("build_variants input is a list", lambda: capstone.build_variants(conv_bn(), [IMG]), ["inputs[0]", "list"]),
@@ -510,7 +526,10 @@ OPEN_DEFECTS: dict[str, str] = {}
 
 def _params(cases: Sequence[Case]) -> list[object]:
     return [
-        pytest.param(case, id=case.id, marks=[pytest.mark.xfail(strict=True, reason=OPEN_DEFECTS[case.id])] if case.id in OPEN_DEFECTS else [])
+        pytest.param(
+            case, id=case.id,
+            marks=[pytest.mark.xfail(strict=True, reason=OPEN_DEFECTS[case.id])] if case.id in OPEN_DEFECTS else [],
+        )
         for case in cases
     ]
 
@@ -680,12 +699,15 @@ CLI_CASES = [
     CliCase("profile --runs 0", "labkit", ["profile", "resnet18", "--runs", "0"], ["runs", "0"]),
     CliCase("profile --batch -1", "labkit", ["profile", "resnet18", "--batch", "-1"], ["batch", "-1"]),
     CliCase("profile --device quantum", "labkit", ["profile", "resnet18", "--device", "quantum"], ["quantum"]),
-    CliCase("profile input too small", "labkit", ["profile", "squeezenet1_1", "--size", "8", "--runs", "1", "--warmup", "0"], ["size", "8"]),
-    CliCase("profile --csv into a missing folder", "labkit", ["profile", "resnet18", "--csv", "{tmp}/missing/out.csv"], ["missing"]),
+    CliCase("profile input too small",
+            "labkit", ["profile", "squeezenet1_1", "--size", "8", "--runs", "1", "--warmup", "0"], ["size", "8"]),
+    CliCase("profile --csv into a missing folder",
+            "labkit", ["profile", "resnet18", "--csv", "{tmp}/missing/out.csv"], ["missing"]),
     CliCase("profile --json is a folder", "labkit", ["profile", "resnet18", "--json", "{tmp}/empty"], ["empty", "folder"]),
     CliCase("student-copy OUTDIR is a file", "labkit", ["student-copy", "{tmp}/afile"], ["afile", "file"]),
     CliCase("student-copy --notebooks missing", "labkit", ["student-copy", "{tmp}/out1", "--notebooks", "{tmp}/nope"], ["nope"]),
-    CliCase("student-copy --notebooks bad json", "labkit", ["student-copy", "{tmp}/out2", "--notebooks", "{tmp}/badnb"], ["00_bad.ipynb"]),
+    CliCase("student-copy --notebooks bad json",
+            "labkit", ["student-copy", "{tmp}/out2", "--notebooks", "{tmp}/badnb"], ["00_bad.ipynb"]),
     CliCase("docs OUTDIR is a file", "labkit", ["docs", "{tmp}/afile"], ["afile", "file"], subprocess=True),
     CliCase("docs --notebooks missing", "labkit", ["docs", "{tmp}/out3", "--notebooks", "{tmp}/nope"], ["nope"]),
     CliCase("docs --notebooks empty folder", "labkit", ["docs", "{tmp}/out4", "--notebooks", "{tmp}/empty"], ["empty"]),

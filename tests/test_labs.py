@@ -74,6 +74,9 @@ def test_no_lab_core_module_imports_a_renderer(module):
 
 def test_importing_every_lab_core_module_stays_headless():
     modules = _headless_modules()
-    probe = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(sorted({{n.split('.')[0] for n in sys.modules}} & set({sorted(RENDERERS)!r})))"
+    probe = (
+        f"import sys\nfor m in {modules!r}: __import__(m)\n"
+        f"print(sorted({{n.split('.')[0] for n in sys.modules}} & set({sorted(RENDERERS)!r})))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -34,7 +34,8 @@ def test_make_lab_serves_the_start_here_notebook():
     venv = Path(sys.prefix)
     process = subprocess.Popen(
         ["make", "-C", str(ROOT), "lab", f"VENV={venv}", f"LAB_PORT={port}",
-         f"LAB_ARGS=--IdentityProvider.token={token} --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         f"LAB_ARGS=--IdentityProvider.token={token} --LabApp.news_url=None "
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**os.environ, "JUPYTER_CONFIG_DIR": str(ROOT / "build" / "test-jupyter-config")},
     )
@@ -46,7 +47,10 @@ def test_make_lab_serves_the_start_here_notebook():
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"make lab did not serve the notebook:\n{process.stdout.read() if process.poll() is not None else ''}")
+                    pytest.fail(
+                        "make lab did not serve the "
+                        f"notebook:\n{process.stdout.read() if process.poll() is not None else ''}"
+                    )
                 time.sleep(1)
         assert status == 200
         assert body["name"] == "00_start_here.ipynb" and body["type"] == "notebook"

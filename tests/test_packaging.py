@@ -26,7 +26,8 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
 
 def test_import_labkit_is_headless_and_light():
     code = (
-        "import json, sys, labkit, labkit.core.timing, labkit.core.tables, labkit.core.device, labkit.widgets, labkit.core.checks\n"
+        "import json, sys, labkit, labkit.core.timing, labkit.core.tables, labkit.core.device, labkit.widgets, "
+        "labkit.core.checks\n"
         "print(json.dumps(sorted(m for m in ('ipywidgets', 'matplotlib', 'torchvision') if m in sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout

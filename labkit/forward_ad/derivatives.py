@@ -180,7 +180,11 @@ def _drops_on_purpose(name: str) -> bool:
 
 
 # resolve_name reports where a function is defined; learners call it from the public namespace.
-_PRIVATE_PREFIXES = {"torch.functional.": "torch.", "torch._C._nn.": "torch.nn.functional.", "torch._C._VariableFunctions.": "torch."}
+_PRIVATE_PREFIXES = {
+    "torch.functional.": "torch.",
+    "torch._C._nn.": "torch.nn.functional.",
+    "torch._C._VariableFunctions.": "torch.",
+}
 
 
 def _public_call_name(func: Callable[..., Any]) -> str:
@@ -421,7 +425,10 @@ def module_jvp(
     first for the JVP of the model as used for inference.
     """
     if not isinstance(model, nn.Module):
-        raise LabkitTypeError(f"module_jvp needs an nn.Module, got {type(model).__name__}; for a plain function use labkit.forward_ad.jvp.")
+        raise LabkitTypeError(
+            f"module_jvp needs an nn.Module, got {type(model).__name__}; "
+            "for a plain function use labkit.forward_ad.jvp."
+        )
     if method not in ("swap", "functional_call"):
         raise LabkitValueError(f"method must be 'swap' or 'functional_call', got {method!r}.")
     parameters = dict(model.named_parameters())
@@ -902,7 +909,10 @@ def _compare(
     odd = None
     if any(name in counted for name in disagreeing):
         odd = _odd_one_out(counted, lambda a, b: agree(a, b)[0])
-        notes.append(_WHY_ODD.get(odd, f"odd one out: {', '.join(odd)}") if odd else "the methods disagree, and it cannot be told which is wrong")
+        notes.append(
+            _WHY_ODD.get(odd, f"odd one out: {', '.join(odd)}") if odd
+            else "the methods disagree, and it cannot be told which is wrong"
+        )
     finite_values = flat[DUAL_API][flat[DUAL_API].isfinite()]
     return JvpVerification(
         errors=errors,

@@ -105,7 +105,9 @@ def conversion_report(model: nn.Module) -> ConversionReport:
     weight's memory order after that method, or ``failed`` if the method raised.
     """
     model = _require_module(model)
-    layers = [(name, module) for name, module in model.named_modules() if isinstance(getattr(module, "weight", None), torch.Tensor)]
+    layers = [
+        (name, module) for name, module in model.named_modules() if isinstance(getattr(module, "weight", None), torch.Tensor)
+    ]
     headers = ["layer", "type", "weight shape", "before", *CONVERSIONS]
     columns: dict[str, list[str]] = {}
     errors: dict[str, str] = {}

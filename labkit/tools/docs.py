@@ -87,7 +87,10 @@ def _list_after(lines: list[str]) -> list[str]:
 
 def require_executed(path: Path, notebook: nbformat.NotebookNode) -> None:
     """The site shows stored outputs, so every code cell must have been run."""
-    never_run = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None]
+    never_run = [
+        i for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None
+    ]
     if never_run:
         raise LabkitError(
             f"{path.name} has code cells that were never run (cell {never_run[0] + 1} first), "

@@ -82,7 +82,8 @@ class DoctorReport:
         if self.ok:
             return f"doctor: READY - all {len(self.probes)} probes passed; open notebooks/00_start_here.ipynb"
         names = ", ".join(c.name for c in self.problems)
-        return f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. Run the fix command(s) above, then `python -m labkit doctor` again."
+        return (f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. "
+                "Run the fix command(s) above, then `python -m labkit doctor` again.")
 
     def to_text(self) -> str:
         rows = [("ok" if p.ok else "PROBLEM", p.name, p.detail) for p in self.probes]

@@ -22,7 +22,10 @@ def test_solved():
 
 def test_generated_stub_means_not_yet_solved():
     def stub():
-        raise NotImplementedError("Exercise 1.1: write stub(). See solutions/01_1_x.py, or run %load solutions/01_1_x.py in this cell.")
+        raise NotImplementedError(
+            "Exercise 1.1: write stub(). See solutions/01_1_x.py, "
+            "or run %load solutions/01_1_x.py in this cell."
+        )
 
     result = run_check("1.1", lambda: call_learner(stub))
     assert result.status is Status.NOT_YET and "not yet solved" in str(result)

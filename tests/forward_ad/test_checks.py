@@ -19,7 +19,10 @@ def _solution(file, name):
 
 def _stub_for(exercise):
     def stub(*_args):
-        raise NotImplementedError(f"Exercise {exercise}: write stub(). See solutions/x.py, or run %load solutions/x.py in this cell.")
+        raise NotImplementedError(
+            f"Exercise {exercise}: write stub(). See solutions/x.py, "
+            "or run %load solutions/x.py in this cell."
+        )
 
     return stub
 

@@ -10,10 +10,10 @@ from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.forward_ad.derivatives import (
     ForwardADUnsupportedError,
     NestedForwardADError,
-    verify_jvp,
     hvp,
     jvp,
     module_jvp,
+    verify_jvp,
 )
 
 

@@ -6,7 +6,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from labkit.core.errors import LabkitTypeError
-from labkit.forward_ad.derivatives import FINITE_DIFFERENCES, ForwardADUnsupportedError, verify_jvp, jvp
+from labkit.forward_ad.derivatives import FINITE_DIFFERENCES, ForwardADUnsupportedError, jvp, verify_jvp
 
 X = torch.tensor([0.3, 1.2, 2.5], dtype=torch.float64)
 T = torch.tensor([1.0, -0.5, 2.0], dtype=torch.float64)

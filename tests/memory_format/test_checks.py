@@ -22,7 +22,10 @@ def _solution(stem: str, name: str):
 
 def _stub_for(exercise: str):
     def stub(*_args):
-        raise NotImplementedError(f"Exercise {exercise}: write stub(). See solutions/x.py, or run %load solutions/x.py in this cell.")
+        raise NotImplementedError(
+            f"Exercise {exercise}: write stub(). See solutions/x.py, "
+            "or run %load solutions/x.py in this cell."
+        )
 
     return stub
 
@@ -66,7 +69,9 @@ def test_convert_conv3d():
     assert checks.check_convert_conv3d(_stub_for("2.3")).status is Status.NOT_YET
     crashed = checks.check_convert_conv3d(lambda model: model.to(memory_format=torch.channels_last))
     assert crashed.status is Status.WRONG and "RuntimeError" in crashed.message
-    only_2d = checks.check_convert_conv3d(lambda model: torch.nn.utils.convert_conv2d_weight_memory_format(model, torch.channels_last))
+    only_2d = checks.check_convert_conv3d(
+        lambda model: torch.nn.utils.convert_conv2d_weight_memory_format(model, torch.channels_last)
+    )
     assert only_2d.status is Status.WRONG and "channels_last_3d" in only_2d.message
 
 

@@ -40,7 +40,9 @@ def test_records_lost_and_kept():
     lost = tracker.lost()[0]
     assert lost.input_strides == (36, 1, 12, 4) and lost.output_strides == (36, 9, 3, 1)
     table = tracker.report()
-    assert table.column("operator") == ["torch.nn.functional.relu", "torch.nn.functional.layer_norm", "torch.nn.functional.softmax"]
+    assert table.column("operator") == [
+        "torch.nn.functional.relu", "torch.nn.functional.layer_norm", "torch.nn.functional.softmax"
+    ]
     assert table.column("channels_last") == ["kept", "LOST", "LOST"]
     assert "2 lost the format" in str(table)
 

@@ -28,7 +28,8 @@ def write_notebook(path: Path, *, title: str, goals: list[str], executed: bool =
 def two_notebooks(tmp_path: Path) -> Path:
     folder = tmp_path / "notebooks"
     folder.mkdir()
-    write_notebook(folder / "00_intro.ipynb", title="00 · Intro", goals=["read `code`", "count"], link="[next](01_more.ipynb#Top)")
+    write_notebook(folder / "00_intro.ipynb", title="00 · Intro", goals=["read `code`", "count"],
+                   link="[next](01_more.ipynb#Top)")
     write_notebook(folder / "01_more.ipynb", title="01 · More", goals=["go further"])
     (folder / "scratch.ipynb").write_text("not a lab notebook, ignored")
     return folder
@@ -149,7 +150,9 @@ def test_failed_build_leaves_the_previous_site_as_it_was(
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
-def test_outdir_that_is_a_file_is_one_line_and_exit_2(two_notebooks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_outdir_that_is_a_file_is_one_line_and_exit_2(
+    two_notebooks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     afile = tmp_path / "afile"
     afile.write_text("mine")
     assert cli(["docs", str(afile), "--notebooks", str(two_notebooks)]) == 2

@@ -215,7 +215,8 @@ def test_cli_refuses_a_folder_as_json_before_the_sweep(tmp_path, capsys):
 def test_cli_sweeps_real_opinfos_and_writes_json(tmp_path):
     target = tmp_path / "sweep.json"
     ops = ["sin", "mul", "floor_divide", "special.bessel_j0", "argmax"]
-    code = f"import sys; from labkit.__main__ import main; sys.exit(main({['fwad-sweep', '--ops', *ops, '--json', str(target)]!r}))"
+    argv = ["fwad-sweep", "--ops", *ops, "--json", str(target)]
+    code = f"import sys; from labkit.__main__ import main; sys.exit(main({argv!r}))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "fwad-sweep: 5 OpInfo ops" in run.stdout and "JSON written to" in run.stdout

@@ -374,7 +374,9 @@ def test_every_real_solution_cell_has_a_stub_that_compiles(tmp_path: Path) -> No
             source = notebook.cells[exercise.cell_index].source
             compile(source, f"{path.name} cell {exercise.cell_index + 1}", "exec")
             assert f"Exercise {exercise.exercise_id}:" in source and "NotImplementedError" in source
-        assert all(c.outputs == [] for c in notebook.cells if c.cell_type == "code" and "keep_output" not in c.metadata.get("tags", []))
+        assert all(
+            c.outputs == [] for c in notebook.cells if c.cell_type == "code" and "keep_output" not in c.metadata.get("tags", [])
+        )
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,8 @@ def test_page_renders_stored_widget_state_without_a_kernel(site: Path, page, scr
         widget.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
         image = widget.locator("img").first
         image.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
-        assert page.evaluate("(img) => img.complete && img.naturalWidth > 0", image.element_handle()), f"{name}: image did not load"
+        loaded = page.evaluate("(img) => img.complete && img.naturalWidth > 0", image.element_handle())
+        assert loaded, f"{name}: image did not load"
     if stem == "00_start_here":
         slider = page.locator(".labkit-slider-plot .widget-slider")
         assert slider.count() == 1 and slider.locator(".widget-readout").inner_text().strip() == "2.00"

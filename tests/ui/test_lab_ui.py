@@ -120,7 +120,8 @@ def _wait_for_run_all(page, stem: str) -> None:
 
     try:
         page.wait_for_function(
-            "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))",
+            "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
+            ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))",
             timeout=30_000,
         )
     except PlaywrightTimeoutError:
