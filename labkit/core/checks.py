@@ -84,6 +84,13 @@ def expect(condition: object, hint: str) -> None:
         raise CheckFailed(hint)
 
 
+def expect_instance(value: object, kind: type[T], hint: str) -> T:
+    """``value`` as a ``kind``, so the checker can use it as one; fail the check with ``hint`` when it is not."""
+    if not isinstance(value, kind):
+        raise CheckFailed(hint)
+    return value
+
+
 def int_tuple(value: object) -> tuple[int, ...] | None:
     """A learner's shape or strides as a tuple of ints, or None when it is not one (so comparing cannot raise)."""
     if isinstance(value, (tuple, list, torch.Size)) and all(isinstance(item, numbers.Integral) for item in value):
@@ -201,7 +208,9 @@ def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
 
 def _learner_failure(exercise: str, exc: BaseException) -> CheckResult:
     if _is_stub(exc, exercise):
-        return CheckResult(exercise, Status.NOT_YET, "Replace the stub that raises NotImplementedError with your code, then run this cell again.")
+        return CheckResult(
+            exercise, Status.NOT_YET, "Replace the stub that raises NotImplementedError with your code, then run this cell again."
+        )
     where = _learner_frame(exc)
     line = f" (line {where.lineno} of {where.name})" if where is not None else ""
     return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.")

@@ -40,13 +40,16 @@ def writable_target(path: str | os.PathLike[str]) -> Path:
         raise LabkitValueError(f"{given} is {kind}, not a regular file; give the path of a file to write.")
     folder = target.parent
     if not folder.is_dir():
-        raise LabkitValueError(f"Cannot write {given}: the folder {folder} does not exist. Create it first, or choose another path.")
+        raise LabkitValueError(
+            f"Cannot write {given}: the folder {folder} does not "
+            "exist. Create it first, or choose another path."
+        )
     if not os.access(folder, os.W_OK | os.X_OK):
         raise LabkitValueError(f"Cannot write {given}: no permission to write in {folder}. Choose a folder you can write to.")
     return target
 
 
-def write_file(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> Path:
+def write_file(path: str | os.PathLike[str], write: Callable[[TextIO], object]) -> Path:
     """Write a text file atomically through ``write(handle)``; return the user's path.
 
     An existing file keeps its permission bits; a new one is ``0644`` (reports

@@ -32,7 +32,7 @@ class Table:
     """A titled table that shows itself as text (``print``, plain repr) and HTML (Jupyter)."""
 
     headers: Sequence[str]
-    rows: list[Row] = field(default_factory=list)
+    rows: Sequence[Row] = field(default_factory=list)
     title: str = ""
     floatfmt: str = ".4g"
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from labkit.core.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, run_check
+from labkit.core.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, expect_instance, run_check
 
 # (name, function, input shape): the "given" function of exercise 3.1 comes first.
 DIRECTIONAL_CASES: list[tuple[str, Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = [
@@ -30,20 +30,20 @@ def _float64_pair(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, torc
     )
 
 
-def _expect_comparable(got: object, expected: torch.Tensor, what: str) -> None:
-    """Fail with a hint unless ``got`` is a tensor that can be compared with ``expected`` (no crash in the checker)."""
-    expect(
-        isinstance(got, torch.Tensor) and got.layout == torch.strided and got.device == expected.device,
-        f"{what} is not an ordinary {expected.device.type} tensor ({type(got).__name__}); return a tensor like f(x).",
-    )
-    expect(got.dtype.is_floating_point, f"{what} has dtype {got.dtype}; return a floating-point tensor like f(x).")
+def _expect_comparable(got: object, expected: torch.Tensor, what: str) -> torch.Tensor:
+    """``got``, once it is a tensor that can be compared with ``expected``; else fail with a hint (no crash in the checker)."""
+    hint = f"{what} is not an ordinary {expected.device.type} tensor ({type(got).__name__}); return a tensor like f(x)."
+    tensor = expect_instance(got, torch.Tensor, hint)
+    expect(tensor.layout == torch.strided and tensor.device == expected.device, hint)
+    expect(tensor.dtype.is_floating_point, f"{what} has dtype {tensor.dtype}; return a floating-point tensor like f(x).")
+    return tensor
 
 
 def _expect_close(got: object, expected: torch.Tensor, hint: str, atol: float = 1e-8) -> None:
     """``torch.allclose`` that fails with ``hint`` for anything unlike ``expected``, instead of raising."""
     expect(isinstance(got, torch.Tensor) and got.shape == expected.shape, hint)
-    _expect_comparable(got, expected, "The result")
-    expect(torch.allclose(got.detach().to(expected.dtype), expected, atol=atol), hint)
+    tensor = _expect_comparable(got, expected, "The result")
+    expect(torch.allclose(tensor.detach().to(expected.dtype), expected, atol=atol), hint)
 
 
 def check_directional_derivative(directional_derivative: Callable) -> CheckResult:

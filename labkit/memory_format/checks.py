@@ -14,7 +14,16 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from labkit.core.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, int_tuple, run_check
+from labkit.core.checks import (
+    CheckFailed,
+    CheckResult,
+    LearnerError,
+    call_learner,
+    expect,
+    expect_instance,
+    int_tuple,
+    run_check,
+)
 from labkit.core.notebook import seeded
 
 STRIDE_CASES = [
@@ -58,7 +67,8 @@ def _dropper_cases() -> list[tuple[str, nn.Module, str | None]]:
         conv = lambda: nn.Conv2d(8, 8, 3, padding=1)  # noqa: E731
         return [
             ("layer norm model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.LayerNorm(8), conv()), "layer_norm"),
-            ("softmax model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), _ChannelSoftmax(), conv()), "softmax"),
+            ("softmax model",
+             nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), _ChannelSoftmax(), conv()), "softmax"),
             ("clean model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), conv()), None),
         ]
 
@@ -89,7 +99,7 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
 _CONV3D_LAYERS = ("stem3d", "conv2d", "norm", "head")
 
 
-def _conv3d_model() -> nn.Module:
+def _conv3d_model() -> nn.ModuleDict:
     with seeded(0):
         return nn.ModuleDict({
             "stem3d": nn.Conv3d(2, 4, 3, padding=1),
@@ -99,7 +109,7 @@ def _conv3d_model() -> nn.Module:
         })
 
 
-def _run(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+def _run(model: nn.ModuleDict, x: torch.Tensor) -> torch.Tensor:
     y = model["stem3d"](x).mean(dim=2)
     y = model["norm"](model["conv2d"](y))
     return model["head"](y.mean(dim=(2, 3)))
@@ -114,15 +124,12 @@ def check_convert_conv3d(convert: Callable[[nn.Module], nn.Module]) -> CheckResu
             expected = _run(_conv3d_model().eval(), x)
         converted = call_learner(convert, _conv3d_model().eval())
         expect(isinstance(converted, nn.Module), f"convert must return the model, got {type(converted).__name__}.")
-        expect(
-            isinstance(converted, nn.ModuleDict) and set(converted) == set(_CONV3D_LAYERS),
-            "convert must return the model it was given (a ModuleDict with stem3d, conv2d, norm and head), converted.",
-        )
-        w3, w2 = getattr(converted["stem3d"], "weight", None), getattr(converted["conv2d"], "weight", None)
-        expect(
-            isinstance(w3, torch.Tensor) and isinstance(w2, torch.Tensor),
-            "Keep the model's layers: stem3d and conv2d must still be convolutions with a weight.",
-        )
+        same_model = "convert must return the model it was given (a ModuleDict with stem3d, conv2d, norm and head), converted."
+        model = expect_instance(converted, nn.ModuleDict, same_model)
+        expect(set(model) == set(_CONV3D_LAYERS), same_model)
+        keep_layers = "Keep the model's layers: stem3d and conv2d must still be convolutions with a weight."
+        w3 = expect_instance(getattr(model["stem3d"], "weight", None), torch.Tensor, keep_layers)
+        w2 = expect_instance(getattr(model["conv2d"], "weight", None), torch.Tensor, keep_layers)
         expect(
             w3.is_contiguous(memory_format=torch.channels_last_3d) and not w3.is_contiguous(),
             "The Conv3d weight is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d.",
@@ -134,14 +141,15 @@ def check_convert_conv3d(convert: Callable[[nn.Module], nn.Module]) -> CheckResu
         expect(isinstance(w2, nn.Parameter), "Keep weights as nn.Parameter: assign to .data.")
         try:
             with torch.inference_mode():
-                got = call_learner(_run, converted, x.contiguous(memory_format=torch.channels_last_3d))
+                got = call_learner(_run, model, x.contiguous(memory_format=torch.channels_last_3d))
         except LearnerError as exc:
             raise CheckFailed(f"Running your converted model raised {exc}. Convert layouts, not shapes or values.") from None
         expect(
             isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == expected.dtype,
             "Your converted model no longer gives an output like the original's; convert layouts, not values.",
         )
-        expect(torch.allclose(got, expected, atol=1e-5), "The converted model gives different outputs; convert layouts, not values.")
+        expect(torch.allclose(got, expected, atol=1e-5),
+               "The converted model gives different outputs; convert layouts, not values.")
         return "Conv3d weight in channels_last_3d, Conv2d weight in channels_last, same outputs as before."
 
     return run_check("2.3", check)

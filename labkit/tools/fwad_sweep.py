@@ -219,7 +219,9 @@ class _FiniteDifferences:
         return any(bool(ok.any()) for ok in self.reliable)
 
     def clearly_nonzero(self) -> bool:
-        return any(bool((ok & (fd.abs() > FD_LOOSE_ATOL * scale)).any()) for fd, scale, ok in zip(self.values, self.scale, self.reliable))
+        return any(
+            bool((ok & (fd.abs() > FD_LOOSE_ATOL * scale)).any()) for fd, scale, ok in zip(self.values, self.scale, self.reliable)
+        )
 
 
 def _finite_differences(fn: Callable[[torch.Tensor], Any], x: torch.Tensor, t: torch.Tensor) -> _FiniteDifferences | None:
@@ -254,7 +256,9 @@ def _caught_warnings() -> Iterator[list[warnings.WarningMessage]]:
         yield caught
 
 
-def _labkit_warnings(labkit_caught: list[warnings.WarningMessage], torch_caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
+def _labkit_warnings(
+    labkit_caught: list[warnings.WarningMessage], torch_caught: list[warnings.WarningMessage]
+) -> tuple[str, ...]:
     """Messages labkit's jvp added: those that running the same function under torch.func.jvp did not give."""
     torch_messages = {str(w.message) for w in torch_caught}
     return tuple(dict.fromkeys(
@@ -343,7 +347,7 @@ def sweep_function(
             labkit_error = exc
     with _caught_warnings() as torch_caught:
         try:
-            ref_out, ref_tangent = torch.func.jvp(fn, (x.clone(),), (t.clone(),))
+            ref_out, ref_tangent = torch.func.jvp(fn, (x.clone(),), (t.clone(),))[:2]  # a third item only with has_aux
             reference = _Tangents(_paired_tangents(ref_out, ref_tangent))
         except Exception as exc:
             reference = _Tangents(None, _one_line(exc))
@@ -439,7 +443,9 @@ def _sample_function(op: Any, sample: Any) -> tuple[Callable[[torch.Tensor], Any
         return SKIPPED_INPUT  # a sparse primal is tried (labkit must refuse it clearly), sparse fixed arguments are not
 
     def fn(primal: torch.Tensor) -> Any:
-        new = [primal if i == chosen else leaf.clone() if isinstance(leaf, torch.Tensor) else leaf for i, leaf in enumerate(leaves)]
+        new = [
+            primal if i == chosen else leaf.clone() if isinstance(leaf, torch.Tensor) else leaf for i, leaf in enumerate(leaves)
+        ]
         first, args, kwargs = tree_unflatten(new, spec)
         torch.manual_seed(0)  # random ops (dropout, bernoulli) draw the same numbers on every call
         return op.op(first, *args, **kwargs)
@@ -532,7 +538,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=_positive_int, default=2, help="float64 samples per op (default: %(default)s)")
     parser.add_argument("--ops", nargs="+", metavar="NAME", help="only these OpInfos (e.g. sin special.bessel_j0)")
     parser.add_argument("--limit", type=_positive_int, help="only the first N ops")
-    parser.add_argument("--op-timeout", type=_positive_float, default=10.0, help="seconds per op before it counts as too slow (default: %(default)s)")
+    parser.add_argument("--op-timeout", type=_positive_float, default=10.0,
+                        help="seconds per op before it counts as too slow (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random tangents (default: %(default)s)")
     parser.add_argument("--details", action="store_true", help="list the ops in every class that is not good")
     parser.add_argument("--json", type=Path, help="also write every sample's result as JSON")

@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         raise LabkitValueError("--repeat must be at least 1 and --hogs at least 0.")
     notebooks = args.notebooks or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("0*.ipynb"))
 
-    plan = [(f"run {i + 1} of {args.repeat}, {args.hogs} busy processes", {}) for i in range(args.repeat)]
+    plan: list[tuple[str, dict[str, str]]] = [
+        (f"run {i + 1} of {args.repeat}, {args.hogs} busy processes", {}) for i in range(args.repeat)
+    ]
     plan.append((f"OMP_NUM_THREADS=1, {args.hogs} busy processes", {"OMP_NUM_THREADS": "1"}))
     runs: list[StressRun] = []
     with cpu_hog(args.hogs):

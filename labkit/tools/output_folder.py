@@ -28,6 +28,7 @@ it was.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -66,7 +67,10 @@ class UpdateReport:
             pairs = ", ".join(f"{kept} (new version: {new})" for kept, new in self.changed)
             lines.append(f"kept {_files(self.changed)} you changed; the new versions are beside them: {pairs}")
         if self.changed_stale:
-            lines.append(f"kept {_files(self.changed_stale)} you changed that labkit no longer writes: {', '.join(self.changed_stale)}")
+            lines.append(
+                f"kept {_files(self.changed_stale)} you changed that "
+                f"labkit no longer writes: {', '.join(self.changed_stale)}"
+            )
         if self.removed:
             lines.append(f"removed {_files(self.removed)} labkit wrote earlier and no longer writes: {', '.join(self.removed)}")
         if self.leftovers:
@@ -129,9 +133,15 @@ class OutputFolder:
             raise LabkitValueError(f"Cannot use {path}: {exc.strerror}.") from None
         if not stat.S_ISDIR(mode):
             kind = "a file" if stat.S_ISREG(mode) else "a special file (a device, FIFO or socket)"
-            raise LabkitValueError(f"{path} is {kind}, not a folder; give the folder to write {self.what} to (it is created if missing).")
+            raise LabkitValueError(
+                f"{path} is {kind}, not a folder; give the folder to "
+                f"write {self.what} to (it is created if missing)."
+            )
         if not os.access(path, os.W_OK | os.X_OK):
-            raise LabkitValueError(f"Cannot write {self.what} to {path}: no permission to write in {path}. Choose a folder you can write to.")
+            raise LabkitValueError(
+                f"Cannot write {self.what} to {path}: no permission to "
+                f"write in {path}. Choose a folder you can write to."
+            )
         if _lstat(path / MANIFEST) is not None:
             self.read_manifest()
             return "ours"
@@ -149,7 +159,10 @@ class OutputFolder:
         if not ancestor.is_dir():
             raise LabkitValueError(f"Cannot create {path}: {ancestor} is a file, not a folder. Choose another folder.")
         if not os.access(ancestor, os.W_OK | os.X_OK):
-            raise LabkitValueError(f"Cannot create {path}: no permission to write in {ancestor}. Choose a folder you can write to.")
+            raise LabkitValueError(
+                f"Cannot create {path}: no permission to write in "
+                f"{ancestor}. Choose a folder you can write to."
+            )
 
     def read_manifest(self) -> dict[str, str]:
         """The files this tool wrote last time (relative path -> SHA-256); ``{}`` if there is no manifest."""
@@ -158,7 +171,10 @@ class OutputFolder:
         if found is None:
             return {}
         if not stat.S_ISREG(found.st_mode):
-            raise LabkitValueError(f"{manifest} is not a regular file (labkit never follows a link there); move it away, then run again.")
+            raise LabkitValueError(
+                f"{manifest} is not a regular file (labkit never "
+                "follows a link there); move it away, then run again."
+            )
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
             tool, files = data["tool"], data["files"]
@@ -196,7 +212,10 @@ class OutputFolder:
             if isinstance(exc, OSError):  # e.g. a full disk; name the user's file, never a staging file
                 named = exc.filename and not str(exc.filename).startswith(str(staging))
                 where = f" ({exc.filename})" if named else ""
-                raise LabkitValueError(f"Cannot update {path}{where}: {exc.strerror or exc}. {path} was left as it was.") from None
+                raise LabkitValueError(
+                    f"Cannot update {path}{where}: "
+                    f"{exc.strerror or exc}. {path} was left as it was."
+                ) from None
             raise
         shutil.rmtree(staging, ignore_errors=True)
         return report
@@ -292,7 +311,8 @@ class _Update:
                 return None
             if stat.S_ISLNK(found.st_mode):
                 raise LabkitValueError(
-                    f"{current} is a symbolic link; labkit never writes through links inside {self.root}. Move it away, then run again."
+                    f"{current} is a symbolic link; labkit never writes through links inside {self.root}. "
+                    "Move it away, then run again."
                 )
             if not stat.S_ISDIR(found.st_mode):
                 raise LabkitValueError(f"{current} is in the way: labkit writes a folder there. Move it away, then run again.")
@@ -351,7 +371,7 @@ class _Update:
             current = current / part
             if _lstat(current) is None:
                 folder = current
-                self.undo.append(lambda folder=folder: _remove_empty([folder]))
+                self.undo.append(functools.partial(_remove_empty, [folder]))
                 folder.mkdir()
         return current / PurePosixPath(rel).name
 
@@ -360,7 +380,7 @@ class _Update:
             folder = self.root / parent
             if folder == self.root or _lstat(folder) is None or any(folder.iterdir()):
                 return  # the top, already removed with an earlier file, or still holding files
-            self.undo.append(lambda folder=folder: folder.mkdir(exist_ok=True))
+            self.undo.append(functools.partial(folder.mkdir, exist_ok=True))
             folder.rmdir()
 
     def _entries(self) -> list[str]:

@@ -64,7 +64,10 @@ class Exercise:
 def exercise_id(stem: str) -> str:
     match = SOLUTION_NAME.match(stem)
     if not match:
-        raise LabkitValueError(f"Solution file {stem}.py is not named <notebook>_<exercise>_<slug>.py (e.g. 01_2_shape_recorder.py).")
+        raise LabkitValueError(
+            f"Solution file {stem}.py is not named "
+            "<notebook>_<exercise>_<slug>.py (e.g. 01_2_shape_recorder.py)."
+        )
     return f"{int(match[1])}.{int(match[2])}"
 
 
@@ -96,8 +99,13 @@ def stub_source(source: str, solution: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _encloses(outer: ast.AST, inner: ast.AST) -> bool:
-    return outer.lineno < inner.lineno and inner.end_lineno <= outer.end_lineno
+def _last_line(node: ast.stmt) -> int:
+    """``node.end_lineno``: ast.parse always sets it, though it is typed optional (hand-built nodes lack it)."""
+    return node.end_lineno or node.lineno
+
+
+def _encloses(outer: ast.stmt, inner: ast.stmt) -> bool:
+    return outer.lineno < inner.lineno and _last_line(inner) <= _last_line(outer)
 
 
 def _body_span(node: ast.FunctionDef | ast.AsyncFunctionDef, solution: str) -> tuple[int, int]:
@@ -105,16 +113,19 @@ def _body_span(node: ast.FunctionDef | ast.AsyncFunctionDef, solution: str) -> t
     body = node.body
     if body[0].lineno == node.lineno:
         raise LabkitValueError(f"{solution}: put the body of {node.name}() on its own lines, not after the colon.")
-    has_docstring = isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str)
-    first = body[0].end_lineno if has_docstring else body[0].lineno - 1
+    opening = body[0]
+    has_docstring = (
+        isinstance(opening, ast.Expr) and isinstance(opening.value, ast.Constant) and isinstance(opening.value.value, str)
+    )
+    first = _last_line(opening) if has_docstring else opening.lineno - 1
     if has_docstring and len(body) == 1:
         return first, first
-    return first, node.end_lineno
+    return first, _last_line(node)
 
 
-def _qualified_name(tree: ast.Module, node: ast.AST) -> str:
-    for klass in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        if node in klass.body:
+def _qualified_name(tree: ast.Module, node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    for klass in tree.body:
+        if isinstance(klass, ast.ClassDef) and node in klass.body:
             return f"{klass.name}.{node.name}"
     return f"{node.name}()"
 
@@ -227,7 +238,9 @@ def is_student_copy(folder: Path) -> bool:
         return False
 
 
-def make_student_copy(notebooks_dir: str | Path, out_dir: str | Path, *, with_solutions: bool = False, force: bool = False) -> list[Path]:
+def make_student_copy(
+    notebooks_dir: str | Path, out_dir: str | Path, *, with_solutions: bool = False, force: bool = False
+) -> list[Path]:
     """Write student notebooks, README.md (and solutions/ if asked) into ``out_dir``; return the notebooks.
 
     A folder that already holds a student copy is updated only with
@@ -240,7 +253,10 @@ def make_student_copy(notebooks_dir: str | Path, out_dir: str | Path, *, with_so
     notebooks_dir, out_dir = Path(notebooks_dir), Path(out_dir)
     output = _output(out_dir)
     if output.inspect() != "new" and not force:
-        raise LabkitValueError(f"{out_dir} already holds a student copy; pass --force to update it (files you added or changed are kept).")
+        raise LabkitValueError(
+            f"{out_dir} already holds a student copy; pass --force "
+            "to update it (files you added or changed are kept)."
+        )
     sources = find_notebooks(notebooks_dir)
     converted = {path.name: student_notebook(path) for path in sources}  # fails before anything is written
 
