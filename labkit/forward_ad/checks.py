@@ -127,7 +127,7 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
             raise
         _expect_close(functional, expected, "Under torch.func.jvp, your jvp does not return cos(x) * x_tangent.", atol=1e-12)
         try:
-            call_learner(gradcheck_forward, sin_function, x, check_backward=False)
+            call_learner(gradcheck_forward, sin_function, x, include_backward=False)
         except LearnerError as exc:
             if isinstance(exc.original, GradcheckError):
                 raise CheckFailed(f"gradcheck(check_forward_ad=True) failed: {str(exc.original).splitlines()[0]}") from None

@@ -71,11 +71,11 @@ class OldStyleExp(torch.autograd.Function):
         return x_tangent * ctx.result
 
 
-def gradcheck_forward(function: type[torch.autograd.Function], x: torch.Tensor, *, check_backward: bool = True) -> bool:
+def gradcheck_forward(function: type[torch.autograd.Function], x: torch.Tensor, *, include_backward: bool = True) -> bool:
     """``torch.autograd.gradcheck`` of ``function.apply`` at ``x`` (in float64), forward AD included.
 
     Compares the hand-written ``jvp`` (and ``backward`` unless
-    ``check_backward=False``) with finite differences; raises
+    ``include_backward=False``) with finite differences; raises
     ``torch.autograd.gradcheck.GradcheckError`` with the mismatching Jacobians when they differ.
     """
     x = x.detach().double().requires_grad_(True)
@@ -83,7 +83,7 @@ def gradcheck_forward(function: type[torch.autograd.Function], x: torch.Tensor, 
         function.apply,
         (x,),
         check_forward_ad=True,
-        check_backward_ad=check_backward,
+        check_backward_ad=include_backward,
         check_undefined_grad=False,
         check_batched_grad=False,
     )

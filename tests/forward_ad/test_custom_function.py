@@ -30,7 +30,7 @@ def test_exp_under_dual_api_torch_func_and_jacfwd():
 def test_old_style_works_with_dual_api_only():
     x, t = _pair()
     torch.testing.assert_close(jvp(OldStyleExp.apply, x, t)[1], x.exp() * t)
-    assert gradcheck_forward(OldStyleExp, x, check_backward=False)
+    assert gradcheck_forward(OldStyleExp, x, include_backward=False)
     with pytest.raises(RuntimeError, match="setup_context"):
         torch.func.jvp(OldStyleExp.apply, (x,), (t,))
 
