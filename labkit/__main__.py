@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from labkit.core.errors import LabkitError
 
 COMMANDS = {
-    "doctor": ("labkit.tools.doctor", "check that this machine is ready for the labs"),
+    "doctor": ("labkit.tools.doctor", "probe this machine: is it ready for the labs?"),
     "profile": ("labkit.tools.profile", "profile a torchvision model node by node with torch.fx"),
     "bench": ("labkit.tools.bench", "reproduce every performance figure the labs claim"),
     "student-copy": ("labkit.tools.student_copy", "write notebook copies for students (no solutions, no outputs)"),

@@ -3,7 +3,7 @@
 Why: bench, the browser tests, the docs site and the student copy all walk the
 learning path. They read it from :data:`LABS` instead of keeping their own
 lists, so adding a lab means adding one :class:`Lab` entry here and one package
-(see CONTRIBUTING.md, "Adding a lab"). ``tests/test_labs.py`` checks that the
+(see CONTRIBUTING.md, "Adding a lab"). ``tests/test_labs.py`` tests that the
 registry and the ``notebooks/`` folder agree.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Lab:
     title: str  # the notebook's heading, without the "01 · " prefix
     package: str  # the package holding its code; its ``widgets`` module holds the widgets
     widgets: tuple[str, ...] = ()  # widget classes the notebook shows, defined in ``<package>.widgets``
-    budget_s: float = 45.0  # the most a top-to-bottom run may take on a 2-core CPU (checked by bench)
+    budget_s: float = 45.0  # the most a top-to-bottom run may take on a 2-core CPU (enforced by bench)
     kind: Kind = "lab"
 
     @property

@@ -426,7 +426,7 @@ def _positive_seconds(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Probe that this machine is ready for the labs."
+    parser.description = "Probe this machine: is it ready for the labs?"
     parser.add_argument("--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                         help=f"how long one probe may take before it counts as hanging "
                              f"(default: ${TIMEOUT_ENV}, else {DEFAULT_TIMEOUT_S:g})")
