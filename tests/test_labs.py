@@ -80,3 +80,13 @@ def test_importing_every_lab_core_module_stays_headless():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("package", ["labkit", "labkit.fx", "labkit.memory_format", "labkit.forward_ad", "labkit.capstone",
+                                     "labkit.widgets"])
+def test_every_lazily_exported_name_resolves(package):
+    """A rename inside a lab must not leave its package's export list pointing at nothing."""
+    module = importlib.import_module(package)
+    assert module.__all__
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []

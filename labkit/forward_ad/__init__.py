@@ -14,6 +14,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                     "ForwardADUnsupportedError", "NestedForwardADError", "DUAL_API", "FUNC_JVP", "REVERSE_MODE",
                     "FINITE_DIFFERENCES"),
     "jacobian_cost": ("jacobian_cost", "JacobianCost", "jacobian_sweep", "JacobianSweep", "jvp_overhead", "JvpOverhead",
-                      "jacobian_problem", "default_out_dims", "mlp", "DEFAULT_HIDDEN"),
+                      "jacobian_problem", "default_out_dims", "relu_mlp", "DEFAULT_HIDDEN"),
     "custom_function": ("Exp", "OldStyleExp", "gradcheck_forward"),
 })

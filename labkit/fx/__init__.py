@@ -12,9 +12,11 @@ from labkit.core.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "profile": ("ProfilingInterpreter", "InstrumentedModule", "NodeProfiler", "ProfileReport", "OpTypeBreakdown",
-                "NodeTiming", "profile_model", "trace", "TraceFailedError", "NotRunYetError", "TrainModeWarning", "MODES"),
+                "NodeTiming", "profile_model", "require_profilable", "trace", "TraceFailedError", "NotRunYetError",
+                "TrainModeWarning", "MODES"),
     "overhead": ("measure_overhead", "OverheadResult", "TinyOpsChain"),
     "crosscheck": ("compare_with_torch_profiler", "CrossCheck"),
     "fusion": ("fold_bn_into_conv", "fuse_conv_bn_teaching", "fuse_conv_bn_library", "fuse_safely", "count_nodes",
-               "check_fusion", "FusionCheck", "fusion_timings", "FusionTimings", "UnsafeFusionError", "FusionSkippedWarning"),
+               "verify_fusion", "FusionVerification", "fusion_timings", "FusionTimings", "UnsafeFusionError",
+               "FusionSkippedWarning"),
 })
