@@ -92,8 +92,11 @@ def test_an_interrupt_stops_the_whole_run_and_changes_no_notebook(tmp_path, sign
         _write(path, f"open('ran_{path.stem}', 'w').close()")
     before = _snapshot(tmp_path)
     # A session of its own, so that killpg reaches nbrun as a terminal's Ctrl-C reaches `make notebooks`.
+    # SIGINT back to its default too: a test run started in the background (`cmd &`) inherits it ignored, and
+    # Python (like nbrun) keeps an ignored signal ignored, whereas a terminal's foreground job never has it so.
     proc = subprocess.Popen([sys.executable, "-m", "labkit", "notebooks", *map(str, paths)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 180  # a safety net for a stuck run, not a timing check
         while not (tmp_path / "started").exists():
