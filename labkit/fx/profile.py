@@ -26,6 +26,7 @@ import csv
 import json
 import linecache
 import numbers
+import re
 import statistics
 import time
 import traceback
@@ -208,32 +209,79 @@ class ProfilingInterpreter(torch.fx.Interpreter):
 _STAMPS_ATTR = "_labkit_stamps"
 
 
-def _cuda_stamp() -> float:
+# One graph node per stamp: the helper reads the clock *and* appends. (Two nodes per
+# stamp, a clock read and an append, tripled the generated forward's local variables.)
+def _perf_counter_stamp(stamps: list[float]) -> None:
+    stamps.append(time.perf_counter())
+
+
+def _cuda_stamp(stamps: list[float]) -> None:
     torch.cuda.synchronize()
-    return time.perf_counter()
+    stamps.append(time.perf_counter())
 
 
-def _mps_stamp() -> float:
+def _mps_stamp(stamps: list[float]) -> None:
     torch.mps.synchronize()
-    return time.perf_counter()
+    stamps.append(time.perf_counter())
 
 
-def _stamp_function(device: torch.device) -> Callable[[], float]:
-    return {"cuda": _cuda_stamp, "mps": _mps_stamp}.get(device.type, time.perf_counter)
+def _stamp_function(device: torch.device) -> Callable[[list[float]], None]:
+    return {"cuda": _cuda_stamp, "mps": _mps_stamp}.get(device.type, _perf_counter_stamp)
+
+
+# ``name = stamp(_labkit_stamps);  name = None`` (possibly with other dead names) as fx writes it.
+_STAMP_LINE = re.compile(
+    rf"^(?P<indent>\s*)(?P<name>\w+) = (?P<call>\w+\({_STAMPS_ATTR}\));  (?P<dead>\w+(?: = \w+)*) = None$"
+)
+
+
+def _drop_stamp_variables(body: list[str]) -> list[str]:
+    """Write each stamp as a bare call, so the stamps add no local variables to ``forward``.
+
+    Why: a Python >= 3.11 frame lives in a 16 KiB "data stack" chunk. A forward
+    with thousands of locals can end just short of a chunk's end; then every
+    module it calls gets a fresh chunk, mmap'd and munmap'd per call (a page fault
+    each: efficientnet_b5 took ~600 per forward). Without the stamps' variables the
+    instrumented forward's frame is the plain GraphModule's. A line in another
+    shape is left as it is (still correct, only larger).
+    """
+    lines = "".join(body).split("\n")
+    for index, line in enumerate(lines):
+        match = _STAMP_LINE.match(line)
+        if match is None or match["name"] not in match["dead"].split(" = "):
+            continue
+        dead = [name for name in match["dead"].split(" = ") if name != match["name"]]
+        lines[index] = match["indent"] + match["call"] + (f";  {' = '.join(dead)} = None" if dead else "")
+    return ["\n".join(lines)]
+
+
+def _after_previous_transformer(
+    previous: Callable[[list[str]], list[str]] | None,
+) -> Callable[[list[str]], list[str]]:
+    """For ``Graph.on_generate_code``: drop the stamps' variables after any transformer the graph had."""
+    if previous is None:
+        return _drop_stamp_variables
+    return lambda body: _drop_stamp_variables(previous(body))
 
 
 class InstrumentedModule:
     """A copy of a ``GraphModule`` whose generated code reads the clock after every node.
 
-    The generated ``forward`` looks like::
+    For ResNet18 the generated ``forward`` (``InstrumentedModule(traced).module.code``) starts::
 
-        stamps = self._labkit_stamps
-        append = stamps.append(perf_counter())
-        conv1 = self.conv1(x)
-        append_1 = stamps.append(perf_counter())
-        ...
+        def forward(self, x : torch.Tensor) -> torch.Tensor:
+            _labkit_stamps = self._labkit_stamps
+            labkit_fx_profile__perf_counter_stamp(_labkit_stamps)
+            conv1 = self.conv1(x);  x = None
+            labkit_fx_profile__perf_counter_stamp(_labkit_stamps)
+            bn1 = self.bn1(conv1);  conv1 = None
+            labkit_fx_profile__perf_counter_stamp(_labkit_stamps)
+            ...
 
-    so node ``i`` took ``stamps[i + 1] - stamps[i]`` seconds. The output is not
+    so node ``i`` took ``stamps[i + 1] - stamps[i]`` seconds. Each stamp is one
+    call that reads the clock and appends it (after a device synchronize on CUDA
+    or MPS), written as a bare statement: the forward has the plain
+    ``GraphModule``'s local variables plus one (see :func:`_drop_stamp_variables`). The output is not
     touched; calling the instance returns what the model returns.
     """
 
@@ -246,7 +294,7 @@ class InstrumentedModule:
         self.stamps: list[float] = getattr(self.module, _STAMPS_ATTR)
 
     @staticmethod
-    def _instrument(graph_module: torch.fx.GraphModule, stamp: Callable[[], float]) -> torch.fx.GraphModule:
+    def _instrument(graph_module: torch.fx.GraphModule, stamp: Callable[[list[float]], None]) -> torch.fx.GraphModule:
         instrumented = torch.fx.GraphModule(graph_module, copy.deepcopy(graph_module.graph))
         setattr(instrumented, _STAMPS_ATTR, [])
         graph = instrumented.graph
@@ -256,12 +304,11 @@ class InstrumentedModule:
             warnings.filterwarnings("ignore", message="Attempted to insert a get_attr Node")
             with graph.inserting_before(first):
                 stamps = graph.get_attr(_STAMPS_ATTR)
-                graph.call_method("append", (stamps, graph.call_function(stamp)))
+                graph.call_function(stamp, (stamps,))
         for node in timed:
             with graph.inserting_after(node):
-                clock = graph.call_function(stamp)
-            with graph.inserting_after(clock):
-                graph.call_method("append", (stamps, clock))
+                graph.call_function(stamp, (stamps,))
+        graph.on_generate_code(_after_previous_transformer)
         instrumented.recompile()
         return instrumented
 

@@ -406,3 +406,39 @@ def test_writing_into_a_missing_folder_is_a_clear_error(tmp_path, method):
         getattr(report, method)(target)
     assert str(target) in str(info.value) and ".tmp" not in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+# ------------------------------------------------ fast mode: the stamps add no locals
+
+
+def test_instrumented_forward_has_about_the_plain_modules_locals():
+    """Stamps are bare calls: a clock-read and an append local per node tripled the frame (issue 12)."""
+    from labkit.fx.overhead import TinyOpsChain
+
+    plain = trace(TinyOpsChain(200))
+    instrumented = InstrumentedModule(plain)
+    plain_locals = plain.forward.__code__.co_nlocals
+    assert plain_locals >= 200  # the chain really has many nodes
+    assert instrumented.module.forward.__code__.co_nlocals <= plain_locals + 3
+    x = torch.randn(4)
+    assert torch.equal(instrumented(x), plain(x))
+    assert len(instrumented.last_durations()) == len(instrumented.timed_nodes) == 200
+
+
+def test_every_stamp_line_is_a_bare_call():
+    graph_module = trace(small_cnn())
+    instrumented = InstrumentedModule(graph_module)
+    stamp_lines = [line.strip() for line in instrumented.module.code.splitlines() if "_stamp(" in line]
+    assert len(stamp_lines) == len(TIMED) + 1
+    assert all(line.startswith("labkit_fx_profile__perf_counter_stamp(_labkit_stamps)") for line in stamp_lines)
+    assert instrumented.module.forward.__code__.co_nlocals <= graph_module.forward.__code__.co_nlocals + 3
+    with torch.no_grad():
+        assert torch.equal(instrumented(X), graph_module(X))
+
+
+def test_a_code_transformer_the_graph_already_had_still_runs():
+    graph_module = trace(small_cnn())
+    graph_module.graph.on_generate_code(lambda previous: lambda body: ["# kept by labkit\n", *body])
+    instrumented = InstrumentedModule(graph_module)
+    assert "# kept by labkit" in instrumented.module.code
+    assert "= labkit_fx_profile__perf_counter_stamp" not in instrumented.module.code
+
