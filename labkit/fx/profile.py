@@ -26,6 +26,7 @@ import csv
 import json
 import linecache
 import numbers
+import os
 import re
 import statistics
 import time
@@ -86,27 +87,82 @@ def _check_runs(warmup: Any, runs: Any) -> tuple[int, int]:
 # --------------------------------------------------------------------------- tracing
 
 
-def _describe_trace_failure(exc: BaseException) -> str:
-    """'Block.forward, line 12 of model.py: `if x.sum() > 0:`' for the innermost user frame."""
-    torch_dir = str(Path(torch.__file__).parent)
-    where = None
+def _trace_failure_site(exc: BaseException) -> tuple[str, str]:
+    """('Block.forward, line 12 of model.py', 'if x.sum() > 0:') for the innermost frame outside torch.
+
+    Why the separator: torch's folder ``.../site-packages/torch`` is also the start of
+    ``.../site-packages/torchvision``, and a torchvision model's frames are the ones
+    that say where it failed. A frame of this file is skipped too. ``("", "")`` if
+    there is no such frame.
+    """
+    torch_dir = str(Path(torch.__file__).parent) + os.sep
+    where, source = "", ""
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         code = frame.f_code
         if code.co_filename.startswith(torch_dir) or code.co_filename == __file__:
             continue
         owner = frame.f_locals.get("self")
         name = f"{type(owner).__name__}.{code.co_name}" if isinstance(owner, torch.nn.Module) else code.co_name
-        line = linecache.getline(code.co_filename, lineno).strip()
-        where = f"{name}, line {lineno} of {Path(code.co_filename).name}" + (f": `{line}`" if line else "")
-    return where or "an unknown place (no user frame in the traceback)"
+        where = f"{name}, line {lineno} of {Path(code.co_filename).name}"
+        source = linecache.getline(code.co_filename, lineno).strip()
+    return where, source
+
+
+def _describe_trace_failure(exc: BaseException) -> str:
+    """'Block.forward, line 12 of model.py: `if x.sum() > 0:`' for the innermost user frame."""
+    where, source = _trace_failure_site(exc)
+    if not where:
+        return "an unknown place (no user frame in the traceback)"
+    return where + (f": `{source}`" if source else "")
+
+
+_TRACE_OPTIONS = (
+    "Options: fix the branch with concrete_args (e.g. trace(model, concrete_args={'flag': True})), "
+    "make the offending submodule a leaf (a custom torch.fx.Tracer with is_leaf_module), "
+    "or profile the eager model with torch.profiler instead."
+)
+
+
+def _explain_trace_failure(exc: BaseException, source: str) -> str:
+    """What went wrong, by family of fx failure, and what to do about it.
+
+    Why: fx's own messages name its mechanism (Proxy, control flow), not the
+    learner's code. Three families cover most models that do not trace: a
+    check of a shape or value (``assert``, ``torch._assert``), a loop over an
+    input (a list of tensors, ``*args``), and an ``if`` on a tensor value.
+    """
+    message = str(exc)
+    if source.startswith("assert ") or "_assert(" in source:
+        return (
+            "The failing line checks a shape or value (assert / torch._assert). While tracing, inputs are "
+            "torch.fx Proxies: their shapes and values are not numbers yet, so a Python assert, len() of a "
+            "shape or bool() of a comparison cannot run. Options: write the check as "
+            "torch._assert(tensor_condition, message) on tensors only (fx records it as a node), drop it from "
+            "the traced forward, make the checking submodule a leaf (a custom torch.fx.Tracer with "
+            "is_leaf_module), or profile the eager model with torch.profiler instead."
+        )
+    if "cannot be iterated" in message:
+        return (
+            "The model loops over (or unpacks) a traced value: a Proxy has no length while tracing. This is "
+            "typical of a model that takes a list of tensors, e.g. torchvision's detection models take a list "
+            "of images. Options: profile a part that takes one tensor (e.g. profile_model(model.backbone, x)), "
+            "make the looping submodule a leaf (a custom torch.fx.Tracer with is_leaf_module), "
+            "or profile the eager model with torch.profiler instead."
+        )
+    if "control flow" in message:
+        return "Symbolic tracing cannot follow Python control flow that depends on tensor values. " + _TRACE_OPTIONS
+    return (
+        "While tracing, inputs are torch.fx Proxies, not tensors: code that needs a concrete value "
+        "(an if, a loop, a Python number) cannot run. " + _TRACE_OPTIONS
+    )
 
 
 def trace(model: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.GraphModule:
     """Symbolically trace ``model`` (an ``nn.Module`` or a function) into a ``GraphModule``.
 
     Raises :class:`LabkitTypeError` for something that is not callable, and
-    :class:`TraceFailedError` naming the module and line where tracing failed
-    (typically Python control flow that depends on tensor values).
+    :class:`TraceFailedError` naming the module and line where tracing failed and
+    what to do about that kind of failure.
     """
     if isinstance(model, torch.fx.GraphModule) and concrete_args is None:
         return model
@@ -118,13 +174,10 @@ def trace(model: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.G
     try:
         return torch.fx.symbolic_trace(model, concrete_args=concrete_args)
     except Exception as exc:  # noqa: BLE001 - fx raises TraceError, TypeError, RuntimeError...
+        _, source = _trace_failure_site(exc)
         raise TraceFailedError(
             f"torch.fx could not trace the model: {type(exc).__name__}: {exc}\n"
-            f"It failed in {_describe_trace_failure(exc)}.\n"
-            "Symbolic tracing cannot follow Python control flow that depends on tensor values. "
-            "Options: fix the branch with concrete_args (e.g. trace(model, concrete_args={'flag': True})), "
-            "make the offending submodule a leaf (a custom torch.fx.Tracer with is_leaf_module), "
-            "or profile the eager model with torch.profiler instead."
+            f"It failed in {_describe_trace_failure(exc)}.\n" + _explain_trace_failure(exc, source)
         ) from exc
 
 

@@ -2,6 +2,7 @@
 import csv
 import json
 import os
+import re
 import warnings
 from collections import Counter
 
@@ -441,4 +442,76 @@ def test_a_code_transformer_the_graph_already_had_still_runs():
     instrumented = InstrumentedModule(graph_module)
     assert "# kept by labkit" in instrumented.module.code
     assert "= labkit_fx_profile__perf_counter_stamp" not in instrumented.module.code
+
+
+# ------------------------------------------------------------- trace-failure families
+
+
+class IteratesItsInput(nn.Module):
+    def forward(self, images):
+        return [image * 2 for image in images]
+
+
+class AssertsAShape(nn.Module):
+    def forward(self, x):
+        assert x.shape[1] == 3, "expected RGB"
+        return x + 1
+
+
+class TorchAssertsALength(nn.Module):
+    def forward(self, x):
+        torch._assert(len(x.shape) == 4, "expected NCHW")
+        return x + 1
+
+
+def trace_failure(model) -> str:
+    with pytest.raises(TraceFailedError) as info:
+        trace(model)
+    return str(info.value)
+
+
+def test_control_flow_on_a_tensor_value_gets_the_control_flow_advice():
+    message = trace_failure(Branchy())
+    assert "control flow that depends on tensor values" in message and "concrete_args" in message
+    assert "cannot be iterated" not in message and "torch._assert(tensor_condition" not in message
+
+
+def test_iterating_over_an_input_says_a_list_input_cannot_be_traced():
+    message = trace_failure(IteratesItsInput())
+    assert "Proxy object cannot be iterated" in message
+    assert "IteratesItsInput.forward" in message and "for image in images" in message
+    assert "list of tensors" in message and "detection models" in message and "model.backbone" in message
+    assert "control flow that depends on tensor values" not in message
+
+
+@pytest.mark.parametrize(
+    ("model", "line"),
+    [(AssertsAShape(), 'assert x.shape[1] == 3, "expected RGB"'),
+     (TorchAssertsALength(), 'torch._assert(len(x.shape) == 4, "expected NCHW")')],
+)
+def test_a_check_on_a_shape_says_how_to_write_it(model, line):
+    message = trace_failure(model)
+    assert f"{type(model).__name__}.forward" in message and f"`{line}`" in message
+    assert "checks a shape or value" in message and "torch._assert(tensor_condition, message)" in message
+    assert "control flow that depends on tensor values" not in message
+
+
+def test_a_frame_in_a_folder_that_merely_starts_like_torchs_is_the_user_frame():
+    """torchvision's folder starts with torch's folder name: its frames must not be skipped as torch's."""
+    from pathlib import Path
+
+    fake = str(Path(torch.__file__).parent) + "vision_like/models/model.py"
+    namespace: dict = {}
+    exec(compile("def forward(x):\n    if x.sum() > 0:\n        return x\n    return -x\n", fake, "exec"), namespace)
+    message = trace_failure(namespace["forward"])
+    assert "forward, line 2 of model.py" in message and "unknown place" not in message
+
+
+def test_a_torchvision_detection_model_fails_in_torchvision_not_in_an_unknown_place():
+    detection = pytest.importorskip("torchvision.models.detection")
+    model = detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None).eval()
+    message = trace_failure(model)
+    assert "unknown place" not in message
+    assert re.search(r"FasterRCNN\.forward, line \d+ of generalized_rcnn\.py: `for img in images:`", message), message
+    assert "Proxy object cannot be iterated" in message and "detection models take a list of images" in message
 
