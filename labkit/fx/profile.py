@@ -157,10 +157,52 @@ def _explain_trace_failure(exc: BaseException, source: str) -> str:
     )
 
 
+_TORCH_NN_PREFIXES = ("torch.nn.", "torch.ao.nn.")
+
+
+def _torch_nn_layer(cls: type[torch.nn.Module]) -> type[torch.nn.Module] | None:
+    """The torch.nn layer class that ``cls`` (a module class defined outside torch.nn) subclasses, if any.
+
+    Why: libraries subclass torch.nn layers (torchvision's video models use
+    ``Conv3DSimple(nn.Conv3d)``); a report should count such a layer with its
+    base's type, ``Conv3d``. ``None`` for a class of torch.nn itself, and for one
+    whose nearest torch.nn base is ``Module`` or a container (``Sequential``,
+    ``ModuleList``, ``ModuleDict``): those are models, not layers.
+    """
+    if cls.__module__.startswith(_TORCH_NN_PREFIXES):
+        return None
+    bases = [c for c in cls.__mro__[1:] if issubclass(c, torch.nn.Module) and c.__module__.startswith(_TORCH_NN_PREFIXES)]
+    base = bases[0] if bases else None
+    if base is None or base is torch.nn.Module or base.forward is torch.nn.Module.forward:
+        return None  # ModuleList and ModuleDict keep Module's forward (which raises)
+    if issubclass(base, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)):
+        return None
+    return base
+
+
+class _Tracer(torch.fx.Tracer):
+    """fx's default tracer, plus: a subclass of a torch.nn layer that keeps the layer's ``forward`` is a leaf.
+
+    Why: fx keeps torch.nn layers as single ``call_module`` nodes, but traces into
+    any module defined elsewhere. ``class Conv3DSimple(nn.Conv3d)`` (torchvision)
+    then became a ``conv3d`` function plus two ``get_attr`` nodes, so a report
+    split one layer type in two. A subclass that overrides ``forward`` runs its
+    own code and is still traced into. Leafness changes only how finely the graph
+    is timed, never what it computes.
+    """
+
+    def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        layer = _torch_nn_layer(type(m))
+        inherits_forward = layer is not None and type(m).forward is layer.forward
+        return inherits_forward or super().is_leaf_module(m, module_qualified_name)
+
+
 def trace(model: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.GraphModule:
     """Symbolically trace ``model`` (an ``nn.Module`` or a function) into a ``GraphModule``.
 
-    Raises :class:`LabkitTypeError` for something that is not callable, and
+    As ``torch.fx.symbolic_trace``, except that a subclass of a torch.nn layer that
+    does not override ``forward`` stays one node (see :class:`_Tracer`). Raises
+    :class:`LabkitTypeError` for something that is not callable, and
     :class:`TraceFailedError` naming the module and line where tracing failed and
     what to do about that kind of failure.
     """
@@ -171,14 +213,17 @@ def trace(model: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.G
             f"Expected a torch.nn.Module (or a function) to trace, got {type(model).__name__}. "
             "Pass the model itself, e.g. profile_model(torchvision.models.resnet18(), x)."
         )
+    tracer = _Tracer()
     try:
-        return torch.fx.symbolic_trace(model, concrete_args=concrete_args)
+        graph = tracer.trace(model, concrete_args=concrete_args)
     except Exception as exc:  # noqa: BLE001 - fx raises TraceError, TypeError, RuntimeError...
         _, source = _trace_failure_site(exc)
         raise TraceFailedError(
             f"torch.fx could not trace the model: {type(exc).__name__}: {exc}\n"
             f"It failed in {_describe_trace_failure(exc)}.\n" + _explain_trace_failure(exc, source)
         ) from exc
+    name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "function")
+    return torch.fx.GraphModule(tracer.root, graph, name)
 
 
 def _model_device(module: torch.nn.Module) -> torch.device | None:
@@ -384,9 +429,10 @@ class NodeTiming:
     op: str  # call_module, call_function, call_method, get_attr
     name: str  # node name, e.g. "layer1_0_conv1"
     target: str  # "layer1.0.conv1" or "add"
-    op_type: str  # module class ("Conv2d") or function/method name ("add")
+    op_type: str  # torch.nn class ("Conv2d"), function/method name ("add"), or "get_attr"
     stats: RunStats
     pct: float  # mean as percent of the mean total run
+    module_class: str = ""  # call_module: the module's own class ("Conv3DSimple" where op_type is "Conv3d")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -400,6 +446,7 @@ class NodeTiming:
             "iqr_s": self.stats.iqr,
             "runs": self.stats.count,
             "pct_total": self.pct,
+            "module_class": self.module_class,
         }
 
 
@@ -409,7 +456,10 @@ SORT_KEYS = ("mean", "median", "min", "iqr", "pct", "name")
 OP_TYPE_SORT_KEYS = ("mean", "pct", "name")
 REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
 # Columns of to_csv and keys of NodeTiming.as_dict, fixed so an empty report still writes a header.
-NODE_FIELDS = ("op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total")
+# New columns go at the end, so readers of older files keep working.
+NODE_FIELDS = (
+    "op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total", "module_class",
+)
 
 
 @dataclass(frozen=True, repr=False)
@@ -497,7 +547,7 @@ class ProfileReport(ShowsAsTable):
             [
                 r.op,
                 r.name,
-                r.op_type,
+                _shown_type(r),
                 format_seconds(r.stats.mean),
                 format_seconds(r.stats.median),
                 format_seconds(r.stats.min),
@@ -542,11 +592,35 @@ class ProfileReport(ShowsAsTable):
 
 
 def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
+    """The type a node is grouped under in :meth:`ProfileReport.by_op_type`.
+
+    A module's class, normalised to its torch.nn layer for a subclass defined
+    elsewhere (``Conv3DSimple`` counts as ``Conv3d``; :attr:`NodeTiming.module_class`
+    keeps the real class); a function's or method's name; and ``"get_attr"`` for
+    every read of a parameter or buffer, whose target is a parameter's name (one
+    type per parameter would flood the breakdown).
+    """
     if node.op == "call_module":
-        return type(graph_module.get_submodule(str(node.target))).__name__
+        cls = type(graph_module.get_submodule(str(node.target)))
+        return (_torch_nn_layer(cls) or cls).__name__
     if node.op == "call_function":
         return getattr(node.target, "__name__", str(node.target))
+    if node.op == "get_attr":
+        return "get_attr"
     return str(node.target)
+
+
+def _module_class(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
+    if node.op != "call_module":
+        return ""
+    return type(graph_module.get_submodule(str(node.target))).__name__
+
+
+def _shown_type(row: NodeTiming) -> str:
+    """``Conv3d (Conv3DSimple)`` when the module's class is not the type it is counted as."""
+    if row.module_class and row.module_class != row.op_type:
+        return f"{row.op_type} ({row.module_class})"
+    return row.op_type
 
 
 def _target(node: torch.fx.Node) -> str:
@@ -674,6 +748,7 @@ class NodeProfiler:
                     op_type=_op_type(node, self.graph_module),
                     stats=stats,
                     pct=stats.mean / total.mean * 100,
+                    module_class=_module_class(node, self.graph_module),
                 )
             )
         return ProfileReport(rows, total, self.mode, self.warmup_runs, len(rows))

@@ -408,6 +408,7 @@ def test_writing_into_a_missing_folder_is_a_clear_error(tmp_path, method):
     assert str(target) in str(info.value) and ".tmp" not in str(info.value)
     assert list(tmp_path.iterdir()) == []
 
+
 # ------------------------------------------------ fast mode: the stamps add no locals
 
 
@@ -515,3 +516,83 @@ def test_a_torchvision_detection_model_fails_in_torchvision_not_in_an_unknown_pl
     assert re.search(r"FasterRCNN\.forward, line \d+ of generalized_rcnn\.py: `for img in images:`", message), message
     assert "Proxy object cannot be iterated" in message and "detection models take a list of images" in message
 
+
+# ----------------------------------------------------------------- types in a report
+
+
+class MyConv(nn.Conv2d):
+    """A torch.nn layer subclassed outside torch.nn, keeping its forward."""
+
+
+class WeightStandardizedConv(nn.Conv2d):
+    def forward(self, x):
+        return self._conv_forward(x, self.weight - self.weight.mean(), self.bias)
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(3, 1, 1))
+        self.shift = nn.Parameter(torch.zeros(3, 1, 1))
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+def test_every_parameter_read_is_one_get_attr_type():
+    report = profile_model(Scaled().eval(), X, runs=1)
+    assert [(r.op, r.target, r.op_type) for r in report.rows if r.op == "get_attr"] == [
+        ("get_attr", "scale", "get_attr"), ("get_attr", "shift", "get_attr")]
+    counts = {t: n for t, n, _, _ in report.by_op_type().rows}
+    assert counts == {"get_attr": 2, "mul": 1, "add": 1}
+
+
+def test_a_torch_nn_subclass_counts_as_its_torch_nn_type_and_keeps_its_class():
+    torch.manual_seed(0)
+    model = nn.Sequential(MyConv(3, 4, 3), nn.Conv2d(4, 4, 3)).eval()
+    report = profile_model(model, X, runs=1)
+    assert [(r.op, r.op_type, r.module_class) for r in report.rows] == [
+        ("call_module", "Conv2d", "MyConv"), ("call_module", "Conv2d", "Conv2d")]
+    assert {t: n for t, n, _, _ in report.by_op_type().rows} == {"Conv2d": 2}
+    assert "Conv2d (MyConv)" in report.to_text()
+    assert [d["module_class"] for d in report.to_dicts()] == ["MyConv", "Conv2d"]
+
+
+def test_a_subclass_that_overrides_forward_is_traced_into():
+    graph = trace(nn.Sequential(WeightStandardizedConv(3, 4, 3))).graph
+    assert "call_module" not in {n.op for n in graph.nodes}
+    assert "conv2d" in {getattr(n.target, "__name__", "") for n in graph.nodes}
+
+
+def test_new_columns_are_added_at_the_end(tmp_path):
+    assert NODE_FIELDS[:10] == ("op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total")
+    report = profile_model(nn.Sequential(nn.Linear(4, 2), nn.ReLU()).eval(), torch.randn(3, 4), runs=1)
+    with open(report.to_csv(tmp_path / "p.csv"), newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["module_class"] for r in rows] == ["Linear", "ReLU"]
+    nodes = json.loads(report.to_json(tmp_path / "p.json").read_text())["nodes"]
+    assert [n["module_class"] for n in nodes] == ["Linear", "ReLU"]
+
+
+def test_a_function_node_has_no_module_class():
+    report = profile_model(lambda x: torch.relu(x) + 1, X, runs=1)
+    assert [r.module_class for r in report.rows] == ["", ""]
+
+
+def test_resnet18_types_are_its_torch_nn_classes():
+    torchvision = pytest.importorskip("torchvision")
+    report = profile_model(torchvision.models.resnet18(weights=None).eval(), torch.randn(1, 3, 32, 32), warmup=0, runs=1)
+    counts = {t: n for t, n, _, _ in report.by_op_type("name").rows}
+    assert counts == {"AdaptiveAvgPool2d": 1, "BatchNorm2d": 20, "Conv2d": 20, "Linear": 1, "MaxPool2d": 1, "ReLU": 17,
+                      "add": 8, "flatten": 1}
+    assert all(r.module_class == r.op_type for r in report.rows if r.op == "call_module")
+    assert report.table().column("type") == [r.op_type for r in report.rows]
+
+
+def test_a_torchvision_video_model_has_one_conv3d_type():
+    video = pytest.importorskip("torchvision.models.video")
+    model = video.r3d_18(weights=None).eval()
+    report = profile_model(model, torch.randn(1, 3, 2, 16, 16), warmup=0, runs=1)
+    types = {t for t, *_ in report.by_op_type().rows}
+    assert "Conv3d" in types and "conv3d" not in types and "get_attr" not in types
+    assert {r.module_class for r in report.rows if r.op_type == "Conv3d"} == {"Conv3DSimple", "Conv3d"}
