@@ -21,6 +21,9 @@ NOTEBOOK_PATTERN = re.compile(r"^\d\d_[\w-]+\.ipynb$")
 
 Kind = Literal["intro", "lab", "capstone"]
 
+#: The most a lab notebook may take top to bottom on a 2-core CPU, unless its entry says otherwise.
+DEFAULT_BUDGET_S = 45.0
+
 
 @dataclass(frozen=True)
 class Lab:
@@ -31,7 +34,7 @@ class Lab:
     title: str  # the notebook's heading, without the "01 · " prefix
     package: str  # the package holding its code; its ``widgets`` module holds the widgets
     widgets: tuple[str, ...] = ()  # widget classes the notebook shows, defined in ``<package>.widgets``
-    budget_s: float = 45.0  # the most a top-to-bottom run may take on a 2-core CPU (enforced by bench)
+    budget_s: float = DEFAULT_BUDGET_S  # checked by bench
     kind: Kind = "lab"
 
     @property

@@ -32,7 +32,7 @@ from labkit.core.device import device_line
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import writable_target, write_text
 from labkit.core.tables import Row, ShowsAsTable, Table
-from labkit.labs import LABS, NOTEBOOKS_DIR, PATH_BUDGET_S, Lab, lab_for
+from labkit.labs import DEFAULT_BUDGET_S, LABS, NOTEBOOKS_DIR, PATH_BUDGET_S, lab_for
 
 # Every figure is measured on the CPU, the machine every learner has, so one run never
 # mixes CPU and GPU numbers under one machine line. GPU timings live in the labs' GPU cells.
@@ -290,7 +290,7 @@ def bench_notebooks(config: BenchConfig, result: BenchResult) -> None:
         path = NOTEBOOKS_DIR / f"{stem}.ipynb"
         seconds[path.name] = execute_notebook(path, write=False)
         lab = lab_for(path)
-        budget = lab.budget_s if lab else Lab("", path.name, "", "").budget_s
+        budget = lab.budget_s if lab else DEFAULT_BUDGET_S
         result.add(BenchFigure(f"notebook.{stem}", f"{path.name} run time", seconds[path.name], "s", None,
                                f"<= {budget:g}", seconds[path.name] <= budget))
     path_labs = [lab for lab in LABS if lab.kind != "capstone"]
