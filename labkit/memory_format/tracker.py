@@ -1,4 +1,4 @@
-"""FormatTracker: which operators keep channels_last, and which silently drop it.
+"""FormatTracker: which operators keep channels_last, which change the layout on purpose, which drop it.
 
 Why: an operator without a channels_last kernel returns a contiguous (NCHW)
 tensor, and every later layer then runs on the slow path. The classic tutorial
@@ -12,13 +12,24 @@ trackers nest because torch keeps a stack of modes.
 A call is recorded when one of its tensor inputs is *unambiguously*
 channels_last (4-D) or channels_last_3d (5-D), that is in the format but not
 also contiguous, and its output has the same rank. The record says whether the
-output kept the format.
+output kept the format and, when it did not, which of two kinds of change it was:
+
+- a **layout op**: the caller asked for a new shape, dimension order, view or
+  memory format (``permute``, ``reshape``, ``split``, ``.contiguous()``, slicing,
+  ``.to(memory_format=...)``), so the new strides are the answer to the request,
+  not a missing kernel. In a real model these are the bulk of the changes
+  (ConvNeXt and Swin permute to NHWC around every LayerNorm) and hide the
+  second kind;
+- a **drop**: an operator that had every reason to keep the format returned
+  another layout (``softmax`` over channels, ``roi_align``, ``cat`` or ``add``
+  with a contiguous second input). These are the ones worth fixing.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
 import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack, resolve_name
@@ -33,10 +44,57 @@ class FormatTrackerError(LabkitError):
 #: The channels-last format for each rank the tracker follows.
 _FORMAT_FOR_RANK = {4: torch.channels_last, 5: torch.channels_last_3d}
 
+RecordKind = Literal["kept", "layout op", "dropped"]
+
+_REORDERS = "reorders the dimensions"
+_RESHAPES = "asks for a new shape"
+_SPLITS = "splits into views"
+_ASKS_FORMAT = "asks for a memory format"
+_VIEW = "returns a view of its input"
+MIXED_INPUTS = "mixed-format inputs"
+
+#: Why each torch operator (by the short name it has on ``torch`` and ``torch.Tensor``) is a deliberate layout op.
+#: - permute, transpose, swapaxes, swapdims, movedim, moveaxis: the caller names a new dimension order; the result's
+#:   strides are the input's, reordered, so a 4-D result is in no format or plain NHWC-contiguous (ConvNeXt's LayerNorm).
+#: - view, view_as, reshape, reshape_as, flatten, unflatten, squeeze, unsqueeze: a new shape is defined on the logical
+#:   row-major NCHW order, so torch must view or copy into that order; the caller asked for it. squeeze and unsqueeze
+#:   belong to the family, though only a squeeze that removes nothing keeps the rank, and it keeps the format too.
+#: - split, split_with_sizes, chunk, tensor_split, unbind, narrow: each piece is a window into the input with the
+#:   input's strides, and a slice of the channels fits no format; nothing is copied, nothing "drops".
+#: - contiguous: ``.contiguous()`` means ``memory_format=torch.contiguous_format``, an explicit request.
+#: Any call with an explicit ``memory_format`` argument (``.to``, ``.clone``, ``*_like``) other than
+#: ``torch.preserve_format``, and any call whose result is a view of the channels_last input (slicing with
+#: ``x[:, :k]``, ``expand``, ``as_strided``), counts as a layout op too, for the same reason.
+LAYOUT_OPERATOR_REASONS: Mapping[str, str] = MappingProxyType({
+    **dict.fromkeys(("permute", "transpose", "swapaxes", "swapdims", "movedim", "moveaxis"), _REORDERS),
+    **dict.fromkeys(("view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze"), _RESHAPES),
+    **dict.fromkeys(("split", "split_with_sizes", "chunk", "tensor_split", "unbind", "narrow"), _SPLITS),
+    "contiguous": _ASKS_FORMAT,
+})
+
+
+def _full_names(short_name: str) -> Iterator[str]:
+    """The names ``resolve_name`` records for ``torch.<name>`` and ``torch.Tensor.<name>`` (``torch.functional.split``)."""
+    for owner in (torch, torch.Tensor):
+        function = getattr(owner, short_name, None)
+        name = resolve_name(function) if function is not None else None
+        if name:
+            yield name
+
+
+#: Full operator name (as recorded in ``FormatRecord.operator``) -> why it is a deliberate layout op.
+LAYOUT_OPERATORS: Mapping[str, str] = MappingProxyType({
+    full: reason for short, reason in LAYOUT_OPERATOR_REASONS.items() for full in _full_names(short)
+})
+
 
 @dataclass(frozen=True)
 class FormatRecord:
-    """One operator call that took a channels_last(_3d) input and returned a tensor of the same rank."""
+    """One operator call that took a channels_last(_3d) input and returned a tensor of the same rank.
+
+    ``layout_reason`` is empty unless the call was a deliberate layout op; ``mixed_inputs`` is True when another
+    input of the same rank was plainly contiguous (neither ambiguous nor channels_last).
+    """
 
     operator: str
     input_shape: tuple[int, ...]
@@ -44,6 +102,8 @@ class FormatRecord:
     output_shape: tuple[int, ...]
     output_strides: tuple[int, ...]
     kept: bool
+    layout_reason: str = ""
+    mixed_inputs: bool = False
 
     @property
     def memory_format(self) -> str:
@@ -54,6 +114,22 @@ class FormatRecord:
     def short_name(self) -> str:
         """The operator's last name component, e.g. ``"layer_norm"``."""
         return self.operator.rsplit(".", 1)[-1]
+
+    @property
+    def kind(self) -> RecordKind:
+        """``"kept"``, ``"layout op"`` (the caller asked for the change) or ``"dropped"`` (a real drop)."""
+        if self.kept:
+            return "kept"
+        return "layout op" if self.layout_reason else "dropped"
+
+    @property
+    def reason(self) -> str:
+        """Why the format changed: the layout op's reason, ``"mixed-format inputs"`` for such a drop, else ``""``."""
+        if self.kind == "layout op":
+            return self.layout_reason
+        if self.kind == "dropped" and self.mixed_inputs:
+            return MIXED_INPUTS
+        return ""
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -77,6 +153,41 @@ def _is_strictly_channels_last(tensor: torch.Tensor, rank: int) -> bool:
     )
 
 
+def _is_strictly_contiguous(tensor: torch.Tensor, rank: int) -> bool:
+    """True for a rank-``rank`` tensor that is contiguous and not also channels_last(_3d): unambiguously NCHW."""
+    return (
+        tensor.dim() == rank
+        and tensor.is_contiguous()
+        and not tensor.is_contiguous(memory_format=_FORMAT_FOR_RANK[rank])
+    )
+
+
+def _explicit_memory_format(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.memory_format | None:
+    """The memory format the call names (``.to(memory_format=...)``, ``.contiguous(fmt)``), unless it is preserve_format."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.memory_format) and value != torch.preserve_format:
+            return value
+    return None
+
+
+def _shares_storage(output: torch.Tensor, source: torch.Tensor) -> bool:
+    """True when ``output`` is a view of ``source``: its strides were set by the request, not chosen by a kernel."""
+    if output.layout != torch.strided:
+        return False
+    pointer = source.untyped_storage().data_ptr()
+    return pointer != 0 and output.untyped_storage().data_ptr() == pointer
+
+
+def _layout_reason(operator: str, args: tuple[Any, ...], kwargs: dict[str, Any], output: torch.Tensor,
+                   source: torch.Tensor) -> str:
+    """Why the call is a deliberate layout op, or ``""`` when it is not one."""
+    if _explicit_memory_format(args, kwargs) is not None:
+        return _ASKS_FORMAT
+    if operator in LAYOUT_OPERATORS:
+        return LAYOUT_OPERATORS[operator]
+    return _VIEW if _shares_storage(output, source) else ""
+
+
 class _RecordingMode(TorchFunctionMode):
     """Sees every torch function call in the block and hands format changes to ``records``."""
 
@@ -89,33 +200,52 @@ class _RecordingMode(TorchFunctionMode):
         result = func(*args, **kwargs)
         # Torch pops this mode while the handler runs, so the tests below are not recorded.
         output = next(_tensors(result), None)
-        rank = output.dim() if output is not None else 0
-        source = next((t for t in _tensors((args, kwargs)) if _is_strictly_channels_last(t, rank)), None)
+        if output is None or output.dim() not in _FORMAT_FOR_RANK:
+            return result
+        inputs = list(_tensors((args, kwargs)))
+        source = next((t for t in inputs if _is_strictly_channels_last(t, output.dim())), None)
         if source is not None:
-            self.records.append(
-                FormatRecord(
-                    operator=resolve_name(func) or getattr(func, "__name__", repr(func)),
-                    input_shape=tuple(source.shape),
-                    input_strides=tuple(source.stride()),
-                    output_shape=tuple(output.shape),
-                    output_strides=tuple(output.stride()),
-                    kept=output.is_contiguous(memory_format=_FORMAT_FOR_RANK[rank]),
-                )
-            )
+            self.records.append(_record(func, args, kwargs, inputs, source, output))
         return result
+
+
+def _record(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[torch.Tensor],
+            source: torch.Tensor, output: torch.Tensor) -> FormatRecord:
+    """Describe one call whose input ``source`` was channels_last(_3d) and whose ``output`` has the same rank."""
+    operator = resolve_name(func) or getattr(func, "__name__", repr(func))
+    rank = output.dim()
+    kept = output.is_contiguous(memory_format=_FORMAT_FOR_RANK[rank])
+    return FormatRecord(
+        operator=operator,
+        input_shape=tuple(source.shape),
+        input_strides=tuple(source.stride()),
+        output_shape=tuple(output.shape),
+        output_strides=tuple(output.stride()),
+        kept=kept,
+        layout_reason="" if kept else _layout_reason(operator, args, kwargs, output, source),
+        mixed_inputs=any(_is_strictly_contiguous(t, rank) for t in inputs),
+    )
+
+
+#: Report order: the real drops first, then the deliberate changes, then what kept the format.
+_REPORT_ORDER: dict[RecordKind, int] = {"dropped": 0, "layout op": 1, "kept": 2}
+_VERDICT: dict[RecordKind, str] = {"dropped": "DROPPED", "layout op": "layout op", "kept": "kept"}
 
 
 class FormatTracker:
     """Record, per operator call, whether a channels_last input gave a channels_last output.
 
-    5-D calls are followed the same way with channels_last_3d. Trackers nest;
-    exit them in the reverse order of entering (``with`` blocks do that).
+    Each record's ``kind`` tells a real drop (``dropped()``) from a change the
+    caller asked for (``layout_ops()``: permute, reshape, split, ...). 5-D calls
+    are followed the same way with channels_last_3d. Trackers nest; exit them in
+    the reverse order of entering (``with`` blocks do that).
 
     >>> x = torch.randn(1, 4, 3, 3).to(memory_format=torch.channels_last)
     >>> with FormatTracker() as tracker:
     ...     _ = torch.nn.functional.layer_norm(x, (3,))
-    >>> [r.short_name for r in tracker.lost()]
-    ['layer_norm']
+    ...     _ = x.permute(0, 2, 3, 1)
+    >>> [r.short_name for r in tracker.dropped()], [r.short_name for r in tracker.layout_ops()]
+    (['layer_norm'], ['permute'])
     """
 
     def __init__(self) -> None:
@@ -162,22 +292,37 @@ class FormatTracker:
                 f"`with FormatTracker() as tracker:` first, then call tracker.{what}()."
             )
 
+    def _of_kind(self, what: str, *kinds: RecordKind) -> list[FormatRecord]:
+        self._require_used(what)
+        return [r for r in self.records if r.kind in kinds]
+
     def lost(self) -> list[FormatRecord]:
-        """The calls whose output was no longer channels_last."""
-        self._require_used("lost")
-        return [r for r in self.records if not r.kept]
+        """Every call whose output was no longer channels_last, in call order: ``dropped()`` and ``layout_ops()`` together."""
+        return self._of_kind("lost", "dropped", "layout op")
+
+    def dropped(self) -> list[FormatRecord]:
+        """The real drops: calls that had every reason to keep channels_last and returned another layout."""
+        return self._of_kind("dropped", "dropped")
+
+    def layout_ops(self) -> list[FormatRecord]:
+        """The calls that changed the layout because the caller asked (permute, reshape, split, .contiguous(), ...)."""
+        return self._of_kind("layout_ops", "layout op")
 
     def kept(self) -> list[FormatRecord]:
         """The calls whose output stayed channels_last."""
-        self._require_used("kept")
-        return [r for r in self.records if r.kept]
+        return self._of_kind("kept", "kept")
 
     def report(self) -> Table:
-        """A table with one row per recorded call: operator, input and output strides, verdict."""
+        """One row per recorded call, real drops first, then layout ops, then kept; ``#`` is the call's position."""
         self._require_used("report")
+        numbered = sorted(enumerate(self.records, start=1), key=lambda item: (_REPORT_ORDER[item[1].kind], item[0]))
         rows = [
-            [r.operator, str(r.input_strides), str(r.output_strides), "kept" if r.kept else "LOST"]
-            for r in self.records
+            [number, r.operator, str(r.input_strides), str(r.output_strides), _VERDICT[r.kind], r.reason]
+            for number, r in numbered
         ]
-        title = f"{len(self.records)} calls with a channels_last input, {len(self.lost())} lost the format"
-        return Table(["operator", "input strides", "output strides", "channels_last"], rows, title=title)
+        dropped, layout = len(self.dropped()), len(self.layout_ops())
+        title = (
+            f"{len(self.records)} calls with a channels_last input: {dropped} dropped the format, "
+            f"{layout} changed the layout on purpose, {len(self.records) - dropped - layout} kept it"
+        )
+        return Table(["#", "operator", "input strides", "output strides", "channels_last", "why"], rows, title=title)

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch.overrides import _get_current_function_mode_stack
 
 from labkit.core.errors import LabkitError
-from labkit.memory_format.tracker import FormatTracker, FormatTrackerError
+from labkit.memory_format.tracker import LAYOUT_OPERATORS, FormatTracker, FormatTrackerError
 
 CL = torch.channels_last
 
@@ -37,14 +37,135 @@ def test_records_lost_and_kept():
         F.softmax(y, dim=1)
     assert [r.short_name for r in tracker.kept()] == ["relu"]
     assert [r.short_name for r in tracker.lost()] == ["layer_norm", "softmax"]
+    assert tracker.lost() == tracker.dropped() and tracker.layout_ops() == []
     lost = tracker.lost()[0]
     assert lost.input_strides == (36, 1, 12, 4) and lost.output_strides == (36, 9, 3, 1)
+    assert (lost.kind, lost.reason, lost.mixed_inputs) == ("dropped", "", False)
     table = tracker.report()
-    assert table.column("operator") == [
-        "torch.nn.functional.relu", "torch.nn.functional.layer_norm", "torch.nn.functional.softmax"
+    assert table.column("operator") == [  # real drops first
+        "torch.nn.functional.layer_norm", "torch.nn.functional.softmax", "torch.nn.functional.relu"
     ]
-    assert table.column("channels_last") == ["kept", "LOST", "LOST"]
-    assert "2 lost the format" in str(table)
+    assert table.column("#") == [2, 3, 1]
+    assert table.column("channels_last") == ["DROPPED", "DROPPED", "kept"]
+    assert "3 calls with a channels_last input: 2 dropped the format, 0 changed the layout on purpose, 1 kept it" in str(table)
+
+
+def test_permute_is_a_layout_op_not_a_drop():
+    with FormatTracker() as tracker:
+        nhwc = _x().permute(0, 2, 3, 1)
+    (record,) = tracker.records
+    assert not nhwc.is_contiguous(memory_format=CL) and not record.kept  # torch's view: plain NHWC-contiguous
+    assert (record.operator, record.kind, record.reason) == ("torch.Tensor.permute", "layout op", "reorders the dimensions")
+    assert tracker.layout_ops() == tracker.lost() == [record]
+    assert tracker.dropped() == []
+
+
+def test_convnext_layer_norm_pattern_is_one_layout_op_and_keeps_the_format():
+    """ConvNeXt normalises channels by permuting to NHWC, layer_norm over C, permuting back."""
+    x = _x()
+    with FormatTracker() as tracker:
+        nhwc = x.permute(0, 2, 3, 1)
+        out = F.layer_norm(nhwc, (4,)).permute(0, 3, 1, 2)
+    assert out.is_contiguous(memory_format=CL)  # the round trip lands back in channels_last
+    # layer_norm and the second permute take a plain contiguous NHWC tensor: not channels_last, not recorded
+    assert [(r.short_name, r.kind) for r in tracker.records] == [("permute", "layout op")]
+
+
+@pytest.mark.parametrize("first_is_channels_last", [True, False])
+def test_cat_with_a_contiguous_input_is_a_drop_with_mixed_inputs(first_is_channels_last):
+    x, contiguous = _x(), torch.randn(2, 4, 3, 3)
+    pair = [x, contiguous] if first_is_channels_last else [contiguous, x]
+    with FormatTracker() as tracker:
+        out = torch.cat(pair, dim=1)
+        torch.cat([x, x], dim=1)
+    assert out.is_contiguous() and not out.is_contiguous(memory_format=CL)  # torch 2.14 falls back to NCHW
+    mixed, same = tracker.records
+    assert (mixed.short_name, mixed.kind, mixed.mixed_inputs, mixed.reason) == ("cat", "dropped", True, "mixed-format inputs")
+    assert (same.kind, same.mixed_inputs) == ("kept", False)
+    assert tracker.report().rows[0][-2:] == ["DROPPED", "mixed-format inputs"]
+
+
+def test_add_follows_its_first_input():
+    """torch 2.14: channels_last + NCHW stays channels_last, NCHW + channels_last drops to NCHW."""
+    x, contiguous = _x(), torch.randn(2, 4, 3, 3)
+    with FormatTracker() as tracker:
+        x + contiguous
+        contiguous + x
+    assert [(r.kind, r.mixed_inputs, r.reason) for r in tracker.records] == [
+        ("kept", True, ""), ("dropped", True, "mixed-format inputs")
+    ]
+
+
+def test_an_ambiguous_second_input_is_not_mixed():
+    bias = torch.randn(1, 4, 1, 1)  # N C 1 1: contiguous and channels_last at once
+    with FormatTracker() as tracker:
+        bias + _x()
+        F.softmax(_x(), dim=1)
+    assert [(r.kind, r.mixed_inputs) for r in tracker.records] == [("kept", False), ("dropped", False)]
+
+
+def test_views_reshapes_splits_and_explicit_formats_are_layout_ops():
+    x = torch.randn(2, 6, 4, 4).to(memory_format=CL)
+    with FormatTracker() as tracker:
+        x.transpose(2, 3)
+        x.reshape(2, 3, 8, 4)  # not viewable: copied in NCHW order
+        torch.split(x, 3, dim=1)
+        x.chunk(2, dim=1)
+        x.narrow(1, 0, 2)
+        x[:, :3]  # basic slicing: a view, not in the name list
+        x.contiguous()
+        x.to(memory_format=torch.contiguous_format)
+        x.clone(memory_format=torch.contiguous_format)
+    assert [(r.short_name, r.reason) for r in tracker.records] == [
+        ("transpose", "reorders the dimensions"),
+        ("reshape", "asks for a new shape"),
+        ("split", "splits into views"),
+        ("chunk", "splits into views"),
+        ("narrow", "splits into views"),
+        ("__getitem__", "returns a view of its input"),
+        ("contiguous", "asks for a memory format"),
+        ("to", "asks for a memory format"),
+        ("clone", "asks for a memory format"),
+    ]
+    assert {r.kind for r in tracker.records} == {"layout op"}
+    assert tracker.records[2].operator == "torch.functional.split"  # torch.split's real name
+    assert "torch.functional.split" in LAYOUT_OPERATORS and "torch.Tensor.permute" in LAYOUT_OPERATORS
+
+
+def test_a_copy_that_selects_channels_is_a_drop_and_asked_for_formats_keep():
+    x = torch.randn(2, 6, 4, 4).to(memory_format=CL)
+    with FormatTracker() as tracker:
+        x[:, [0, 2, 4]]  # advanced indexing copies, and torch allocates the copy NCHW
+        x.to(memory_format=torch.channels_last)
+        x.clone(memory_format=torch.preserve_format)
+    assert [(r.short_name, r.kind) for r in tracker.records] == [("__getitem__", "dropped"), ("to", "kept"), ("clone", "kept")]
+
+
+def test_roi_align_goes_through_torch_function_and_drops_the_format():
+    from torchvision.ops import roi_align
+
+    features = torch.randn(1, 8, 16, 16).to(memory_format=CL)
+    boxes = torch.tensor([[0, 1.0, 1.0, 8.0, 8.0], [0, 2.0, 2.0, 12.0, 12.0]])
+    with FormatTracker() as tracker:
+        pooled = roi_align(features, boxes, output_size=(4, 4), sampling_ratio=2, aligned=True)
+    (record,) = [r for r in tracker.records if r.short_name == "roi_align"]
+    assert record.operator == "torchvision.roi_align"  # torch.ops.torchvision.roi_align
+    assert record.output_shape == (2, 8, 4, 4) and pooled.is_contiguous()
+    assert (record.kind, record.mixed_inputs) == ("dropped", False)
+    assert tracker.dropped() == [record]
+
+
+def test_records_kind_covers_all_three():
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 4, 1), torch.nn.Softmax(dim=1))
+    x = _x()
+    with FormatTracker() as tracker:
+        y = model(x)  # softmax over channels: NCHW
+        torch.cat([x.permute(0, 1, 3, 2), y], dim=1)
+    assert [(r.short_name, r.kind) for r in tracker.records] == [
+        ("conv2d", "kept"), ("softmax", "dropped"), ("permute", "layout op"),
+    ]
+    assert tracker.report().column("channels_last") == ["DROPPED", "layout op", "kept"]
+    assert tracker.report().column("#") == [2, 3, 1]
 
 
 def test_ignores_contiguous_and_ambiguous_inputs_and_non_4d_outputs():
@@ -98,7 +219,7 @@ def test_torch_untouched_after_nested_exception():
 
 def test_use_outside_with_raises_labkit_error():
     tracker = FormatTracker()
-    for method in (tracker.report, tracker.lost, tracker.kept):
+    for method in (tracker.report, tracker.lost, tracker.kept, tracker.dropped, tracker.layout_ops):
         with pytest.raises(FormatTrackerError, match="with FormatTracker"):
             method()
     assert issubclass(FormatTrackerError, LabkitError)
