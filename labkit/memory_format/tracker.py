@@ -162,12 +162,11 @@ def _is_strictly_contiguous(tensor: torch.Tensor, rank: int) -> bool:
     )
 
 
-def _explicit_memory_format(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.memory_format | None:
-    """The memory format the call names (``.to(memory_format=...)``, ``.contiguous(fmt)``), unless it is preserve_format."""
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, torch.memory_format) and value != torch.preserve_format:
-            return value
-    return None
+def _names_a_memory_format(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """True when the call asks for a format (``.to(memory_format=...)``, ``.contiguous(fmt)``) other than preserve_format."""
+    return any(
+        isinstance(value, torch.memory_format) and value != torch.preserve_format for value in (*args, *kwargs.values())
+    )
 
 
 def _shares_storage(output: torch.Tensor, source: torch.Tensor) -> bool:
@@ -181,7 +180,7 @@ def _shares_storage(output: torch.Tensor, source: torch.Tensor) -> bool:
 def _layout_reason(operator: str, args: tuple[Any, ...], kwargs: dict[str, Any], output: torch.Tensor,
                    source: torch.Tensor) -> str:
     """Why the call is a deliberate layout op, or ``""`` when it is not one."""
-    if _explicit_memory_format(args, kwargs) is not None:
+    if _names_a_memory_format(args, kwargs):
         return _ASKS_FORMAT
     if operator in LAYOUT_OPERATORS:
         return LAYOUT_OPERATORS[operator]
