@@ -1,7 +1,11 @@
 """Lab 01: profile a model node by node with ``torch.fx``.
 
 - :mod:`~labkit.fx.profile`: the tutorial's ``ProfilingInterpreter``, the fast
-  instrumented mode, ``profile_model`` and its ``ProfileReport``.
+  instrumented mode and ``profile_model``.
+- :mod:`~labkit.fx.tracing`: ``trace`` with fx's options, and why a model does not trace.
+- :mod:`~labkit.fx.module_hooks`: ``mode="modules"``, forward hooks for models fx cannot trace.
+- :mod:`~labkit.fx.runs`: the run loop every mode shares, and the eager first run.
+- :mod:`~labkit.fx.report`: ``ProfileReport``, the result every mode fills.
 - :mod:`~labkit.fx.overhead`: what each profiling mode costs per node.
 - :mod:`~labkit.fx.crosscheck`: the same breakdown from ``torch.profiler``.
 - :mod:`~labkit.fx.fusion`: Conv+BatchNorm fusion, by hand and by torch.
@@ -11,9 +15,12 @@
 from labkit.core.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "profile": ("ProfilingInterpreter", "InstrumentedModule", "NodeProfiler", "ProfileReport", "OpTypeBreakdown",
-                "NodeTiming", "profile_model", "require_profilable", "trace", "TraceFailedError", "NotRunYetError",
-                "TrainModeWarning", "MODES"),
+    "profile": ("ProfilingInterpreter", "InstrumentedModule", "NodeProfiler", "profile_model", "require_profilable",
+                "TraceFallbackWarning", "TracedRunError", "MODES"),
+    "tracing": ("trace", "traceable_children", "TraceFailedError"),
+    "module_hooks": ("ModuleProfiler",),
+    "runs": ("ModelRunError", "NotRunYetError", "TrainModeWarning"),
+    "report": ("ProfileReport", "OpTypeBreakdown", "NodeTiming"),
     "overhead": ("measure_overhead", "OverheadResult", "TinyOpsChain"),
     "crosscheck": ("compare_with_torch_profiler", "CrossCheck"),
     "fusion": ("fold_bn_into_conv", "fuse_conv_bn_teaching", "fuse_conv_bn_library", "fuse_safely", "count_nodes",

@@ -172,8 +172,9 @@ def test_require_profilable_raises_what_profile_model_would_without_running(monk
     require_profilable(small_cnn(), X)
     with pytest.raises(LabkitTypeError, match="Expected a torch.nn.Module"):
         require_profilable(42, X)
+    require_profilable(Branchy(), X)  # it falls back to mode="modules"
     with pytest.raises(TraceFailedError):
-        require_profilable(Branchy(), X)
+        require_profilable(Branchy(), X, fallback=False)
     with pytest.raises(LabkitValueError, match="mode must be one of"):
         require_profilable(small_cnn(), X, mode="slow")
     with pytest.raises(LabkitValueError, match="Input 0 is on cpu but the model is on meta"):
@@ -233,7 +234,7 @@ def test_node_profiler_reports_only_after_a_run():
 
 def test_untraceable_model_names_the_module_and_line_and_suggests_fixes():
     with pytest.raises(TraceFailedError) as info:
-        profile_model(Branchy(), X)
+        profile_model(Branchy(), X, fallback=False)
     message = str(info.value)
     assert "Branchy.forward" in message and "if x.sum() > 0:" in message and "line" in message
     assert "concrete_args" in message and "leaf" in message and "torch.profiler" in message

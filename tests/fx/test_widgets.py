@@ -89,7 +89,7 @@ def test_bad_model_fails_at_construction_with_a_labkit_error():
 def test_a_model_input_mismatch_shows_in_the_status_and_re_enables_the_button():
     widget = LiveProfile(nn.Sequential(nn.Conv2d(3, 4, 3)).eval(), torch.randn(1, 5, 8, 8))
     widget.run()
-    assert widget.status.value.startswith("<b>error:</b> RuntimeError: ")
+    assert widget.status.value.startswith("<b>error:</b> ModelRunError: Sequential itself fails on a 1x5x8x8")
     assert "5 channels" in widget.status.value and not widget.button.disabled and widget.report is None
 
 
@@ -284,3 +284,20 @@ def test_grouped_bars_follow_the_grouped_table(widget, monkeypatch):
     widget.sort_by.value = "name"
     labels, _, title, _ = drawn[-1]
     assert labels == ["BatchNorm2d", "Conv2d", "ReLU"] == [r[0] for r in body_rows(widget)] and "A-Z" in title
+
+
+def test_a_model_fx_cannot_trace_is_profiled_module_by_module():
+    from labkit.fx.profile import TraceFallbackWarning
+
+    class LoopsOverImages(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, images):
+            return [self.conv(image) for image in images]
+
+    widget = LiveProfile(LoopsOverImages().eval(), [torch.randn(1, 3, 8, 8)], runs=2, warmup=0)
+    with pytest.warns(TraceFallbackWarning):
+        widget.run()
+    assert widget.report.mode == "modules" and widget.report.rows[0].name == "conv"

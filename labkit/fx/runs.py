@@ -1,0 +1,253 @@
+"""What every way of timing a model shares: the run loop, the report, and leaving the learner's state alone.
+
+Why a module of its own: lab 01 times a model three ways (the fx interpreter,
+the instrumented graph, forward hooks on modules). Each differs only in how one
+run is timed; the rest is the same and lives here once:
+
+- :class:`Profiler` records runs (``warmup``, ``run_once``) and builds the
+  :class:`~labkit.fx.report.ProfileReport`;
+- :meth:`Profiler.session` restores the global RNG afterwards and warns about a
+  model in train mode;
+- :func:`with_private_buffers` gives a copy of the model that shares its
+  parameters, so a train-mode BatchNorm updates the copy's running statistics,
+  never the learner's;
+- :func:`run_eager_once` runs the model itself once before any tracing, so a
+  wrong input is reported as the model's own error, not as a traced graph's.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import re
+import traceback
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from labkit.core.errors import LabkitError, LabkitValueError, require_count
+from labkit.core.timing import RunStats
+from labkit.fx.report import NodeTiming, ProfileReport
+
+
+class NotRunYetError(LabkitError, RuntimeError):
+    """A summary or report was asked for before any timed run."""
+
+
+class ModelRunError(LabkitError):
+    """The model itself (eager, before any tracing) failed on the given inputs."""
+
+
+class TrainModeWarning(UserWarning):
+    """The profiled model is in train mode: Dropout and BatchNorm then do training work."""
+
+
+def model_device(module: torch.nn.Module) -> torch.device | None:
+    for tensor in (*module.parameters(), *module.buffers()):
+        return tensor.device
+    return None
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def check_input_devices(module: torch.nn.Module, inputs: Sequence[Any]) -> torch.device:
+    """The device to synchronize; raises if an input tensor (also one in a list) sits elsewhere than the model."""
+    device = model_device(module)
+    tensors = list(_tensors(list(inputs)))
+    for index, tensor in enumerate(tensors):
+        if device is not None and tensor.device != device:
+            raise LabkitValueError(
+                f"Input {index} is on {tensor.device} but the model is on {device}. "
+                f"Move one of them, e.g. x = x.to({str(device)!r}) or model.to(x.device)."
+            )
+    if device is not None:
+        return device
+    return tensors[0].device if tensors else torch.device("cpu")
+
+
+ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
+
+
+def with_private_buffers(module: ModuleT) -> ModuleT:
+    """A copy of ``module`` that shares its parameters but owns its buffers.
+
+    A training-mode BatchNorm updates running_mean/var and num_batches_tracked on
+    every forward, even under ``no_grad``. Profiling runs on this copy, so the
+    learner's model is left exactly as it was, at the memory cost of the buffers only.
+    """
+    shared_parameters = {id(p): p for p in module.parameters()}
+    return copy.deepcopy(module, memo=shared_parameters)
+
+
+@contextlib.contextmanager
+def preserved_rng(device: torch.device) -> Iterator[None]:
+    """Restore the global RNG (CPU, and ``device`` if it has its own) when the block ends."""
+    if device.type in ("cpu", "meta"):
+        devices, device_type = [], "cpu"
+    else:
+        device_module = torch.get_device_module(device.type)
+        devices = [device.index if device.index is not None else device_module.current_device()]
+        device_type = device.type
+    with torch.random.fork_rng(devices=devices, device_type=device_type):
+        yield
+
+
+def describe_inputs(inputs: Sequence[Any]) -> str:
+    """'a 1x3x64x64 tensor', 'a list of 2 tensors (3x224x224, 3x224x224)', ... for error messages."""
+
+    def one(value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            return "a " + "x".join(map(str, value.shape)) + f" {value.dtype} tensor".replace("torch.", "")
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            shapes = ", ".join("x".join(map(str, v.shape)) for v in value[:3]) + (", ..." if len(value) > 3 else "")
+            return f"a {type(value).__name__} of {len(value)} tensors ({shapes})"
+        return f"{type(value).__name__} {value!r}"[:60]
+
+    return "; ".join(one(value) for value in inputs) or "no inputs"
+
+
+def _raised_in(exc: BaseException) -> str:
+    """' (raised in vision_transformer.py, line 288: `torch._assert(...)`)' for the innermost frame outside torch."""
+    torch_dir = str(Path(torch.__file__).parent) + os.sep
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(torch_dir)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f" (raised in {Path(frame.filename).name}, line {frame.lineno}: `{(frame.line or '').strip()}`)"
+
+
+def run_eager_once(model: Any, call_args: Sequence[Any]) -> None:
+    """Run ``model(*call_args)`` once under ``no_grad``; a failure is a :class:`ModelRunError` with the model's message.
+
+    Why first: a traced graph that fails on a wrong input reports it at a fx node
+    (``Expected 224 but got Proxy(getitem_2)``), a dozen frames deep. The model's
+    own message says it plainly (``Expected 224 but got 64``). A train-mode model
+    runs on a copy with private buffers, and the global RNG is restored, so the
+    run leaves no trace.
+    """
+    if not callable(model):
+        return  # trace() says what to pass instead
+    device = check_input_devices(model, call_args) if isinstance(model, torch.nn.Module) else torch.device("cpu")
+    runnable = with_private_buffers(model) if isinstance(model, torch.nn.Module) and model.training else model
+    try:
+        with preserved_rng(device), torch.no_grad():
+            runnable(*call_args)
+    except Exception as exc:  # noqa: BLE001 - whatever the model raises is reported the same way
+        raise ModelRunError(_eager_failure_message(model, call_args, exc)) from exc
+
+
+def _eager_failure_message(model: Any, call_args: Sequence[Any], exc: Exception) -> str:
+    name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "the function")
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    message = (
+        f"{name} itself fails on {describe_inputs(call_args)}, before any profiling: "
+        f"{type(exc).__name__}: {first_line}{_raised_in(exc)}."
+    )
+    if "has been specialized" in first_line:
+        return message + (
+            " This GraphModule was traced with concrete_args, and fx checks that each call passes the traced value. "
+            "Profile the original model with the same concrete_args instead, e.g. "
+            "profile_model(model, x, concrete_args={'flip': True}), or pass the value as an input too."
+        )
+    expected = re.search(r"[Ee]xpected (.+?) but got (.+?)[!.]?$", first_line)
+    if expected:
+        return message + f" The model expects {expected[1]} where the input has {expected[2]}: change the input to fit."
+    return message + " This is the model's own error on this input, not labkit's: fix the input (its shape, size or type) first."
+
+
+class Profiler:
+    """Records timed runs of a model and summarizes them in a :class:`ProfileReport`.
+
+    A subclass sets ``mode``, ``device`` and ``training`` and implements
+    :meth:`_timed_call` (one run: its total seconds and ``(key, seconds)`` per timed
+    part, in order) and :meth:`_describe` (what the report says about a key).
+    """
+
+    mode: str
+    device: torch.device
+    training: bool
+
+    def __init__(self, fallback_reason: str = "", traceable_children: tuple[tuple[str, int], ...] = ()) -> None:
+        self.warmup_runs = 0
+        self.totals: list[float] = []
+        self.samples: dict[str, list[float]] = {}
+        self.fallback_reason = fallback_reason
+        self.traceable_children = traceable_children
+
+    def _timed_call(self) -> tuple[float, list[tuple[str, float]]]:
+        raise NotImplementedError
+
+    def _describe(self, key: str) -> tuple[str, str, str, str, str]:
+        """``(op, name, target, op_type, module_class)`` of the part recorded under ``key``."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def session(self, stacklevel: int = 3) -> Iterator[None]:
+        """Wrap a series of runs: the global RNG (CPU and the device in use) is restored afterwards.
+
+        A train-mode Dropout draws random numbers on every run, so without the
+        fork profiling would change what the learner's next random call returns.
+        A train-mode model also gets one :class:`TrainModeWarning` per session.
+        """
+        if self.training:
+            warnings.warn(
+                "The model is in train mode, so Dropout and BatchNorm do training work in every profiled run. "
+                "Call model.eval() first to profile inference.",
+                TrainModeWarning,
+                stacklevel=stacklevel,  # 3: the line with the ``with``
+            )
+        with preserved_rng(self.device):
+            yield
+
+    def warmup(self, runs: int = 2) -> None:
+        """Run ``runs`` times without recording (first calls allocate and pick kernels)."""
+        runs = require_count("warmup", runs, 0, "use warmup=0 to skip it")
+        for _ in range(runs):
+            self._timed_call()
+        self.warmup_runs += runs
+
+    def run_once(self) -> None:
+        """One recorded run."""
+        total, durations = self._timed_call()
+        self.totals.append(total)
+        for key, seconds in durations:
+            self.samples.setdefault(key, []).append(seconds)
+
+    def report(self) -> ProfileReport:
+        if not self.totals:
+            raise NotRunYetError("No timed runs yet: call run_once() (or profile_model(..., runs=5)) first.")
+        total = RunStats.from_samples(self.totals)
+        rows = []
+        for key, samples in self.samples.items():
+            stats = RunStats.from_samples(samples)
+            op, name, target, op_type, module_class = self._describe(key)
+            rows.append(NodeTiming(op, name, target, op_type, stats, stats.mean / total.mean * 100, module_class))
+        return ProfileReport(
+            rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children
+        )
+
+
+__all__ = [
+    "ModelRunError",
+    "NotRunYetError",
+    "Profiler",
+    "TrainModeWarning",
+    "check_input_devices",
+    "describe_inputs",
+    "model_device",
+    "preserved_rng",
+    "run_eager_once",
+    "with_private_buffers",
+]

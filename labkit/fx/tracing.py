@@ -1,0 +1,334 @@
+"""Trace a model with ``torch.fx``, and say clearly why when it cannot be traced.
+
+Why a module of its own: tracing is where "profile your own model" meets models
+written without FX in mind. fx's own errors name its mechanism (a Proxy, control
+flow), not the learner's code, and its options (``concrete_args``, leaf modules,
+a custom ``Tracer``) are easy to get wrong. This module keeps all of that in one
+place: :func:`trace` with those options, the explanation of a failure by family,
+and :func:`traceable_children`, the parts of an untraceable model that do trace,
+suggested for node-level detail.
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+import linecache
+import os
+import traceback
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+import torch
+import torch.fx
+
+from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
+
+#: What ``leaf_modules=`` accepts: module classes, class names ("MultiScaleRoIAlign") or
+#: qualified submodule names ("backbone.body").
+LeafModules = Iterable[Union[str, type[torch.nn.Module]]]
+
+
+class TraceFailedError(LabkitError):
+    """``torch.fx`` symbolic tracing could not trace the model."""
+
+
+def _trace_failure_site(exc: BaseException) -> tuple[str, str]:
+    """('Block.forward, line 12 of model.py', 'if x.sum() > 0:') for the innermost frame outside torch.
+
+    Why the separator: torch's folder ``.../site-packages/torch`` is also the start of
+    ``.../site-packages/torchvision``, and a torchvision model's frames are the ones
+    that say where it failed. Frames of labkit.fx are skipped too. ``("", "")`` if
+    there is no such frame.
+    """
+    skipped = (str(Path(torch.__file__).parent) + os.sep, str(Path(__file__).parent) + os.sep)
+    where, source = "", ""
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if code.co_filename.startswith(skipped):
+            continue
+        owner = frame.f_locals.get("self")
+        name = f"{type(owner).__name__}.{code.co_name}" if isinstance(owner, torch.nn.Module) else code.co_name
+        where = f"{name}, line {lineno} of {Path(code.co_filename).name}"
+        source = linecache.getline(code.co_filename, lineno).strip()
+    return where, source
+
+
+def _describe_trace_failure(exc: BaseException) -> str:
+    """'Block.forward, line 12 of model.py: `if x.sum() > 0:`' for the innermost user frame."""
+    where, source = _trace_failure_site(exc)
+    if not where:
+        return "an unknown place (no user frame in the traceback)"
+    return where + (f": `{source}`" if source else "")
+
+
+_LEAF_OR_NO_TRACE = (
+    "make the offending submodule a leaf (profile_model(..., leaf_modules=['its.name']), or your own "
+    "torch.fx.Tracer with tracer=), or time it without a trace: module by module with mode='modules' "
+    "(profile_model falls back to it), or per aten operator with torch.profiler."
+)
+_TRACE_OPTIONS = (
+    "Options: fix the branch with concrete_args (e.g. profile_model(model, x, concrete_args={'flag': True})), "
+    + _LEAF_OR_NO_TRACE
+)
+
+
+def _explain_trace_failure(exc: BaseException, source: str) -> str:
+    """What went wrong, by family of fx failure, and what to do about it.
+
+    Why: fx's own messages name its mechanism (Proxy, control flow), not the
+    learner's code. Three families cover most models that do not trace: a
+    check of a shape or value (``assert``, ``torch._assert``), a loop over an
+    input (a list of tensors, ``*args``), and an ``if`` on a tensor value.
+    """
+    message = str(exc)
+    if source.startswith("assert ") or "_assert(" in source:
+        return (
+            "The failing line checks a shape or value (assert / torch._assert). While tracing, inputs are "
+            "torch.fx Proxies: their shapes and values are not numbers yet, so a Python assert, len() of a "
+            "shape or bool() of a comparison cannot run. Options: write the check as "
+            "torch._assert(tensor_condition, message) on tensors only (fx records it as a node), drop it from "
+            "the traced forward, or " + _LEAF_OR_NO_TRACE
+        )
+    if "cannot be iterated" in message:
+        return (
+            "The model loops over (or unpacks) a traced value: a Proxy has no length while tracing. This is "
+            "typical of a model that takes a list of tensors, e.g. torchvision's detection models take a list "
+            "of images. Options: profile a part that takes one tensor (e.g. profile_model(model.backbone, x)), "
+            "or " + _LEAF_OR_NO_TRACE
+        )
+    if "control flow" in message:
+        return "Symbolic tracing cannot follow Python control flow that depends on tensor values. " + _TRACE_OPTIONS
+    return (
+        "While tracing, inputs are torch.fx Proxies, not tensors: code that needs a concrete value "
+        "(an if, a loop, a Python number) cannot run. " + _TRACE_OPTIONS
+    )
+
+
+_TORCH_NN_PREFIXES = ("torch.nn.", "torch.ao.nn.")
+
+
+def torch_nn_layer(cls: type[torch.nn.Module]) -> type[torch.nn.Module] | None:
+    """The torch.nn layer class that ``cls`` (a module class defined outside torch.nn) subclasses, if any.
+
+    Why: libraries subclass torch.nn layers (torchvision's video models use
+    ``Conv3DSimple(nn.Conv3d)``); a report should count such a layer with its
+    base's type, ``Conv3d``. ``None`` for a class of torch.nn itself, and for one
+    whose nearest torch.nn base is ``Module`` or a container (``Sequential``,
+    ``ModuleList``, ``ModuleDict``): those are models, not layers.
+    """
+    if cls.__module__.startswith(_TORCH_NN_PREFIXES):
+        return None
+    bases = [c for c in cls.__mro__[1:] if issubclass(c, torch.nn.Module) and c.__module__.startswith(_TORCH_NN_PREFIXES)]
+    base = bases[0] if bases else None
+    if base is None or base is torch.nn.Module or base.forward is torch.nn.Module.forward:
+        return None  # ModuleList and ModuleDict keep Module's forward (which raises)
+    if issubclass(base, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)):
+        return None
+    return base
+
+
+class _Tracer(torch.fx.Tracer):
+    """fx's default tracer, plus: a subclass of a torch.nn layer that keeps the layer's ``forward`` is a leaf,
+    and so is every module named in ``leaf_modules``.
+
+    Why: fx keeps torch.nn layers as single ``call_module`` nodes, but traces into
+    any module defined elsewhere. ``class Conv3DSimple(nn.Conv3d)`` (torchvision)
+    then became a ``conv3d`` function plus two ``get_attr`` nodes, so a report
+    split one layer type in two. A subclass that overrides ``forward`` runs its
+    own code and is still traced into. Leafness changes only how finely the graph
+    is timed, never what it computes.
+    """
+
+    def __init__(self, leaf_modules: Sequence[str | type[torch.nn.Module]] = ()) -> None:
+        super().__init__()
+        self.leaf_names = {leaf for leaf in leaf_modules if isinstance(leaf, str)}
+        self.leaf_classes = tuple(leaf for leaf in leaf_modules if isinstance(leaf, type))
+
+    def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        if module_qualified_name in self.leaf_names or type(m).__name__ in self.leaf_names:
+            return True
+        if isinstance(m, self.leaf_classes):
+            return True
+        layer = torch_nn_layer(type(m))
+        inherits_forward = layer is not None and type(m).forward is layer.forward
+        return inherits_forward or super().is_leaf_module(m, module_qualified_name)
+
+
+def leaf_list(model: Any, leaf_modules: LeafModules) -> list[str | type[torch.nn.Module]]:
+    """``leaf_modules`` as a list, each entry checked against ``model``: a typo must not be silently ignored."""
+    if isinstance(leaf_modules, (str, type)):
+        leaf_modules = [leaf_modules]
+    leaves = list(leaf_modules)
+    modules = dict(model.named_modules()) if isinstance(model, torch.nn.Module) else {}
+    class_names = {type(m).__name__ for m in modules.values()}
+    for leaf in leaves:
+        if isinstance(leaf, type) and issubclass(leaf, torch.nn.Module):
+            continue
+        if not isinstance(leaf, str):
+            raise LabkitTypeError(
+                f"leaf_modules takes module classes, class names or qualified submodule names, got {leaf!r}; "
+                "e.g. leaf_modules=['backbone.body'] or leaf_modules=[torchvision.ops.MultiScaleRoIAlign]."
+            )
+        if leaf not in modules and leaf not in class_names:
+            close = difflib.get_close_matches(leaf, [*modules, *class_names], n=3)
+            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else " See dict(model.named_modules())."
+            raise LabkitValueError(
+                f"leaf_modules names {leaf!r}, which is neither a submodule nor a module class of the model.{hint}"
+            )
+    return leaves
+
+
+def _tracer_for(model: Any, leaf_modules: LeafModules, tracer: Any) -> torch.fx.Tracer:
+    """The tracer to use: the caller's (an instance or a subclass of ``torch.fx.Tracer``), or labkit's with the leaves."""
+    if tracer is None:
+        return _Tracer(leaf_list(model, leaf_modules))
+    if list(leaf_modules):
+        raise LabkitValueError(
+            "Pass either tracer= or leaf_modules=, not both: with your own tracer, make those modules leaves "
+            "in its is_leaf_module."
+        )
+    if isinstance(tracer, type) and issubclass(tracer, torch.fx.Tracer):
+        return tracer()
+    if isinstance(tracer, torch.fx.Tracer):
+        return tracer
+    raise LabkitTypeError(
+        f"tracer must be a torch.fx.Tracer (an instance or a subclass), got {type(tracer).__name__}; "
+        "e.g. class MyTracer(torch.fx.Tracer) with is_leaf_module overridden, then tracer=MyTracer()."
+    )
+
+
+def trace(
+    model: Any,
+    concrete_args: dict[str, Any] | None = None,
+    *,
+    leaf_modules: LeafModules = (),
+    tracer: torch.fx.Tracer | type[torch.fx.Tracer] | None = None,
+) -> torch.fx.GraphModule:
+    """Symbolically trace ``model`` (an ``nn.Module`` or a function) into a ``GraphModule``.
+
+    As ``torch.fx.symbolic_trace``, except that a subclass of a torch.nn layer that
+    does not override ``forward`` stays one node (see :class:`_Tracer`). Options:
+
+    - ``concrete_args``: values for arguments that steer Python control flow
+      (``{"flip": True}``), as in fx; the graph is specialized to them.
+    - ``leaf_modules``: modules to keep as single nodes instead of tracing into
+      them, by class, class name or qualified name (``["backbone.body"]``).
+    - ``tracer``: your own ``torch.fx.Tracer`` (instance or subclass) instead.
+
+    Raises :class:`LabkitTypeError` for something that is not callable, and
+    :class:`TraceFailedError` naming the module and line where tracing failed and
+    what to do about that kind of failure.
+    """
+    if isinstance(model, torch.fx.GraphModule) and concrete_args is None and tracer is None and not list(leaf_modules):
+        return model
+    if not callable(model):
+        raise LabkitTypeError(
+            f"Expected a torch.nn.Module (or a function) to trace, got {type(model).__name__}. "
+            "Pass the model itself, e.g. profile_model(torchvision.models.resnet18(), x)."
+        )
+    chosen = _tracer_for(model, leaf_modules, tracer)
+    try:
+        graph = chosen.trace(model, concrete_args=concrete_args)
+    except Exception as exc:  # noqa: BLE001 - fx raises TraceError, TypeError, RuntimeError...
+        _, source = _trace_failure_site(exc)
+        raise TraceFailedError(
+            f"torch.fx could not trace the model: {type(exc).__name__}: {exc}\n"
+            f"It failed in {_describe_trace_failure(exc)}.\n" + _explain_trace_failure(exc, source)
+        ) from exc
+    name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "function")
+    return torch.fx.GraphModule(chosen.root, graph, name)
+
+
+def count_timed_nodes(graph_module: torch.fx.GraphModule) -> int:
+    """The nodes a profile times: every node but the inputs (placeholders) and the output."""
+    return sum(1 for node in graph_module.graph.nodes if node.op not in ("placeholder", "output"))
+
+
+#: How many submodules :func:`traceable_children` tries at most (tracing is symbolic and quick, but a model can be huge).
+MAX_TRACE_ATTEMPTS = 200
+
+
+def traceable_children(model: torch.nn.Module, limit: int = 5) -> tuple[tuple[str, int], ...]:
+    """The largest submodules of ``model`` that fx can trace: ``(qualified name, timed nodes)``, largest first.
+
+    Why: when the whole model does not trace, a part usually does (a detection
+    model's ``backbone``); profiling that part gives node-level detail. The search
+    goes top-down: a child that traces is a candidate and is not searched further,
+    one that does not is searched through its own children. A single layer
+    (no children) is not suggested: it would be one node.
+    """
+    found: list[tuple[str, int]] = []
+    queue = list(model.named_children())
+    for _ in range(MAX_TRACE_ATTEMPTS):
+        if not queue:
+            break
+        name, child = queue.pop(0)
+        if not any(True for _ in child.children()):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                found.append((name, count_timed_nodes(trace(child))))
+        except LabkitError:
+            queue.extend((f"{name}.{sub}", grandchild) for sub, grandchild in child.named_children())
+    return tuple(sorted(found, key=lambda item: -item[1])[:limit])
+
+
+def call_arguments(model: Any, inputs: Sequence[Any], concrete_args: dict[str, Any] | None) -> tuple[Any, ...]:
+    """The positional arguments for one forward: ``inputs`` for the free parameters, ``concrete_args`` for the rest.
+
+    Why: fx keeps a specialized argument as a parameter of the traced
+    ``forward``, renamed (``flip_1``) and guarded by an assert that it gets the
+    traced value; its default stays the original one. So both the eager model and
+    the traced graph are called with every parameter by position, in ``forward``'s
+    order: ``profile_model(model, x, concrete_args={"flip": True})`` then calls
+    ``model(x, True)`` and ``traced(x, True)``.
+    """
+    if not concrete_args:
+        return tuple(inputs)
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
+    parameters = list(inspect.signature(forward).parameters.values())
+    variadic = [p.name for p in parameters if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY)]
+    if variadic:
+        raise LabkitValueError(
+            f"concrete_args needs a forward with plain named parameters, but it has {', '.join(variadic)}. "
+            "Wrap the model in a module whose forward names each argument."
+        )
+    unknown = sorted(set(concrete_args) - {p.name for p in parameters})
+    if unknown:
+        raise LabkitValueError(
+            f"concrete_args names {', '.join(unknown)}, which forward does not take; its parameters are "
+            f"{', '.join(p.name for p in parameters)}."
+        )
+    free = iter(inputs)
+    arguments = []
+    for parameter in parameters:
+        if parameter.name in concrete_args:
+            arguments.append(concrete_args[parameter.name])
+            continue
+        value = next(free, parameter.default)
+        if value is inspect.Parameter.empty:
+            raise LabkitValueError(f"No input for forward's parameter {parameter.name!r}: pass it after the others.")
+        arguments.append(value)
+    extra = list(free)
+    if extra:
+        raise LabkitValueError(
+            f"{len(extra)} input(s) too many: forward takes {len(parameters)} parameters, "
+            f"{len(concrete_args)} of them fixed by concrete_args."
+        )
+    return tuple(arguments)
+
+
+__all__ = [
+    "MAX_TRACE_ATTEMPTS",
+    "LeafModules",
+    "TraceFailedError",
+    "call_arguments",
+    "count_timed_nodes",
+    "leaf_list",
+    "torch_nn_layer",
+    "trace",
+    "traceable_children",
+]
