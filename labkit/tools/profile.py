@@ -1,18 +1,27 @@
-"""``python -m labkit profile MODEL``: profile a torchvision model node by node.
+"""``python -m labkit profile MODEL``: profile any torchvision model node by node.
 
 Why a command: an instructor trying a workshop machine, or a learner who
 wants numbers for another architecture, should not need a notebook. The model
-gets random weights (``weights=None``, no download) and a random input batch;
-the numbers come from :func:`labkit.fx.profile.profile_model`.
+gets random weights (``weights=None``, no download) and a random input of its
+kind (a list of images for a detection model, a 5-D clip for a video model, two
+images for RAFT) at its default size (:mod:`labkit.fx.model_zoo`); the numbers
+come from :func:`labkit.fx.profile.profile_model`, which falls back to timing
+the model's layers when torch.fx cannot trace it, and says why.
 
-Example::
+Examples::
 
+    python -m labkit profile --list
     python -m labkit profile resnet18 --batch 8 --runs 5 --mode fast --top 10 --csv out.csv --json out.json
+    python -m labkit profile fasterrcnn_mobilenet_v3_large_fpn --leaf-module transform
 """
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
 import sys
+import warnings
+from typing import Any
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import writable_target
@@ -20,12 +29,22 @@ from labkit.fx.profile import MODES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="a torchvision classification model name, e.g. resnet18, mobilenet_v3_small")
+    parser.add_argument("model", nargs="?",
+                        help="a torchvision model name, any case, e.g. resnet18, ViT_B_16, ssdlite320_mobilenet_v3_large")
+    parser.add_argument("--list", action="store_true", help="list every model by kind, with its default input, and exit")
     parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    parser.add_argument("--size", type=int, default=224, help="image height and width (default 224)")
+    parser.add_argument("--size", type=int, default=None, help="image height and width (default: the model's, see --list)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed warm-up runs (default 2)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs (default 5)")
-    parser.add_argument("--mode", choices=MODES, default="fast", help="fast (instrumented graph) or interpreter")
+    parser.add_argument("--mode", choices=MODES, default="fast",
+                        help="fast (instrumented graph), interpreter, or modules (hooks on layers, no tracing)")
+    parser.add_argument("--concrete-args", action="append", default=[], metavar="NAME=VALUE",
+                        help="fix a forward argument while tracing, VALUE a Python literal (repeatable), e.g. flip=True")
+    parser.add_argument("--leaf-module", action="append", default=[], metavar="NAME",
+                        help="keep a submodule as one node: a qualified name (backbone.body) or a class name "
+                             "(MultiScaleRoIAlign) (repeatable)")
+    parser.add_argument("--tracer", metavar="MODULE:CLASS",
+                        help="trace with your own torch.fx.Tracer subclass, e.g. mytracers:LeafyTracer")
     parser.add_argument("--top", type=int, default=10, help="show the K slowest nodes (default 10)")
     parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available, or $LABKIT_DEVICE)")
     parser.add_argument("--seed", type=int, default=0, help="seed for weights and input (default 0)")
@@ -35,9 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _validate_arguments(args: argparse.Namespace) -> None:
     """Every count and output path, before any model is built: a typo must not cost a whole profile."""
+    if not args.model:
+        raise LabkitValueError("Name a model to profile, e.g. `python -m labkit profile resnet18`, or list them with --list.")
     for option, minimum in (("batch", 1), ("size", 1), ("warmup", 0), ("runs", 1), ("top", 1)):
         value = getattr(args, option)
-        if value < minimum:
+        if value is not None and value < minimum:
             requirement = "cannot be negative" if minimum == 0 else f"must be at least {minimum}"
             raise LabkitValueError(f"--{option} {requirement} (got {value}).")
     for path in (args.csv, args.json):
@@ -45,83 +66,108 @@ def _validate_arguments(args: argparse.Namespace) -> None:
             writable_target(path)
 
 
-def _validate_model_name(name: str) -> None:
-    import torchvision
-
-    available = torchvision.models.list_models(module=torchvision.models)
-    if name not in available:
-        raise LabkitValueError(f"Unknown torchvision model {name!r}. Try one of: {', '.join(sorted(available)[:12])}, ...")
-
-
-def _input_sides(name: str) -> tuple[int, int]:
-    """(smallest input side, side its weights were trained at), from torchvision's weight metadata (no download)."""
-    import torchvision
-
-    weights = torchvision.models.get_model_weights(name).DEFAULT
-    return min(weights.meta["min_size"]), weights.transforms.keywords["crop_size"]
-
-
-def _validate_size(name: str, size: int) -> None:
-    minimum, trained = _input_sides(name)
-    if size < minimum:
-        raise LabkitValueError(
-            f"{name} needs an input of at least {minimum}x{minimum} (got {size}x{size}); "
-            f"try --size {trained}, the size its weights were trained at."
-        )
+def parse_concrete_args(pairs: list[str]) -> dict[str, Any]:
+    """``["flip=True", "mode='a'"]`` -> ``{"flip": True, "mode": "a"}``; each VALUE is read with ``ast.literal_eval``."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        name, equals, text = pair.partition("=")
+        if not equals or not name.strip().isidentifier():
+            raise LabkitValueError(f"--concrete-args takes NAME=VALUE, e.g. --concrete-args flip=True (got {pair!r}).")
+        try:
+            values[name.strip()] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError) as exc:
+            raise LabkitValueError(
+                f"--concrete-args {pair!r}: {text.strip()!r} is not a Python literal ({type(exc).__name__}); "
+                "write True, 3, 0.5, None, 'text' or (1, 2)."
+            ) from None
+    return values
 
 
-def _build_model(name: str):
-    import torchvision
+def load_tracer(spec: str | None) -> type | None:
+    """The ``torch.fx.Tracer`` subclass named ``module.path:ClassName``, or None when no ``--tracer`` was given."""
+    if spec is None:
+        return None
+    import torch.fx
 
-    return torchvision.models.get_model(name, weights=None).eval()
-
-
-def _first_run(model, example, name: str) -> None:
-    """One untimed eager run, so a wrong input size is one clear line instead of a traceback from the profile.
-
-    Some models accept only one size (ViT, Swin and MaxViT need 224), which the
-    weight metadata's minimum does not tell; the eager run does.
-    """
-    import torch
-
+    module_name, colon, class_name = spec.partition(":")
+    if not colon or not module_name or not class_name:
+        raise LabkitValueError(f"--tracer takes module.path:ClassName, e.g. mytracers:LeafyTracer (got {spec!r}).")
     try:
-        with torch.no_grad():
-            model(example)
-    except Exception as exc:  # noqa: BLE001 - any model error on a well-formed batch is reported the same way
-        lines = str(exc).strip().splitlines()
-        shape = "x".join(str(n) for n in example.shape)
-        message = f"{name} cannot run on a {shape} input ({type(exc).__name__}: {lines[0] if lines else ''})."
-        trained = _input_sides(name)[1]
-        if example.shape[-1] != trained:
-            message += f" It needs a different input size; try --size {trained}, the size its weights were trained at."
-        raise LabkitValueError(message) from exc
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise LabkitValueError(f"--tracer {spec}: cannot import {module_name!r} ({exc}). Is it on PYTHONPATH?") from None
+    tracer = getattr(module, class_name, None)
+    if not (isinstance(tracer, type) and issubclass(tracer, torch.fx.Tracer)):
+        found = "nothing by that name" if tracer is None else f"a {type(tracer).__name__}"
+        raise LabkitValueError(f"--tracer {spec}: expected a subclass of torch.fx.Tracer, found {found} in {module_name}.")
+    return tracer
+
+
+def catalog_text() -> str:
+    """Every model :mod:`labkit.fx.model_zoo` knows, one table per kind, with the input ``--size`` defaults to."""
+    from labkit.core.tables import Table
+    from labkit.fx.model_zoo import KINDS, catalog
+
+    sections = []
+    for kind in KINDS:
+        entries = [entry for entry in catalog().values() if entry.kind == kind]
+        rows = [[entry.name, entry.size, entry.input_text()] for entry in entries]
+        title = f"{kind} ({len(entries)} models)"
+        sections.append(Table(["model", "default size", "input (batch 1)"], rows, title=title).to_text())
+    return "\n\n".join(sections)
+
+
+def _print_fallback(report: Any) -> None:
+    """Why the model was profiled layer by layer, and which parts of it do trace."""
+    print(f"Fell back to mode {report.mode!r} (forward hooks on each layer, no trace). {report.fallback_reason}")
+    if report.traceable_children:
+        parts = ", ".join(f"{name} ({nodes} nodes)" for name, nodes in report.traceable_children)
+        print(f"For node-level detail, profile a part that traces: {parts}.")
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from labkit.core.device import pick_device
+    from labkit.core.notebook import seed_everything
+    from labkit.fx import model_zoo
+    from labkit.fx.profile import ModelRunError, TraceFallbackWarning, profile_model
+
+    _validate_arguments(args)
+    concrete_args = parse_concrete_args(args.concrete_args)
+    tracer = load_tracer(args.tracer)
+    device = pick_device(args.device)
+    info = model_zoo.model_info(args.model)
+    size = info.size if args.size is None else args.size
+    model_zoo.validate_size(info.name, size)
+    seed_everything(args.seed)
+    model = model_zoo.build_model(info.name).to(device)
+    inputs = model_zoo.example_inputs(info.name, args.batch, size, device)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceFallbackWarning)  # printed below, with the traceable parts
+            report = profile_model(model, *inputs, warmup=args.warmup, runs=args.runs, mode=args.mode,
+                                   concrete_args=concrete_args or None, leaf_modules=args.leaf_module, tracer=tracer)
+    except ModelRunError as exc:
+        if size == info.size:
+            raise
+        raise LabkitValueError(f"{exc} Try --size {info.size} (the model's default).") from exc
+    print(f"{info.name} ({info.kind}), input {info.input_text(args.batch, size)}, device {device.type}, mode {report.mode}")
+    if report.fallback_reason:
+        _print_fallback(report)
+    print(report.top(args.top).to_text())
+    print()
+    print(report.by_op_type().to_text())
+    for path, write in ((args.csv, report.to_csv), (args.json, report.to_json)):
+        if path:
+            print(f"wrote {write(path)}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
-    from labkit.core.device import pick_device
-    from labkit.core.notebook import seed_everything
-    from labkit.fx.profile import profile_model
-
     try:
-        _validate_arguments(args)
-        device = pick_device(args.device)
-        _validate_model_name(args.model)
-        _validate_size(args.model, args.size)
-        seed_everything(args.seed)
-        model = _build_model(args.model).to(device)
-        example = torch.randn(args.batch, 3, args.size, args.size, device=device)
-        _first_run(model, example, args.model)
-        report = profile_model(model, example, warmup=args.warmup, runs=args.runs, mode=args.mode)
-        print(f"{args.model}, batch {args.batch}x3x{args.size}x{args.size}, device {device.type}")
-        print(report.top(args.top).to_text())
-        print()
-        print(report.by_op_type().to_text())
-        for path, write in ((args.csv, report.to_csv), (args.json, report.to_json)):
-            if path:
-                print(f"wrote {write(path)}")
+        if args.list:
+            print(catalog_text())
+            return 0
+        return _profile(args)
     except LabkitError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return 0

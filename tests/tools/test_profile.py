@@ -1,4 +1,4 @@
-"""python -m labkit profile: prints the top nodes and the by-type table, writes CSV/JSON."""
+"""python -m labkit profile: any torchvision model, its kind's input and size, tracing options, one-line errors."""
 import json
 
 import pytest
@@ -7,22 +7,76 @@ from labkit.__main__ import main
 
 pytest.importorskip("torchvision")
 
+FAST = ["--warmup", "0", "--runs", "1", "--top", "3"]
+
 
 def test_profile_prints_tables_and_writes_files(tmp_path, capsys):
     csv_path, json_path = tmp_path / "out.csv", tmp_path / "out.json"
-    argv = ["profile", "resnet18", "--batch", "1", "--size", "32", "--warmup", "0", "--runs", "2", "--top", "3",
+    argv = ["profile", "ResNet18", "--batch", "1", "--size", "32", "--warmup", "0", "--runs", "2", "--top", "3",
             "--mode", "fast", "--csv", str(csv_path), "--json", str(json_path)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "resnet18, batch 1x3x32x32" in out and "top 3 of 69 nodes" in out and "Time by op type" in out
+    assert out.startswith("resnet18 (classification), input 1x3x32x32, device cpu, mode fast\n")
+    assert "top 3 of 69 nodes" in out and "Time by op type" in out and "Fell back" not in out
     assert len(csv_path.read_text().splitlines()) == 70  # header + 69 timed nodes
     assert json.loads(json_path.read_text())["total"]["count"] == 2
+
+
+def test_mode_modules_times_the_layers_without_a_trace(capsys):
+    assert main(["profile", "resnet18", "--size", "32", "--mode", "modules", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert "mode modules\n" in out.splitlines()[0] + "\n" and "mode=modules" in out
+
+
+def test_a_leaf_module_is_one_node(capsys):
+    assert main(["profile", "resnet18", "--size", "32", "--leaf-module", "layer1", *FAST]) == 0
+    assert "top 3 of 56 nodes" in capsys.readouterr().out  # layer1's 13 nodes become one
+
+
+def test_tracing_options_reach_profile_model(monkeypatch, capsys):
+    import torch.fx
+
+    import labkit.fx.profile
+    from labkit.core.errors import LabkitError
+
+    seen = {}
+
+    def record(model, *inputs, **options):
+        seen.update(options, inputs=inputs)
+        raise LabkitError("stopped by the test")
+
+    monkeypatch.setattr(labkit.fx.profile, "profile_model", record)
+    argv = ["profile", "resnet18", "--size", "32", "--concrete-args", "flip=True", "--concrete-args", "scale=(1, 2.5)",
+            "--concrete-args", "name='a=b'", "--tracer", "torch.fx:Tracer", "--warmup", "0", "--runs", "1"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == "error: stopped by the test\n"
+    assert seen["concrete_args"] == {"flip": True, "scale": (1, 2.5), "name": "a=b"}
+    assert seen["tracer"] is torch.fx.Tracer and seen["leaf_modules"] == []
+    assert [tuple(x.shape) for x in seen["inputs"]] == [(1, 3, 32, 32)]
+
+
+def test_list_shows_every_kind_with_its_default_input(capsys):
+    from labkit.fx.model_zoo import catalog
+
+    assert main(["profile", "--list"]) == 0
+    out = capsys.readouterr().out
+    for title in ("classification (80 models)", "detection (12 models)", "segmentation (6 models)",
+                  "video (9 models)", "optical_flow (2 models)"):
+        assert title in out
+    lines = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line and line.split()[0] in catalog()}
+    assert len(lines) == len(catalog())
+    assert lines["inception_v3"] == ["299", "1x3x299x299"] and lines["vit_h_14"] == ["224", "1x3x224x224"]
+    assert lines["r3d_18"] == ["112", "1x3x16x112x112"] and lines["raft_small"] == ["128", "two", "1x3x128x128"]
+    assert lines["ssd300_vgg16"] == ["320", "list", "of", "1", "image", "3x320x320"]
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["nosuchnet"], "Unknown torchvision model 'nosuchnet'"),
+        (["nosuchnet"], "Unknown torchvision model 'nosuchnet'. Run `python -m labkit profile --list` to see every model."),
+        (["resnt18"], "Unknown torchvision model 'resnt18'. Did you mean resnet18, "),
+        (["quantized_resnet18"], "quantized_resnet18 is one of torchvision's quantization models"),
+        ([], "Name a model to profile"),
         (["resnet18", "--runs", "0"], "runs must be at least 1"),
         (["resnet18", "--batch", "0"], "--batch must be at least 1"),
         (["resnet18", "--device", "gpu0"], "is not a device name"),
@@ -31,7 +85,7 @@ def test_profile_prints_tables_and_writes_files(tmp_path, capsys):
 def test_bad_input_is_one_clear_line_and_exit_code_2(args, message, capsys):
     assert main(["profile", *args]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and message in err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
 
 
 def test_unknown_mode_is_rejected_by_argparse():
@@ -42,10 +96,10 @@ def test_unknown_mode_is_rejected_by_argparse():
 @pytest.fixture
 def no_work(monkeypatch):
     """Fail the test if the CLI builds or profiles a model."""
+    import labkit.fx.model_zoo
     import labkit.fx.profile
-    import labkit.tools.profile
 
-    monkeypatch.setattr(labkit.tools.profile, "_build_model", lambda name: pytest.fail("built the model"))
+    monkeypatch.setattr(labkit.fx.model_zoo, "build_model", lambda name: pytest.fail("built the model"))
     monkeypatch.setattr(labkit.fx.profile, "profile_model", lambda *a, **k: pytest.fail("profiled"))
 
 
@@ -69,6 +123,14 @@ def test_an_unwritable_output_path_is_one_clear_line_and_exit_code_2(tmp_path, c
         (["--json", "{tmp}"], "is a folder"),
         (["--csv", "{tmp}/fifo"], "is a special file"),
         (["--json", "{tmp}/out.json", "--csv", "{tmp}/no/out.csv"], "does not exist"),
+        (["--concrete-args", "flip=Tru e"], "--concrete-args 'flip=Tru e': 'Tru e' is not a Python literal (SyntaxError)"),
+        (["--concrete-args", "flip=print('x')"], "\"print('x')\" is not a Python literal (ValueError)"),
+        (["--concrete-args", "flip"], "--concrete-args takes NAME=VALUE, e.g. --concrete-args flip=True (got 'flip')"),
+        (["--concrete-args", "2x=1"], "--concrete-args takes NAME=VALUE"),
+        (["--tracer", "collections:OrderedDict"], "expected a subclass of torch.fx.Tracer, found a type in collections"),
+        (["--tracer", "torch.fx:NoSuchTracer"], "found nothing by that name in torch.fx"),
+        (["--tracer", "no_such_module_xyz:Tracer"], "cannot import 'no_such_module_xyz'"),
+        (["--tracer", "torch.fx.Tracer"], "--tracer takes module.path:ClassName"),
     ],
 )
 def test_every_argument_is_checked_before_any_work(args, message, tmp_path, capsys, no_work):
@@ -84,24 +146,31 @@ def test_every_argument_is_checked_before_any_work(args, message, tmp_path, caps
 @pytest.mark.parametrize(
     ("model", "size", "message"),
     [
-        ("vit_b_16", 64, "vit_b_16 needs an input of at least 224x224 (got 64x64); try --size 224"),
-        ("inception_v3", 32, "inception_v3 needs an input of at least 75x75 (got 32x32); try --size 299"),
+        ("vit_b_16", 64, "vit_b_16 needs an input of at least 224x224 (got 64x64); try --size 224 (the model's default)."),
+        ("inception_v3", 32, "inception_v3 needs an input of at least 75x75 (got 32x32); try --size 299 (the model's default)."),
+        ("raft_small", 132, "raft_small needs sides that are multiples of 8 (got 132); try --size 128 (the model's default)."),
     ],
 )
-def test_an_input_below_the_models_minimum_size_is_refused_before_any_work(model, size, message, capsys, no_work):
+def test_an_input_the_model_cannot_take_is_refused_before_any_work(model, size, message, capsys, no_work):
     assert main(["profile", model, "--size", str(size)]) == 2
-    assert capsys.readouterr().err == f"error: {message}, the size its weights were trained at.\n"
+    assert capsys.readouterr().err == f"error: {message}\n"
 
 
-def test_a_model_that_fails_on_its_first_run_names_the_size_to_try(capsys, monkeypatch):
-    import labkit.fx.profile
-
-    monkeypatch.setattr(labkit.fx.profile, "profile_model", lambda *a, **k: pytest.fail("profiled"))
+def test_a_model_that_fails_on_its_first_run_names_the_size_to_try(capsys):
     assert main(["profile", "vit_b_16", "--size", "256", "--runs", "1", "--warmup", "0"]) == 2  # above its minimum
     err = capsys.readouterr().err
-    assert err.startswith("error: vit_b_16 cannot run on a 1x3x256x256 input (AssertionError: Wrong image height! ")
-    assert err.endswith("It needs a different input size; try --size 224, the size its weights were trained at.\n")
-    assert err.count("\n") == 1
+    assert err.startswith("error: VisionTransformer itself fails on a 1x3x256x256 float32 tensor")
+    assert "Wrong image height! Expected 224 but got 256!" in err
+    assert err.endswith(" Try --size 224 (the model's default).\n") and err.count("\n") == 1
+
+
+def test_a_detection_model_falls_back_and_says_why(capsys):
+    assert main(["profile", "SSDlite320_MobileNet_V3_Large", "--size", "32", *FAST]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ssdlite320_mobilenet_v3_large (detection), input list of 1 image 3x32x32, device cpu, "
+                          "mode modules\nFell back to mode 'modules'")
+    assert "Proxy object cannot be iterated" in out and "It failed in SSD.forward, line " in out
+    assert "For node-level detail, profile a part that traces: backbone (" in out
 
 
 @pytest.mark.slow  # a fresh interpreter imports torch and torchvision
