@@ -17,6 +17,7 @@ from labkit.core.errors import LabkitError
 COMMANDS = {
     "doctor": ("labkit.tools.doctor", "probe this machine: is it ready for the labs?"),
     "profile": ("labkit.tools.profile", "profile a torchvision model node by node with torch.fx"),
+    "zoo": ("labkit.tools.zoo", "will my model work? profile torchvision models one process each and tabulate"),
     "bench": ("labkit.tools.bench", "reproduce every performance figure the labs claim"),
     "student-copy": ("labkit.tools.student_copy", "write notebook copies for students (no solutions, no outputs)"),
     "docs": ("labkit.tools.docs", "build the static HTML site from the executed notebooks"),

@@ -1,0 +1,408 @@
+"""``python -m labkit zoo``: will my model work? Profile torchvision models, one process each, and tabulate.
+
+Why: a learner who moves from ResNet18 to "their" model wants to know, before
+an afternoon is gone, whether labkit can trace it, what the profile costs, and
+whether channels_last and Conv-BN fusion are safe on it. For each model (random
+weights, its kind's input at its default size, see :mod:`labkit.fx.model_zoo`)
+this reports:
+
+- traced: whether torch.fx traced it, and if not the first line of why;
+- mode: the mode :func:`~labkit.fx.profile.profile_model` used (``fast``, or
+  ``modules`` when it fell back to hooks on the layers); nodes: nodes timed;
+- x eager: the profile's median total over an eager forward's median, the two
+  interleaved run by run in the same process (a :class:`~labkit.core.timing.SideBySide`);
+- top op: the op type that takes the most time;
+- channels_last drops: operators that returned another layout from a channels_last
+  input for no reason of the caller's (:meth:`FormatTracker.dropped`; deliberate
+  layout ops such as ``permute`` are not counted); model and image inputs
+  converted (``channels_last_3d`` for video; a detector's 3-D images stay as they are);
+- channels_last same / fusion same: whether that run, and the Conv-BN-fused model
+  (:func:`~labkit.fx.fusion.fuse_safely`, traced models only), give the eager
+  output within ``rtol=1e-4, atol=1e-5`` of its scale.
+
+Each model runs in its own ``python -m labkit zoo --one NAME`` process with a
+time limit: a crash, a timeout or a model that eats the memory becomes a row,
+never the end of the sweep. ``--csv`` and ``--markdown`` are rewritten
+(atomically) after every model, so an interrupted sweep keeps what it measured.
+It is a benchmark, not a test: timings move with the machine's load.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import subprocess
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from labkit.core.errors import LabkitError, LabkitValueError
+from labkit.core.files import writable_target, write_file, write_text
+from labkit.core.tables import ShowsAsTable, Table
+
+ROW_MARKER = "labkit-zoo-row: "  # the child's one line of result on stdout
+RTOL, ATOL = 1e-4, 1e-5  # verify_fusion's defaults: max|a - b| <= RTOL * max|a| + ATOL
+TRACED, FELL_BACK, FAILED, TIMEOUT, CRASHED = "traced", "fell back", "failed", "timeout", "crashed"
+WHY_WIDTH = 70  # characters of the reason shown in the printed table (CSV and markdown keep it whole)
+
+
+@dataclass(frozen=True)
+class ZooRow:
+    """What the sweep learned about one model; ``outcome`` is one of traced, fell back, failed, timeout, crashed."""
+
+    model: str
+    kind: str
+    input: str
+    outcome: str
+    why: str = ""  # why it was not traced, or why it failed
+    mode: str = ""
+    nodes: int | None = None
+    over_eager: float | None = None  # profile total / eager forward (medians)
+    top_op: str = ""
+    channels_last_drops: str = ""
+    channels_last_same: str = ""
+    fusion_same: str = ""
+    seconds: float = 0.0  # wall time of the model's process, imports included
+
+    @property
+    def traced(self) -> str:
+        return {TRACED: "yes", FELL_BACK: "no"}.get(self.outcome, "-")
+
+
+HEADERS = ["model", "kind", "traced", "mode", "nodes", "x eager", "top op", "channels_last drops",
+           "channels_last same", "fusion same", "s", "why"]
+
+
+def _cells(row: ZooRow, why_width: int | None) -> list[Any]:
+    why = row.why if why_width is None or len(row.why) <= why_width else row.why[: why_width - 3] + "..."
+    return [
+        row.model, row.kind, row.traced if row.outcome in (TRACED, FELL_BACK) else row.outcome, row.mode,
+        "" if row.nodes is None else row.nodes, "" if row.over_eager is None else f"{row.over_eager:.2f}x",
+        row.top_op, row.channels_last_drops, row.channels_last_same, row.fusion_same, f"{row.seconds:.0f}", why,
+    ]
+
+
+@dataclass(frozen=True, repr=False)
+class ZooResult(ShowsAsTable):
+    """The rows of a sweep, in the order the models were given, and its wall time."""
+
+    rows: Sequence[ZooRow]
+    seconds: float
+    title: str = "torchvision model zoo"
+
+    def count(self, *outcomes: str) -> int:
+        return sum(row.outcome in outcomes for row in self.rows)
+
+    def totals(self) -> str:
+        failed = self.count(FAILED, TIMEOUT, CRASHED)
+        detail = ", ".join(f"{n} {what}" for what in (TIMEOUT, CRASHED) if (n := self.count(what)))
+        return (f"{len(self.rows)} models: {self.count(TRACED)} traced, {self.count(FELL_BACK)} fell back to mode "
+                f"'modules', {failed} failed{f' ({detail})' if detail else ''}; wall time {self.seconds / 60:.1f} min")
+
+    def table(self) -> Table:
+        return Table(HEADERS, [_cells(row, WHY_WIDTH) for row in self.rows], title=self.title)
+
+    def to_text(self) -> str:
+        return f"{self.table().to_text()}\n{self.totals()}"
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Every field of every row (``over_eager`` as a number), written atomically."""
+        names = [f.name for f in fields(ZooRow)]
+
+        def write(handle: TextIO) -> None:
+            writer = csv.DictWriter(handle, fieldnames=names)
+            writer.writeheader()
+            writer.writerows(asdict(row) for row in self.rows)
+
+        return write_file(path, write)
+
+    def to_markdown(self, path: str | Path) -> Path:
+        """A GitHub-flavoured markdown table with the whole reasons, and the totals line, written atomically."""
+        from tabulate import tabulate
+
+        body = tabulate([_cells(row, None) for row in self.rows], headers=HEADERS, tablefmt="github")
+        return write_text(path, f"# {self.title}\n\n{body}\n\n{self.totals()}\n")
+
+
+# ---------------------------------------------------------------------- one model, in its own process
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _short_reason(reason: str) -> str:
+    """The fallback reason's first sentence and the line saying where it failed ("It failed in ...")."""
+    lines = reason.strip().splitlines()
+    first = lines[0].split(". ")[0].removeprefix("torch.fx could not trace the model: ") if lines else ""
+    where = next((line for line in lines[1:] if line.startswith("It failed in")), "")
+    return f"{first}. {where}".strip()
+
+
+def _failure_cell(exc: BaseException) -> str:
+    """What stopped a side measurement: a labkit error is "n/a (...)", anything else "error (...)"."""
+    return f"{'n/a' if isinstance(exc, LabkitError) else 'error'} ({_first_line(exc)})"
+
+
+def _same_text(reference: Any, output: Any, actual_name: str, extra: str = "") -> str:
+    from labkit.fx.fusion import compare_outputs
+
+    max_diff, same = compare_outputs(reference, output, rtol=RTOL, atol=ATOL, actual_name=actual_name)
+    verdict = "yes" if same else f"NO (max diff {max_diff:.2g})"
+    return f"{verdict}{f', {extra}' if extra else ''}"
+
+
+def _batchnorms(model: Any) -> int:
+    import torch
+
+    return sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
+def _fusion_same(model: Any, inputs: tuple[Any, ...], reference: Any) -> str:
+    """Fold Conv-BN pairs (torch's fuse where safe) and compare with the eager output."""
+    import torch
+
+    from labkit.fx.fusion import fuse_safely
+
+    fused, _ = fuse_safely(model)
+    with torch.no_grad():
+        output = fused(*inputs)
+    return _same_text(reference, output, "the fused model", f"{_batchnorms(model) - _batchnorms(fused)} BN folded")
+
+
+def _channels_last(model: Any, kind: str, inputs: tuple[Any, ...], reference: Any) -> tuple[str, str]:
+    """(operators that dropped the format, same output?) with model and inputs in channels_last(_3d). Converts ``model``."""
+    import torch
+    from torch.utils._pytree import tree_map
+
+    from labkit.memory_format import FormatTracker
+
+    memory_format, rank = (torch.channels_last_3d, 5) if kind == "video" else (torch.channels_last, 4)
+    model.to(memory_format=memory_format)
+    converted = tree_map(
+        lambda t: t.contiguous(memory_format=memory_format) if isinstance(t, torch.Tensor) and t.dim() == rank else t,
+        inputs,
+    )
+    with torch.no_grad(), FormatTracker() as tracker:
+        output = model(*converted)
+    counts = Counter(record.short_name for record in tracker.dropped())
+    drops = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in counts.most_common()) or "none"
+    return drops, _same_text(reference, output, "the channels_last run")
+
+
+def _profile_against_eager(model: Any, inputs: tuple[Any, ...], warmup: int, runs: int, device: Any) -> tuple[Any, float]:
+    """The profile, and its median total over an eager forward's median, the eager runs interleaved with the profile's."""
+    import torch
+
+    from labkit.core.timing import RunStats, SideBySide, SyncTimer
+    from labkit.fx.profile import TraceFallbackWarning, profile_model
+
+    eager: list[float] = []
+
+    def time_eager(_report: Any) -> None:
+        with torch.no_grad(), SyncTimer(device) as timer:
+            model(*inputs)
+        eager.append(timer.elapsed)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceFallbackWarning)  # the row says why
+        report = profile_model(model, *inputs, warmup=warmup, runs=runs, on_run=time_eager)
+    profiled = f"{report.mode} mode"
+    timings = SideBySide({"eager forward": RunStats.from_samples(eager), profiled: report.total}, "eager forward")
+    return report, timings.slowdown(profiled)
+
+
+def _prepare(info: Any, batch: int, side: int, device: Any) -> tuple[Any, tuple[Any, ...], Any]:
+    """The model with random weights, its input, and its eager output (the reference every variant is compared with)."""
+    import torch
+
+    from labkit.fx import model_zoo
+
+    torch.manual_seed(0)
+    model = model_zoo.build_model(info.name).to(device)
+    inputs = model_zoo.example_inputs(info.name, batch, side, device)
+    with torch.no_grad():
+        reference = model(*inputs)
+    return model, inputs, reference
+
+
+def _with_variants(row: ZooRow, model: Any, inputs: tuple[Any, ...], reference: Any) -> ZooRow:
+    """``row`` with fusion (traced models only), then channels_last (it converts ``model``); a failure fills its cells only."""
+    try:
+        fusion = _fusion_same(model, inputs, reference) if row.outcome == TRACED else "n/a (not traced)"
+    except Exception as exc:  # noqa: BLE001 - a failing side measurement is a cell of the row, not the end of it
+        fusion = _failure_cell(exc)
+    try:
+        drops, same = _channels_last(model, row.kind, inputs, reference)
+    except Exception as exc:  # noqa: BLE001 - as above
+        drops = same = _failure_cell(exc)
+    return replace(row, fusion_same=fusion, channels_last_drops=drops, channels_last_same=same)
+
+
+def measure_model(name: str, *, size: int | None = None, batch: int = 1, warmup: int = 1, runs: int = 3,
+                  device: str | None = None) -> ZooRow:
+    """Everything the sweep reports about one model, measured in this process (the sweep runs it in a child)."""
+    from labkit.core.device import pick_device
+    from labkit.fx import model_zoo
+
+    info = model_zoo.model_info(name)
+    side = info.size if size is None else size
+    row = ZooRow(info.name, info.kind, info.input_text(batch, side), FAILED)
+    try:
+        model_zoo.validate_size(info.name, side)
+        chosen = pick_device(device)
+    except LabkitError as exc:
+        return replace(row, why=str(exc))
+    try:
+        model, inputs, reference = _prepare(info, batch, side, chosen)
+    except Exception as exc:  # noqa: BLE001 - the model failing on its own input is this row's finding
+        return replace(row, why=f"the model itself failed, before labkit: {_first_line(exc)}")
+    try:
+        report, over_eager = _profile_against_eager(model, inputs, warmup, runs, chosen)
+    except Exception as exc:  # noqa: BLE001 - as above; a non-labkit error is named as such
+        kind = "" if isinstance(exc, LabkitError) else " (not a labkit error)"
+        return replace(row, why=f"profile failed: {_first_line(exc)}{kind}")
+    traced = not report.fallback_reason
+    row = replace(
+        row, outcome=TRACED if traced else FELL_BACK, why="" if traced else _short_reason(report.fallback_reason),
+        mode=report.mode, nodes=report.graph_nodes, over_eager=over_eager, top_op=report.by_op_type().rows[0][0],
+    )
+    return _with_variants(row, model, inputs, reference)
+
+
+# ---------------------------------------------------------------------- the sweep
+
+
+def _child_command(name: str, args: argparse.Namespace) -> list[str]:
+    command = [sys.executable, "-m", "labkit", "zoo", "--one", name, "--batch", str(args.batch),
+               "--warmup", str(args.warmup), "--runs", str(args.runs)]
+    if args.size is not None:
+        command += ["--size", str(args.size)]
+    if args.device is not None:
+        command += ["--device", args.device]
+    return command
+
+
+def _row_from_child(stdout: str) -> ZooRow | None:
+    lines = [line for line in stdout.splitlines() if line.startswith(ROW_MARKER)]
+    return ZooRow(**json.loads(lines[-1].removeprefix(ROW_MARKER))) if lines else None
+
+
+def run_in_child(name: str, args: argparse.Namespace) -> ZooRow:
+    """One model in a fresh ``python -m labkit zoo --one NAME``; a timeout or a crash becomes the row."""
+    from labkit.fx import model_zoo
+
+    info = model_zoo.model_info(name)
+    placeholder = ZooRow(info.name, info.kind, info.input_text(args.batch, args.size), CRASHED)
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(_child_command(info.name, args), capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return replace(placeholder, outcome=TIMEOUT, why=f"stopped after {args.timeout:g} s (--timeout)",
+                       seconds=time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    row = _row_from_child(done.stdout)
+    if row is None:
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        return replace(placeholder, why=f"process ended with code {done.returncode}: {last}", seconds=seconds)
+    return replace(row, seconds=seconds)
+
+
+def selected_models(names: Sequence[str], every: bool, kinds: Sequence[str]) -> list[str]:
+    """The models to sweep, in the catalog's order for ``--all`` / ``--kind``, else as named."""
+    from labkit.fx import model_zoo
+
+    if names:
+        chosen = list(dict.fromkeys(model_zoo.resolve_model_name(name) for name in names))
+    elif every or kinds:
+        chosen = list(model_zoo.catalog())
+    else:
+        raise LabkitValueError("Name the models to try (e.g. `python -m labkit zoo resnet18 vit_b_16`), or use --all or --kind.")
+    if kinds:
+        chosen = [name for name in chosen if model_zoo.catalog()[name].kind in kinds]
+    if not chosen:
+        raise LabkitValueError(f"None of the named models is of kind {', '.join(kinds)}.")
+    return chosen
+
+
+def sweep(names: Sequence[str], args: argparse.Namespace, on_row: Callable[[ZooResult], None]) -> ZooResult:
+    """Each model in its own process, in order; ``on_row(result so far)`` after each."""
+    rows: list[ZooRow] = []
+    start = time.perf_counter()
+    for index, name in enumerate(names, 1):
+        row = run_in_child(name, args)
+        rows.append(row)
+        over = "" if row.over_eager is None else f", {row.over_eager:.2f}x eager"
+        print(f"[{index}/{len(names)}] {row.model}: {row.outcome}{f', mode {row.mode}' if row.mode else ''}{over}"
+              f"{f' ({row.why})' if row.why else ''}, {row.seconds:.0f} s", flush=True)
+        on_row(ZooResult(list(rows), time.perf_counter() - start))
+    return ZooResult(rows, time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------- the command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from labkit.fx.model_zoo import KINDS
+
+    parser.add_argument("models", nargs="*", metavar="MODEL", help="torchvision model names (any case); see `profile --list`")
+    parser.add_argument("--all", action="store_true", help="every model labkit knows (about a hundred: hours on a laptop CPU)")
+    parser.add_argument("--kind", action="append", choices=KINDS, default=[], help="only models of this kind (repeatable)")
+    parser.add_argument("--size", type=int, default=None, help="image side for every model (default: each model's own)")
+    parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed profile runs per model (default 1)")
+    parser.add_argument("--runs", type=int, default=3, help="timed profile runs per model (default 3)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model before it is stopped (default 300)")
+    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available, or $LABKIT_DEVICE)")
+    parser.add_argument("--csv", metavar="PATH", help="write the table as CSV (rewritten after every model)")
+    parser.add_argument("--markdown", metavar="PATH", help="write the table as markdown (rewritten after every model)")
+    parser.add_argument("--one", metavar="MODEL", help=argparse.SUPPRESS)  # the child process: one model, one JSON line
+
+
+def _validate_arguments(args: argparse.Namespace) -> None:
+    """Counts, the time limit and the output paths, before the first model: a typo must not cost a sweep."""
+    for option, minimum in (("size", 1), ("batch", 1), ("warmup", 0), ("runs", 1)):
+        value = getattr(args, option)
+        if value is not None and value < minimum:
+            requirement = "cannot be negative" if minimum == 0 else f"must be at least {minimum}"
+            raise LabkitValueError(f"--{option} {requirement} (got {value}).")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise LabkitValueError(f"--timeout must be a number of seconds above 0 (got {args.timeout}).")
+    for path in (args.csv, args.markdown):
+        if path:
+            writable_target(path)
+
+
+def _write_outputs(result: ZooResult, args: argparse.Namespace) -> None:
+    if args.csv:
+        result.to_csv(args.csv)
+    if args.markdown:
+        result.to_markdown(args.markdown)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        _validate_arguments(args)
+        if args.one:
+            row = measure_model(args.one, size=args.size, batch=args.batch, warmup=args.warmup, runs=args.runs,
+                                device=args.device)
+            print(ROW_MARKER + json.dumps(asdict(row)), flush=True)
+            return 0
+        names = selected_models(args.models, args.all, args.kind)
+        result = sweep(names, args, on_row=lambda partial: _write_outputs(partial, args))
+    except LabkitError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print()
+    print(result.to_text())
+    for path in (args.csv, args.markdown):
+        if path:
+            print(f"wrote {path}")
+    return 0
