@@ -5,9 +5,17 @@ to believe from a printed tuple. This widget draws each element of a small
 tensor at its logical (n, c, h, w) place, labelled and coloured by its offset
 in memory, next to the flat memory itself, so the learner sees the channel
 dimension become the densest one. Every number comes from
-:mod:`labkit.memory_format.layout`: the two pictures (:func:`layout_figure`,
-:func:`memory_figure`) take the :class:`LayoutDescription` that
-:func:`~labkit.memory_format.layout.describe` returns and only draw it.
+:mod:`labkit.memory_format.layout`: the pictures take the :class:`LayoutDescription`
+that :func:`~labkit.memory_format.layout.describe` returns and only draw it.
+
+Each picture comes twice. :func:`layout_figure` and :func:`memory_figure` are
+matplotlib figures for a notebook cell (PNG through :func:`labkit.core.plots.to_png`).
+:func:`layout_svg` and :func:`memory_svg` draw the same cells as SVG for the
+widget: matplotlib took about 190 ms (over 400 ms on a loaded 2-core machine) to lay
+out and rasterise every numbered cell of both pictures, so dragging a slider lagged;
+the SVG takes a few milliseconds and the browser draws it. The widget keeps them in
+``ipywidgets.Image`` (format ``svg+xml``), which the notebook's stored widget state
+carries, so the static docs still show the grid.
 """
 from __future__ import annotations
 
@@ -17,10 +25,12 @@ import numbers
 import ipywidgets as widgets
 import numpy as np
 import torch
+from matplotlib import colormaps
+from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
-from labkit.core.plots import new_figure, to_png
+from labkit.core.plots import new_figure
 from labkit.memory_format.layout import (
     CONVERSION_METHODS,
     FORMATS,
@@ -93,6 +103,23 @@ def _block_grid(layout: LayoutDescription) -> tuple[np.ndarray, list[Label], lis
     return grid, column_labels, row_labels
 
 
+def _memory_strip(layout: LayoutDescription) -> np.ndarray:
+    """Each element's channel, in memory order, folded into rows of MEMORY_ROW (NaN after the last element)."""
+    channels = [index[1] for index in layout.elements_in_memory_order()]
+    strip = np.full((-(-len(channels) // MEMORY_ROW), MEMORY_ROW), np.nan)
+    strip.flat[: len(channels)] = channels
+    return strip
+
+
+LAYOUT_TITLE = "logical layout, number = offset in memory"
+MEMORY_TITLE = "flat memory, offset 0 top left; colour and number = channel c"
+
+
+def _offset_text_colour(offset: float, numel: int) -> str:
+    """White numbers on the dark end of viridis, black on the light end (both pictures use this rule)."""
+    return "white" if offset < 0.6 * numel else "black"
+
+
 def layout_figure(layout: LayoutDescription, title: str = "") -> Figure:
     """Each element at its logical place, labelled and coloured by its memory offset.
 
@@ -107,7 +134,7 @@ def layout_figure(layout: LayoutDescription, title: str = "") -> Figure:
     for (row, col), value in np.ndenumerate(grid):
         if not np.isnan(value):
             axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
-                      color="white" if value < 0.6 * numel else "black")
+                      color=_offset_text_colour(value, numel))
     for x, label in column_labels:
         axes.text(x, -0.9, label, ha="center", va="center", fontsize=8)
     for y, label in row_labels:
@@ -116,7 +143,7 @@ def layout_figure(layout: LayoutDescription, title: str = "") -> Figure:
     axes.set_ylim(grid.shape[0] - 0.5, -1.5)
     axes.set_axis_off()
     figure.colorbar(image, ax=axes, shrink=0.8, label="offset in memory")
-    axes.set_title(title or "logical layout, number = offset in memory", fontsize=9)
+    axes.set_title(title or LAYOUT_TITLE, fontsize=9)
     return figure
 
 
@@ -125,11 +152,8 @@ def memory_figure(layout: LayoutDescription) -> Figure:
 
     ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
     """
-    layout = _check_drawable(layout, "memory_figure")
-    channels = [index[1] for index in layout.elements_in_memory_order()]
-    rows = -(-len(channels) // MEMORY_ROW)
-    strip = np.full((rows, MEMORY_ROW), np.nan)
-    strip.flat[: len(channels)] = channels
+    strip = _memory_strip(_check_drawable(layout, "memory_figure"))
+    rows = strip.shape[0]
     figure = new_figure(0.42 * MEMORY_ROW + 0.6, 0.42 * rows + 0.8)
     axes = figure.add_subplot()
     axes.imshow(strip, cmap="tab10", vmin=0, vmax=9)
@@ -139,8 +163,116 @@ def memory_figure(layout: LayoutDescription) -> Figure:
     axes.set_xticks(range(MEMORY_ROW))
     axes.set_yticks(range(rows), [f"{MEMORY_ROW * r}" for r in range(rows)])
     axes.tick_params(labelsize=7, length=0)
-    axes.set_title("flat memory, offset 0 top left; colour and number = channel c", fontsize=9)
+    axes.set_title(MEMORY_TITLE, fontsize=9)
     return figure
+
+
+# ---------------------------------------------------------------- the same pictures as SVG, for the widget
+
+CELL_PX = 30  # one element's square: 0.42 inch at 72 dpi, as in the PNG figures
+CHAR_PX = 6.5  # about the width of one character at FONT_PX, to size labels and titles
+FONT_PX = 11
+TITLE_PX, LABEL_PX = 22, 18  # heights of the title line and of the column labels under it
+SCALE_PX, SCALE_MIN_WIDTH_PX, SCALE_STOPS = 10, 150, 9  # the offset colour scale under the layout grid
+
+
+def _svg_document(width: float, height: float, title: str, parts: list[str]) -> bytes:
+    """A standalone SVG: sized, so an ``<img>`` has a natural size, with a ``<title>`` for screen readers."""
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:g}" height="{height:g}" '
+            f'viewBox="0 0 {width:g} {height:g}" font-family="DejaVu Sans, Verdana, sans-serif" font-size="{FONT_PX}">')
+    background = '<rect width="100%" height="100%" fill="white"/>'
+    return "\n".join([head, f"<title>{html.escape(title)}</title>", background, *parts, "</svg>"]).encode()
+
+
+def _svg_text(x: float, y: float, text: str, anchor: str = "middle", colour: str = "black", size: int = FONT_PX) -> str:
+    """Text centred vertically on ``y``; ``anchor`` is where ``x`` sits: start, middle or end of the text."""
+    return (f'<text x="{x:g}" y="{y:g}" text-anchor="{anchor}" dominant-baseline="central" fill="{colour}" '
+            f'font-size="{size}">{html.escape(text)}</text>')
+
+
+def _svg_cell(x: float, y: float, fill: str, number: int, colour: str) -> str:
+    """One element: a coloured square with its number in the middle."""
+    square = f'<rect x="{x:g}" y="{y:g}" width="{CELL_PX}" height="{CELL_PX}" fill="{fill}"/>'
+    return f'<g class="element">{square}{_svg_text(x + CELL_PX / 2, y + CELL_PX / 2, str(number), colour=colour)}</g>'
+
+
+def _text_width(text: str) -> float:
+    return len(text) * CHAR_PX
+
+
+def _hex_colours(colormap: Colormap, values: np.ndarray) -> list[str]:
+    """``to_hex(colormap(v))`` for every value at once: one colormap call, not one per cell (that took most of a redraw)."""
+    channels = np.rint(colormap(values)[:, :3] * 255).astype(int)
+    return [f"#{red:02x}{green:02x}{blue:02x}" for red, green, blue in channels.tolist()]
+
+
+def _offset_scale(x: float, y: float, width: float, top_value: int) -> list[str]:
+    """A horizontal viridis bar from offset 0 to ``top_value``, labelled at both ends: the colorbar of the PNG."""
+    fractions = np.linspace(0, 1, SCALE_STOPS)
+    stops = [f'<stop offset="{fraction:g}" stop-color="{colour}"/>'
+             for fraction, colour in zip(fractions, _hex_colours(colormaps["viridis"], fractions), strict=True)]
+    label_y = y + SCALE_PX + LABEL_PX / 2
+    return [
+        '<defs><linearGradient id="offset-scale">', *stops, "</linearGradient></defs>",
+        f'<rect x="{x:g}" y="{y:g}" width="{width:g}" height="{SCALE_PX}" fill="url(#offset-scale)"/>',
+        _svg_text(x, label_y, "0", anchor="start"),
+        _svg_text(x + width / 2, label_y, "offset in memory"),
+        _svg_text(x + width, label_y, str(top_value), anchor="end"),
+    ]
+
+
+def layout_svg(layout: LayoutDescription, title: str = "") -> bytes:
+    """The picture of :func:`layout_figure` as SVG bytes: the same cells, numbers, colours and labels.
+
+    ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
+    """
+    layout = _check_drawable(layout, "layout_svg")
+    title = title or LAYOUT_TITLE
+    numel = layout.numel
+    grid, column_labels, row_labels = _block_grid(layout)
+    rows, columns = grid.shape
+    left = 12 + max(_text_width(label) for _, label in row_labels)
+    top = TITLE_PX + LABEL_PX
+    top_value = max(numel - 1, 1)
+    places = np.argwhere(~np.isnan(grid))
+    offsets = grid[~np.isnan(grid)]  # row by row, as argwhere lists the places
+    fills = _hex_colours(colormaps["viridis"], offsets / top_value)
+    parts = [
+        _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, int(offset), _offset_text_colour(offset, numel))
+        for (row, col), offset, fill in zip(places.tolist(), offsets.tolist(), fills, strict=True)
+    ]
+    parts += [_svg_text(left + (x + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, label) for x, label in column_labels]
+    parts += [_svg_text(left - 6, top + (y + 0.5) * CELL_PX, label, anchor="end") for y, label in row_labels]
+    scale_width = max(columns * CELL_PX, SCALE_MIN_WIDTH_PX)
+    parts += _offset_scale(left, top + rows * CELL_PX + 8, scale_width, top_value)
+    parts.append(_svg_text(4, TITLE_PX / 2, title, anchor="start"))
+    width = max(left + scale_width, 8 + _text_width(title)) + 6
+    return _svg_document(width, top + rows * CELL_PX + 8 + SCALE_PX + LABEL_PX + 4, title, parts)
+
+
+def memory_svg(layout: LayoutDescription) -> bytes:
+    """The picture of :func:`memory_figure` as SVG bytes: the flat memory, each cell numbered by its channel.
+
+    ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
+    """
+    strip = _memory_strip(_check_drawable(layout, "memory_svg"))
+    rows = strip.shape[0]
+    left = 12 + _text_width(str(MEMORY_ROW * (rows - 1)))
+    top = TITLE_PX + LABEL_PX
+    palette = colormaps["tab10"]
+    places = np.argwhere(~np.isnan(strip))
+    channels = strip[~np.isnan(strip)].astype(int)
+    fills = _hex_colours(palette, np.minimum(channels, palette.N - 1))  # as memory_figure: channels past 9 share the last
+    parts = [
+        _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, channel, "white")
+        for (row, col), channel, fill in zip(places.tolist(), channels.tolist(), fills, strict=True)
+    ]
+    parts += [_svg_text(left + (col + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, str(col), size=9) for col in range(MEMORY_ROW)]
+    parts += [_svg_text(left - 6, top + (row + 0.5) * CELL_PX, str(MEMORY_ROW * row), anchor="end", size=9)
+              for row in range(rows)]
+    parts.append(_svg_text(4, TITLE_PX / 2, MEMORY_TITLE, anchor="start"))
+    width = max(left + MEMORY_ROW * CELL_PX, 8 + _text_width(MEMORY_TITLE)) + 6
+    return _svg_document(width, top + rows * CELL_PX + 6, MEMORY_TITLE, parts)
 
 
 # ---------------------------------------------------------------- the widget
@@ -202,8 +334,8 @@ class StrideExplorer(widgets.VBox):
         self.strides = widgets.HTML()
         self.strides.add_class("labkit-strides")
         self.description = widgets.HTML()
-        self.layout_image = widgets.Image(format="png")
-        self.memory_image = widgets.Image(format="png")
+        self.layout_image = widgets.Image(format="svg+xml")
+        self.memory_image = widgets.Image(format="svg+xml")
         self.tensor: torch.Tensor | None = None
         self.layout_description: LayoutDescription | None = None
         self.error = ""
@@ -243,5 +375,5 @@ class StrideExplorer(widgets.VBox):
         self.layout_description = describe(self.tensor)
         self.strides.value = f"<b>strides:</b> <code>{self.layout_description.strides}</code>"
         self.description.value = self.layout_description.to_html()
-        self.layout_image.value = to_png(layout_figure(self.layout_description), dpi=72)
-        self.memory_image.value = to_png(memory_figure(self.layout_description), dpi=72)
+        self.layout_image.value = layout_svg(self.layout_description)
+        self.memory_image.value = memory_svg(self.layout_description)
