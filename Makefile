@@ -6,12 +6,15 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.labkit-installed
 LAB_PORT ?= 8888
 LAB_IP ?= 127.0.0.1
+WORKSPACE ?= workspace
+JUPYTER_LAB = $(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 
-.PHONY: lab test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
-	@echo "make lab        create the venv if missing, start JupyterLab on notebooks/ (prints the URL)"
+	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
+	@echo "make lab-reference  start JupyterLab on notebooks/, the solved notebooks"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
 	@echo "make lint       ruff (line length included) and mypy, as make test runs them"
 	@echo "make nbval-stress  strict nbval on every notebook 3x with all cores busy, then with OMP_NUM_THREADS=1"
@@ -29,9 +32,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# the learner edition: created from the student copy on first use, your edits are never overwritten
 lab: $(STAMP)
-	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab (the token is printed below; Ctrl-C stops it)"
-	$(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+	$(PY) -m labkit.tools.workspace $(WORKSPACE)
+	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in $(WORKSPACE)/ (the token is printed below; Ctrl-C stops it)"
+	$(JUPYTER_LAB) --ServerApp.root_dir=$(WORKSPACE) $(LAB_ARGS)
+
+lab-reference: $(STAMP)
+	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in notebooks/, exercises solved (the token is printed below; Ctrl-C stops it)"
+	$(JUPYTER_LAB) --ServerApp.root_dir=notebooks $(LAB_ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)
