@@ -162,7 +162,7 @@ def _same_text(reference: Any, output: Any, actual_name: str, extra: str = "") -
 def _batchnorms(model: Any) -> int:
     import torch
 
-    return sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    return sum(isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)) for m in model.modules())
 
 
 def _fusion_same(model: Any, inputs: tuple[Any, ...], reference: Any) -> str:
