@@ -1,15 +1,77 @@
 """Cross-check labkit's per-node timings against ``torch.profiler``.
 
 Why: a profiler that times itself could be fooling itself (the interpreter's
-overhead is the cautionary tale). ``torch.profiler`` measures the same forward
-pass independently, at the level of aten operators. Each FX node of a model
-like ResNet18 issues one top-level aten operator (``self.conv1(x)`` ->
-``aten::conv2d``), so the two can be compared as *shares* of the time per op
-type. If they agree within a few percentage points, the FX numbers are honest.
+overhead is the cautionary tale). ``torch.profiler`` watches the same forward
+passes independently, with its own clock, at the level of aten operators. If
+the two split the time between op types alike, the FX numbers are honest.
+
+**Names.** torch.profiler names top-level aten operators (``aten::conv2d``,
+``aten::hardswish_``); labkit names op types (a torch.nn class such as ``Conv2d``,
+a function or method name such as ``cat`` or ``relu``). :data:`ATEN_TO_OP_TYPES`
+lists, per operator, every op type whose node issues it, in-place variants
+included. The aten name alone cannot always tell them apart: ``aten::batch_norm``
+serves BatchNorm1d, BatchNorm2d and BatchNorm3d, ``aten::relu_`` serves ``nn.ReLU``
+and ``F.relu``. Input ranks (``record_shapes``) would separate the BatchNorms but
+cost the profiler work on every operator of the runs being measured, and still
+cannot tell ``nn.ReLU`` from ``F.relu``. So an operator is matched against the op
+types this model's labkit report actually has: one candidate present, it is that
+type; several (densenet121 has ``ReLU`` modules and one ``F.relu``), they share
+one row, ``ReLU + relu``, because the profiler cannot split them.
+
+**Time.** labkit times a node from the stamp before it to the stamp after it:
+the Python that calls the operator (module ``__call__``, a functional's argument
+checks) *and* the operator. An aten operator's own CPU time leaves that Python
+out, and at small sizes the Python is a large part: on resnet18 at 64 px about
+half of a BatchNorm2d node's time is outside ``aten::batch_norm``, and operator
+time alone puts Conv2d's share several points above labkit's. So on
+the CPU the profiler side is wall time too (``basis="wall"``): each top-level
+operator is charged from the end of the operator before it, in the same run, to
+its own end, which is the Python that led to it, as labkit charges a node with
+the Python before its operator. The first operator of a run gets only its own
+duration. On CUDA the profiler side is each operator's kernel time
+(``basis="kernel"``); labkit's node time there also holds the launch and its
+per-node synchronize, so small operators look larger in labkit. On another
+accelerator (MPS) torch.profiler sees only the CPU side (``basis="operator"``).
+
+**Rows.** Only op types both instruments name are compared: :attr:`CrossCheck.rows`.
+Their shares are renormalised over the matched types on each side, so time one
+instrument cannot see (a Python-only node like ``getattr``; an operator no node
+type of this model issues) does not shift every other row. The unmatched types
+keep their share of that side's whole time, in :attr:`CrossCheck.only_labkit` and
+:attr:`CrossCheck.only_profiler`, listed under the table, outside
+:attr:`CrossCheck.max_difference`.
+
+**What still differs, and why.**
+
+- Where the boundary between two nodes sits. labkit's is its stamp, after the
+  node's Python has returned and released the tensors it was the last user of;
+  on the wall basis it is the end of the operator, so that return path counts
+  for the next operator. At small sizes this moves a point or two between
+  neighbours (Conv2d to the BatchNorm2d after it). Only operators inside a run's
+  marker count, and the first one gets no Python before it: the run loop's own
+  time is on neither side.
+- A node that issues no operator (``getattr``, torchvision's ``stochastic_depth``
+  in eval mode, ``Identity``) is labkit-only; on the wall basis its Python time
+  lands in the next operator's share.
+- A node that issues several top-level operators is counted under their names on
+  the profiler side: torchvision's ``shifted_window_attention`` (an fx-wrapped
+  function, one node) issues ``aten::linear``, ``aten::matmul``, ``aten::softmax``...;
+  ``x[0::2, 1::2]`` issues two ``aten::slice``. The ``calls`` column (nodes per run
+  in labkit / top-level operators per run in torch.profiler) shows where that
+  happens (:attr:`CrossCheck.calls_differ`, named under the table): such a row is
+  not a like-for-like comparison.
+- torch.profiler records every operator and each of its children, at a cost per
+  event. Both sides time the same profiled runs, so the cost is in both; but it
+  weighs more on operators with deep call trees (``aten::conv2d`` calls
+  ``aten::convolution``, which calls ``aten::_convolution``...) than it does in
+  an unprofiled run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import html
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from labkit.core.errors import LabkitValueError
@@ -17,26 +79,111 @@ from labkit.core.noise import filtered_native_stderr, silence_known_warnings
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.fx.profile import NodeProfiler, require_count
 
-# Top-level aten operator -> the op type labkit reports for the node that issued it.
-ATEN_TO_OP_TYPE = {
-    "aten::conv2d": "Conv2d",
-    "aten::batch_norm": "BatchNorm2d",
-    "aten::max_pool2d": "MaxPool2d",
-    "aten::relu": "ReLU",
-    "aten::relu_": "ReLU",
-    "aten::add": "add",
-    "aten::add_": "add",
-    "aten::adaptive_avg_pool2d": "AdaptiveAvgPool2d",
-    "aten::linear": "Linear",
-    "aten::flatten": "flatten",
-}
+# (aten operators without "aten::", the labkit op types whose nodes issue them: torch.nn classes first, then
+# function and method names as fx records them: x + y and x += y -> "add", torch.cat -> "cat", x.add_(y) -> "add_").
+_OPERATORS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("conv1d",), ("Conv1d", "conv1d")),
+    (("conv2d",), ("Conv2d", "conv2d")),
+    (("conv3d",), ("Conv3d", "conv3d")),
+    (("conv_transpose1d",), ("ConvTranspose1d", "conv_transpose1d")),
+    (("conv_transpose2d",), ("ConvTranspose2d", "conv_transpose2d")),
+    (("conv_transpose3d",), ("ConvTranspose3d", "conv_transpose3d")),
+    (("batch_norm",), ("BatchNorm2d", "BatchNorm1d", "BatchNorm3d", "SyncBatchNorm", "batch_norm")),
+    (("instance_norm",), ("InstanceNorm2d", "InstanceNorm1d", "InstanceNorm3d", "instance_norm")),
+    (("layer_norm",), ("LayerNorm", "layer_norm")),
+    (("group_norm",), ("GroupNorm", "group_norm")),
+    (("rms_norm",), ("RMSNorm", "rms_norm")),
+    # nn.Linear issues aten::linear; aten::addmm / aten::matmul run below it and are top level only when called as such.
+    (("linear",), ("Linear", "NonDynamicallyQuantizableLinear", "linear")),
+    (("addmm",), ("addmm",)),
+    (("matmul",), ("matmul",)),
+    (("bmm",), ("bmm",)),
+    (("einsum",), ("einsum",)),
+    (("scaled_dot_product_attention",), ("scaled_dot_product_attention",)),
+    # nn.MultiheadAttention's fast path (eval, no grad, batch_first); off it, it issues linear, view, ... at top level.
+    (("_native_multi_head_attention",), ("MultiheadAttention",)),
+    (("_transformer_encoder_layer_fwd",), ("TransformerEncoderLayer",)),
+    (("relu", "relu_"), ("ReLU", "relu", "relu_")),
+    # nn.ReLU6 is a Hardtanh: it issues aten::hardtanh(_); F.relu6 issues aten::relu6(_).
+    (("hardtanh", "hardtanh_"), ("Hardtanh", "ReLU6", "hardtanh", "hardtanh_")),
+    (("relu6", "relu6_"), ("relu6",)),
+    (("leaky_relu", "leaky_relu_"), ("LeakyReLU", "leaky_relu", "leaky_relu_")),
+    (("elu", "elu_"), ("ELU", "elu", "elu_")),
+    (("prelu",), ("PReLU", "prelu")),
+    (("gelu", "gelu_"), ("GELU", "gelu")),
+    (("silu", "silu_"), ("SiLU", "silu")),
+    (("mish", "mish_"), ("Mish", "mish")),
+    (("hardswish", "hardswish_"), ("Hardswish", "hardswish")),
+    (("hardsigmoid", "hardsigmoid_"), ("Hardsigmoid", "hardsigmoid")),
+    (("sigmoid", "sigmoid_"), ("Sigmoid", "sigmoid", "sigmoid_")),
+    (("tanh", "tanh_"), ("Tanh", "tanh", "tanh_")),
+    (("softmax",), ("Softmax", "softmax")),
+    (("log_softmax",), ("LogSoftmax", "log_softmax")),
+    (("dropout", "dropout_"), ("Dropout", "dropout")),
+    (("feature_dropout", "feature_dropout_"), ("Dropout2d", "Dropout1d", "Dropout3d", "dropout2d", "dropout1d", "dropout3d")),
+    (("max_pool1d",), ("MaxPool1d", "max_pool1d")),
+    (("max_pool2d", "max_pool2d_with_indices"), ("MaxPool2d", "max_pool2d")),
+    (("max_pool3d", "max_pool3d_with_indices"), ("MaxPool3d", "max_pool3d")),
+    (("avg_pool1d",), ("AvgPool1d", "avg_pool1d")),
+    (("avg_pool2d",), ("AvgPool2d", "avg_pool2d")),
+    (("avg_pool3d",), ("AvgPool3d", "avg_pool3d")),
+    (("adaptive_avg_pool1d",), ("AdaptiveAvgPool1d", "adaptive_avg_pool1d")),
+    (("adaptive_avg_pool2d",), ("AdaptiveAvgPool2d", "adaptive_avg_pool2d")),
+    (("adaptive_avg_pool3d",), ("AdaptiveAvgPool3d", "adaptive_avg_pool3d")),
+    (("adaptive_max_pool2d",), ("AdaptiveMaxPool2d", "adaptive_max_pool2d")),
+    (("upsample_nearest2d", "upsample_bilinear2d"), ("Upsample", "interpolate")),
+    (("embedding",), ("Embedding", "embedding")),
+    (("add", "add_"), ("add", "add_")),
+    (("sub", "sub_", "rsub"), ("sub", "sub_", "rsub")),
+    (("mul", "mul_"), ("mul", "mul_")),
+    (("div", "div_"), ("truediv", "div", "div_")),
+    (("cat", "concat", "concatenate"), ("cat", "concat", "concatenate")),
+    (("stack",), ("stack",)),
+    (("flatten",), ("flatten", "Flatten")),
+    (("view",), ("view",)),
+    (("reshape",), ("reshape",)),
+    (("permute",), ("permute",)),
+    (("transpose", "transpose_"), ("transpose",)),
+    (("swapaxes", "swapdims"), ("swapaxes", "swapdims")),
+    (("contiguous",), ("contiguous",)),
+    (("unsqueeze",), ("unsqueeze",)),
+    (("squeeze",), ("squeeze",)),
+    (("expand",), ("expand",)),
+    (("chunk",), ("chunk",)),
+    (("split",), ("split",)),
+    (("unbind",), ("unbind",)),
+    (("select", "slice", "index"), ("getitem",)),
+    (("mean",), ("mean",)),
+    (("sum",), ("sum",)),
+    (("pad",), ("pad",)),
+    (("roll",), ("roll",)),
+    (("clone",), ("clone",)),
+)
+
+#: Top-level aten operator -> every labkit op type whose node issues it (torch.nn classes first).
+ATEN_TO_OP_TYPES: dict[str, tuple[str, ...]] = {f"aten::{op}": types for ops, types in _OPERATORS for op in ops}
+#: Top-level aten operator -> the op type labkit reports for a torch.nn layer (or function) that issues it.
+ATEN_TO_OP_TYPE: dict[str, str] = {op: types[0] for op, types in ATEN_TO_OP_TYPES.items()}
+
+#: The ``record_function`` label around each profiled run: the operators directly inside it are its top level.
+RUN_MARKER = "labkit.crosscheck.run"
 
 
 @dataclass(frozen=True, repr=False)
 class CrossCheck(ShowsAsTable):
-    """Per-op-type shares of the forward time (percent), labkit and torch.profiler side by side."""
+    """Shares of the forward time per op type (percent), labkit and torch.profiler side by side.
+
+    ``rows`` holds the op types both name, as shares of the matched types' time on
+    each side; ``only_labkit`` / ``only_profiler`` the rest, as shares of that
+    side's whole time; ``calls`` per row (nodes per run in labkit, top-level
+    operators per run in torch.profiler). See the module docstring for why.
+    """
 
     rows: list[tuple[str, float, float]]  # (op_type, labkit_pct, profiler_pct), largest labkit share first
+    only_labkit: dict[str, float] = field(default_factory=dict)
+    only_profiler: dict[str, float] = field(default_factory=dict)
+    calls: dict[str, tuple[int, float]] = field(default_factory=dict)
+    basis: str = "wall"
 
     @property
     def labkit_pct(self) -> dict[str, float]:
@@ -46,50 +193,226 @@ class CrossCheck(ShowsAsTable):
     def profiler_pct(self) -> dict[str, float]:
         return {t: b for t, _, b in self.rows}
 
+    @property
+    def compared_pct(self) -> tuple[float, float]:
+        """How much of each side's time (labkit, torch.profiler) the rows cover, in percent."""
+        return 100 - sum(self.only_labkit.values()), 100 - sum(self.only_profiler.values())
+
+    @property
+    def calls_differ(self) -> list[str]:
+        """Rows whose labkit node count differs from torch.profiler's operator count per run.
+
+        Such a row is not like for like: a node of another type issues some of its
+        operators (swin_t's ``shifted_window_attention`` issues ``aten::linear``), one
+        node issues several (``x[0::2, 1::2]``: two ``aten::slice``), or none (``getitem``
+        on a tuple).
+        """
+        return [name for name, (nodes, operators) in self.calls.items() if abs(nodes - operators) > 1e-9]
+
     def difference(self, op_type: str) -> float:
-        """Absolute difference of the two shares, in percentage points."""
+        """Absolute difference of the two shares, in percentage points.
+
+        ``op_type`` is a row's name or one type of a merged row (``"ReLU"`` finds ``"ReLU + relu"``).
+        """
         for name, a, b in self.rows:
-            if name == op_type:
+            if op_type == name or op_type in name.split(" + "):
                 return abs(a - b)
+        for side, other, unmatched in (("labkit", "torch.profiler", self.only_labkit),
+                                       ("torch.profiler", "labkit", self.only_profiler)):
+            if op_type in unmatched:
+                raise LabkitValueError(
+                    f"{op_type!r} is only in {side}'s profile ({unmatched[op_type]:.1f}% of its time): {other} has "
+                    f"no op type to compare it with. Compared: {[r[0] for r in self.rows]}."
+                )
         raise LabkitValueError(f"No op type {op_type!r} in this cross-check; known: {[r[0] for r in self.rows]}.")
 
     @property
     def max_difference(self) -> float:
-        """Largest disagreement over all op types, in percentage points."""
+        """Largest disagreement over the op types both instruments name, in percentage points."""
         if not self.rows:
             raise LabkitValueError(
-                "This cross-check has no op types, so there is no difference to take: neither labkit nor "
-                "torch.profiler recorded an operator. Build it with compare_with_torch_profiler(model, x) "
-                "on a model that runs at least one operator."
+                "This cross-check has no op types that both labkit and torch.profiler name, so there is no "
+                f"difference to take (labkit only: {_listed(self.only_labkit)}; torch.profiler only: "
+                f"{_listed(self.only_profiler)}). Build it with compare_with_torch_profiler(model, x) on a model "
+                "that runs at least one aten operator."
             )
         return max(abs(a - b) for _, a, b in self.rows)
 
     def table(self) -> Table:
-        return Table(
-            ["op type", "labkit %", "torch.profiler %", "difference (points)"],
-            [[t, f"{a:.1f}", f"{b:.1f}", f"{abs(a - b):.1f}"] for t, a, b in self.rows],
-            title="Share of forward time per op type",
+        headers = ["op type", "labkit %", "torch.profiler %", "difference (points)"]
+        rows = [[t, f"{a:.1f}", f"{b:.1f}", f"{abs(a - b):.1f}"] for t, a, b in self.rows]
+        if self.calls:
+            headers.append("calls (labkit / profiler)")
+            for row in rows:
+                nodes, operators = self.calls.get(row[0], (0, 0.0))
+                row.append(f"{nodes} / {operators:g}")
+        return Table(headers, rows, title=f"Share of forward time per op type (torch.profiler: {_BASIS_WORDS[self.basis]})")
+
+    def note(self) -> str:
+        """What the table leaves out: the op types only one side names, with their share of that side's time."""
+        labkit, profiler = self.compared_pct
+        return (
+            f"Compared: the op types both name, {labkit:.1f}% of labkit's time and {profiler:.1f}% of "
+            "torch.profiler's; the shares above are of that part.\n"
+            f"Only in labkit: {_listed(self.only_labkit)}\n"
+            f"Only in torch.profiler: {_listed(self.only_profiler)}"
+            + (f"\nCalls differ, so these rows are not like for like: {', '.join(self.calls_differ)}"
+               if self.calls_differ else "")
         )
 
+    def to_text(self) -> str:
+        return f"{self.table().to_text()}\n{self.note()}"
 
-def _shares(seconds: dict[str, float]) -> dict[str, float]:
-    total = sum(seconds.values())
-    return {k: v / total * 100 for k, v in seconds.items()}
+    def _repr_html_(self) -> str:
+        lines = "<br>\n".join(html.escape(line) for line in self.note().splitlines())
+        return f"{self.table().to_html()}\n<p>{lines}</p>"
+
+
+_BASIS_WORDS = {
+    "wall": "wall time from the previous operator's end",
+    "kernel": "kernel time",
+    "operator": "operator CPU time",
+}
+
+
+def _listed(shares: Mapping[str, float]) -> str:
+    if not shares:
+        return "none"
+    ranked = sorted(shares.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{name} {pct:.1f}%" for name, pct in ranked)
+
+
+def _is_top_level(event: Any) -> bool:
+    parent = event.cpu_parent
+    return parent is None or parent.name == RUN_MARKER
 
 
 def seconds_by_op_type(events: Any, *, use_device_time: bool = False) -> dict[str, float]:
-    """Sum the top-level aten operators of ``torch.profiler`` events per op type.
+    """Sum the top-level aten operators of ``torch.profiler`` events per op type (operator time, no model needed).
 
-    Operators missing from :data:`ATEN_TO_OP_TYPE` keep their aten name.
+    Top level: no parent, or directly inside a :data:`RUN_MARKER`. Operators map
+    through :data:`ATEN_TO_OP_TYPE` (the torch.nn spelling); the ones missing there
+    keep their aten name. :func:`compare_with_torch_profiler` matches names against
+    the model's own op types instead.
     """
     seconds: dict[str, float] = {}
     for event in events:
-        if event.cpu_parent is not None:
+        if event.name == RUN_MARKER or not _is_top_level(event):
             continue
         op_type = ATEN_TO_OP_TYPE.get(event.name, event.name)
         micros = event.device_time_total if use_device_time else event.cpu_time_total
         seconds[op_type] = seconds.get(op_type, 0.0) + micros * 1e-6
     return seconds
+
+
+def _operators_under(event: Any) -> Iterator[Any]:
+    """The operators directly under ``event``, looking through labels that are not operators (no ``::``).
+
+    A model's own ``record_function`` label is seen through; a CUDA runtime call
+    (``cudaDeviceSynchronize``: no ``::``, no children) is skipped.
+    """
+    for child in event.cpu_children:
+        if "::" in child.name:
+            yield child
+        else:
+            yield from _operators_under(child)
+
+
+def charged_seconds(operators: list[Any], basis: str) -> list[float]:
+    """Seconds charged to each of one run's top-level operators (in the order they started).
+
+    ``"wall"``: from the previous operator's end (the first: its own start) to its
+    end; ``"kernel"``: its kernels' device time; ``"operator"``: its own CPU time.
+    """
+    if basis == "kernel":
+        return [op.device_time_total * 1e-6 for op in operators]
+    if basis == "operator":
+        return [op.cpu_time_total * 1e-6 for op in operators]
+    starts = [operators[0].time_range.start] if operators else []
+    starts += [op.time_range.end for op in operators[:-1]]
+    return [(op.time_range.end - start) * 1e-6 for op, start in zip(operators, starts, strict=True)]
+
+
+def operators_per_run(events: Iterable[Any], basis: str) -> dict[str, tuple[float, float]]:
+    """aten operator -> (calls, seconds) per run, over the runs marked with :data:`RUN_MARKER`."""
+    markers = [event for event in events if event.name == RUN_MARKER]
+    totals: dict[str, tuple[float, float]] = {}
+    for marker in markers:
+        operators = sorted(_operators_under(marker), key=lambda op: op.time_range.start)
+        for op, seconds in zip(operators, charged_seconds(operators, basis), strict=True):
+            calls, total = totals.get(op.name, (0.0, 0.0))
+            totals[op.name] = (calls + 1, total + seconds)
+    return {name: (calls / len(markers), total / len(markers)) for name, (calls, total) in totals.items()}
+
+
+def _merged_types(operators: Iterable[str], labkit_seconds: Mapping[str, float]) -> dict[str, str]:
+    """labkit op type -> its row's name, for every type some operator matches.
+
+    Types one operator could come from are merged (``ReLU`` and ``relu`` under
+    ``aten::relu_``): the row is named by its members, largest labkit time first.
+    """
+    parent: dict[str, str] = {}
+
+    def root(op_type: str) -> str:
+        while parent.get(op_type, op_type) != op_type:
+            op_type = parent[op_type]
+        return op_type
+
+    for operator in operators:
+        present = [t for t in ATEN_TO_OP_TYPES.get(operator, ()) if t in labkit_seconds]
+        for op_type in present:
+            parent[root(op_type)] = root(present[0])
+    groups: dict[str, list[str]] = {}
+    for op_type in parent:
+        groups.setdefault(root(op_type), []).append(op_type)
+    names = {}
+    for members in groups.values():
+        name = " + ".join(sorted(members, key=lambda t: (-labkit_seconds[t], t)))
+        names.update({member: name for member in members})
+    return names
+
+
+def _percent(part: float, whole: float) -> float:
+    return part / whole * 100 if whole > 0 else 0.0
+
+
+def match_op_types(
+    labkit: Mapping[str, tuple[int, float]], profiler: Mapping[str, tuple[float, float]], basis: str = "wall"
+) -> CrossCheck:
+    """Pair labkit's op types (type -> (nodes, seconds)) with torch.profiler's operators (name -> (calls, seconds)).
+
+    Both per run. Rows are the matched types, renormalised over the matched
+    time on each side; the rest are listed as shares of their side's whole time.
+    """
+    labkit_seconds = {t: seconds for t, (_, seconds) in labkit.items()}
+    row_of = _merged_types(profiler, labkit_seconds)
+    ours: dict[str, float] = defaultdict(float)
+    theirs: dict[str, float] = defaultdict(float)
+    nodes: dict[str, int] = defaultdict(int)
+    operators: dict[str, float] = defaultdict(float)
+    for op_type, (node_count, seconds) in labkit.items():
+        if op_type in row_of:
+            ours[row_of[op_type]] += seconds
+            nodes[row_of[op_type]] += node_count
+    only_profiler = {}
+    for operator, (calls, seconds) in profiler.items():
+        row = next((row_of[t] for t in ATEN_TO_OP_TYPES.get(operator, ()) if t in row_of), None)
+        if row is None:
+            only_profiler[operator] = seconds
+            continue
+        theirs[row] += seconds
+        operators[row] += calls
+    labkit_matched, profiler_matched = sum(ours.values()), sum(theirs.values())
+    rows = [(row, _percent(ours[row], labkit_matched), _percent(theirs[row], profiler_matched)) for row in ours]
+    rows.sort(key=lambda row: (-row[1], row[0]))
+    profiler_whole = sum(seconds for _, seconds in profiler.values())
+    return CrossCheck(
+        rows,
+        only_labkit={t: _percent(s, sum(labkit_seconds.values())) for t, s in labkit_seconds.items() if t not in row_of},
+        only_profiler={op: _percent(s, profiler_whole) for op, s in only_profiler.items()},
+        calls={row: (nodes[row], operators[row]) for row in ours},
+        basis=basis,
+    )
 
 
 def compare_with_torch_profiler(
@@ -98,23 +421,24 @@ def compare_with_torch_profiler(
     """Time the same runs with labkit and with ``torch.profiler``; compare shares per op type.
 
     Both instruments watch the very same forward passes (labkit's timed runs
-    happen inside the profiler's window), so a burst of background load hits
-    both alike. ``warmup`` untimed passes come first, so cold-start costs
-    (allocation, kernel selection) distort neither side.
+    happen inside the profiler's window, each inside a :data:`RUN_MARKER` label),
+    so a burst of background load hits both alike. ``warmup`` untimed passes come
+    first, so cold-start costs (allocation, kernel selection) distort neither
+    side. How names are matched and which time is compared: see the module docstring.
     """
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     runs = require_count("runs", runs, 1, "e.g. runs=5")
     silence_known_warnings()
     profiler = NodeProfiler(model, *inputs, mode=mode)
-    use_cuda = profiler.device.type == "cuda"
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
+    device_type = profiler.device.type
+    basis = {"cpu": "wall", "cuda": "kernel"}.get(device_type, "operator")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
     with profiler.session(stacklevel=4):  # a train-mode model: warn once, leave the global RNG as it was
         profiler.warmup(warmup)
         with filtered_native_stderr(), profile(activities=activities) as prof:
             for _ in range(runs):
-                profiler.run_once()
-    ours = _shares(profiler.report().by_op_type().seconds)
-    theirs = _shares(seconds_by_op_type(prof.events(), use_device_time=use_cuda))
-    names = sorted(set(ours) | set(theirs), key=lambda n: -ours.get(n, 0.0))
-    return CrossCheck([(n, ours.get(n, 0.0), theirs.get(n, 0.0)) for n in names])
+                with record_function(RUN_MARKER):
+                    profiler.run_once()
+    labkit = {t: (nodes, seconds) for t, nodes, seconds, _ in profiler.report().by_op_type().rows}
+    return match_op_types(labkit, operators_per_run(prof.events(), basis), basis)
