@@ -8,12 +8,14 @@ together with the machine line (CPU, threads, torch version, device).
 
 Figures: P1 profiler overhead per node, P2 agreement with torch.profiler,
 P3 capstone speedups, P4 channels_last per precision, P5 JVP overhead and the jacfwd/jacrev crossover, the
-notebooks' run times, and the import time of labkit over torch.
+kernel-side redraw time of every registered widget, the notebooks' run times, and the import time of
+labkit over torch.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import os
 import platform
@@ -32,6 +34,7 @@ from labkit.core.device import device_line
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import writable_target, write_text
 from labkit.core.tables import Row, ShowsAsTable, Table
+from labkit.core.timing import RunStats, measure
 from labkit.labs import DEFAULT_BUDGET_S, LABS, NOTEBOOKS_DIR, PATH_BUDGET_S, lab_for
 
 # Every figure is measured on the CPU, the machine every learner has, so one run never
@@ -58,6 +61,7 @@ class BenchConfig:
     jvp_rounds: int = 30
     jacobian_in: int = 32
     jacobian_batch: int = 16  # per-example Jacobians: without a batch, fixed vmap overhead hides the crossover
+    widget_redraws: int = 15
     notebooks: tuple[str, ...] = tuple(lab.stem for lab in LABS)
     import_repeats: int = 7
 
@@ -65,12 +69,12 @@ class BenchConfig:
 FULL = BenchConfig()
 QUICK = BenchConfig(overhead_rounds=10, crosscheck_runs=5, variant_rounds=6, include_compiled=False,
                     format_run_time=0.6, format_rounds=3,
-                    jvp_rounds=10, notebooks=(), import_repeats=3)
+                    jvp_rounds=10, widget_redraws=9, notebooks=(), import_repeats=3)
 # For the smoke test only: tiny sizes, figures not meaningful.
 SMOKE = BenchConfig(overhead_ops=100, overhead_rounds=3, resnet_batch=1, image_size=64, crosscheck_runs=2,
                     variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1,
                     mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3, jacobian_in=4, jacobian_batch=2,
-                    notebooks=("00_start_here",), import_repeats=1)
+                    widget_redraws=2, notebooks=("00_start_here",), import_repeats=1)
 CONFIGS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
 
@@ -281,6 +285,119 @@ def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
                                       for p in sweep.points]}
 
 
+# A redraw probe builds a widget as a notebook shows it and returns what the kernel runs when a learner moves
+# a control: setting the control's value runs the widget's own observer, so the time is the callback's
+# (computing, drawing, encoding), with the real ipywidgets objects and no browser.
+ProbeBuilder = Callable[[], Callable[[], object]]
+
+
+def _set_each(control: Any, values: list[Any]) -> Callable[[], object]:
+    """Set ``control`` to the next of ``values``, round and round: a slider dragged back and forth."""
+    steps = itertools.cycle(values)
+    return lambda: setattr(control, "value", next(steps))
+
+
+def _slider_plot_redraw() -> Callable[[], object]:
+    from labkit.core.widgets import SliderPlot
+
+    return _set_each(SliderPlot(frequency=1.0).slider, [1.5, 2.0, 2.5, 2.0])
+
+
+def _live_profile_redraw() -> Callable[[], object]:
+    """After one profile of a small CNN, "sort by" changes redraw the table and the bars (no new runs).
+
+    The CNN has more nodes than the notebook's top k (10), so table and bars are as long as the notebook's.
+    """
+    from labkit.fx.widgets import LiveProfile
+
+    torch.manual_seed(0)
+    blocks = [layer for channels in (3, 8, 8, 8, 8) for layer in (torch.nn.Conv2d(channels, 8, 3, padding=1), torch.nn.ReLU())]
+    model = torch.nn.Sequential(*blocks, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10)).eval()
+    widget = LiveProfile(model, torch.randn(1, 3, 16, 16), runs=2, warmup=1, top_k=10)
+    widget.run()
+    return _set_each(widget.sort_by, ["median", "min", "mean"])
+
+
+def _stride_explorer_redraw() -> Callable[[], object]:
+    from labkit.memory_format.widgets import StrideExplorer
+
+    return _set_each(StrideExplorer(shape=(2, 3, 2, 2), memory_format="channels_last").c, [4, 3, 2, 1, 2, 3])
+
+
+def _stride_explorer_largest_redraw() -> Callable[[], object]:
+    from labkit.memory_format.widgets import SLIDER_MAX, StrideExplorer
+
+    shape = tuple(SLIDER_MAX[letter] for letter in "NCDHW")
+    return _set_each(StrideExplorer(shape=shape, memory_format="channels_last_3d").w, [3, 4])
+
+
+def _synthetic_stats(median_s: float) -> RunStats:
+    return RunStats.from_samples([0.9 * median_s, median_s, 1.2 * median_s])
+
+
+def _jacobian_scaling_redraw() -> Callable[[], object]:
+    """The plot JacobianScaling draws after each measured point, for the notebook's sizes, from made-up timings.
+
+    A control change also times jacfwd and jacrev (seconds: a measurement, not a redraw); the drawing is the
+    same whatever the timings.
+    """
+    from labkit.core.plots import to_png
+    from labkit.forward_ad.jacobian_cost import JacobianCost, JacobianSweep, default_out_dims
+    from labkit.forward_ad.widgets import sweep_figure
+
+    in_features, batch = 32, 16
+    points = [JacobianCost(in_features, out, batch, jacfwd=_synthetic_stats(1e-4 * in_features),
+                           jacrev=_synthetic_stats(1e-4 * out)) for out in default_out_dims(in_features)]
+    sweep = JacobianSweep(in_features, batch, points)
+    return lambda: to_png(sweep_figure(sweep, selected_out=64))
+
+
+def _variant_bars_draw() -> Callable[[], object]:
+    """The capstone's chart of five variants, from made-up timings."""
+    from labkit.capstone.variants import VariantComparison, VariantResult
+    from labkit.capstone.widgets import variant_bars
+    from labkit.core.plots import to_png
+
+    results = [VariantResult(f"variant {i}", _synthetic_stats(0.01 / (i + 1)), float(i + 1), 0.0, True, 0.0)
+               for i in range(5)]
+    return lambda: to_png(variant_bars(VariantComparison(results)))
+
+
+#: What each figure times and how, by name: every widget the labs registry lists (a test checks that none is
+#: missing), in learning order, then two more pictures.
+REDRAW_PROBES: dict[str, tuple[str, ProbeBuilder]] = {
+    "SliderPlot": ("SliderPlot (00): drag the frequency slider", _slider_plot_redraw),
+    "LiveProfile": ("LiveProfile (01): change sort by after a profile", _live_profile_redraw),
+    "StrideExplorer": ("StrideExplorer (02, shape 2x3x2x2): drag the C slider", _stride_explorer_redraw),
+    "StrideExplorer_largest": ("StrideExplorer at the most the sliders allow (5-D, 2x4x2x4x4): drag W",
+                               _stride_explorer_largest_redraw),
+    "JacobianScaling": ("JacobianScaling (03): redraw the plot after a measured point", _jacobian_scaling_redraw),
+    "variant_bars": ("variant_bars (04; drawn once, not a widget): chart to PNG", _variant_bars_draw),
+}
+#: Redraw goals (ms): a slider drag stays smooth when the kernel answers each step in about this time.
+REDRAW_GOALS_MS = {"StrideExplorer": 60.0, "StrideExplorer_largest": 60.0}
+
+
+def registered_widgets() -> list[str]:
+    """Every widget class the labs registry lists, in learning order."""
+    return [name for lab in LABS for name in lab.widgets]
+
+
+def bench_widget_redraw(config: BenchConfig, result: BenchResult) -> None:
+    """Kernel-side milliseconds of one redraw of every registered widget (no browser): the median of several."""
+    ranges = {}
+    for key, (what, build) in REDRAW_PROBES.items():
+        stats = measure(build(), warmup=1, runs=config.widget_redraws, device=BENCH_DEVICE)
+        median_ms, goal_ms = stats.median * 1e3, REDRAW_GOALS_MS.get(key)
+        goal = ("", None) if goal_ms is None else (f"<= {goal_ms:g}", median_ms <= goal_ms)
+        result.add(BenchFigure(f"widget.{key}", f"redraw in the kernel: {what}", median_ms, "ms", stats.iqr * 1e3, *goal))
+        ranges[key] = [stats.min * 1e3, stats.max * 1e3]
+    for name in registered_widgets():
+        if name not in REDRAW_PROBES:
+            result.add(BenchFigure(f"widget.{name}", f"{name}: no redraw probe in labkit.tools.bench yet", None, "ms"))
+    result.details["widgets"] = {"redraws": config.widget_redraws, "min_max_ms": ranges}
+
+
 def bench_notebooks(config: BenchConfig, result: BenchResult) -> None:
     """Wall seconds of each notebook executed headless (outputs not written)."""
     from labkit.tools.nbrun import execute_notebook
@@ -329,6 +446,7 @@ STEPS: dict[str, Callable[[BenchConfig, BenchResult], None]] = {
     "P3": bench_capstone,
     "P4": bench_memory_format,
     "P5": bench_forward_ad,
+    "widgets": bench_widget_redraw,
     "notebooks": bench_notebooks,
     "import": bench_import,
 }

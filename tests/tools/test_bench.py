@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from labkit.tools.bench import STEPS, machine_line
+from labkit.labs import LABS
+from labkit.tools.bench import REDRAW_PROBES, STEPS, machine_line, registered_widgets
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,9 @@ EXPECTED = [
     "P1.interpreter", "P1.fast", "P2.max_difference", "P2.max_difference_all", "P3.channels_last", "P3.fused",
     "P3.fused_channels_last", "P3.maxpool_collapse", "P3.optimize_for_inference", "P4.channels_last_fp32",
     "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
-    "P5.crossover_out", "notebook.00_start_here", "import.labkit_over_torch",
+    "P5.crossover_out", "widget.SliderPlot", "widget.LiveProfile", "widget.StrideExplorer",
+    "widget.StrideExplorer_largest", "widget.JacobianScaling", "widget.variant_bars", "notebook.00_start_here",
+    "import.labkit_over_torch",
 ]
 
 
@@ -64,7 +67,7 @@ def test_only_runs_the_named_steps():
 
     result = run_bench("smoke", only=["import"], log=lambda _m: None)
     assert [f.key for f in result.figures] == ["import.labkit_over_torch"]
-    assert set(STEPS) == {"P1", "P2", "P3", "P4", "P5", "notebooks", "import"}
+    assert set(STEPS) == {"P1", "P2", "P3", "P4", "P5", "widgets", "notebooks", "import"}
 
 
 def test_ratio_figures_carry_a_spread_from_side_by_side():
@@ -98,3 +101,42 @@ def test_to_json_writes_through_a_symlink_and_refuses_a_fifo(tmp_path):
         result.to_json(fifo)
     assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "fifo", "real.json"]
     assert result.to_json(tmp_path / "new" / "bench.json").exists()  # its own output folder is created
+
+
+def test_every_registered_widget_has_a_redraw_probe():
+    """A widget added to labkit.labs without a probe in bench.REDRAW_PROBES fails here, not silently in the bench."""
+    names = registered_widgets()
+    assert names == [name for lab in LABS for name in lab.widgets]
+    assert {"SliderPlot", "LiveProfile", "StrideExplorer", "JacobianScaling"} <= set(names)
+    assert set(names) <= set(REDRAW_PROBES), f"no redraw probe for {set(names) - set(REDRAW_PROBES)}"
+
+
+def test_widget_redraw_figure_reports_every_registered_widget():
+    """A smoke run of the widget figure: one median (ms) per widget, with its spread; no speed is asserted."""
+    from labkit.tools.bench import run_bench
+
+    result = run_bench("smoke", only=["widgets"], log=lambda _m: None)
+    figures = {f.key: f for f in result.figures}
+    assert list(figures) == [f"widget.{key}" for key in REDRAW_PROBES]
+    assert {f"widget.{name}" for name in registered_widgets()} <= set(figures)
+    for figure in figures.values():
+        assert figure.unit == "ms" and figure.value is not None and math.isfinite(figure.value) and figure.value > 0
+        assert figure.spread is not None and figure.spread >= 0, figure.key
+    for key in ("widget.StrideExplorer", "widget.StrideExplorer_largest"):
+        assert figures[key].goal == "<= 60" and isinstance(figures[key].meets, bool)
+    assert figures["widget.SliderPlot"].goal == "" and figures["widget.SliderPlot"].meets is None
+    low, high = result.details["widgets"]["min_max_ms"]["StrideExplorer"]
+    assert 0 < low <= figures["widget.StrideExplorer"].value <= high
+    assert result.details["widgets"]["redraws"] == 2
+
+
+def test_a_registered_widget_without_a_probe_is_reported_not_skipped(monkeypatch):
+    import labkit.tools.bench as bench
+
+    calls = []
+    monkeypatch.setattr(bench, "REDRAW_PROBES", {"SliderPlot": ("a probe", lambda: lambda: calls.append(1))})
+    result = bench.run_bench("smoke", only=["widgets"], log=lambda _m: None)
+    assert len(calls) == 1 + bench.SMOKE.widget_redraws  # one untimed redraw, then the timed ones
+    unprobed = [f for f in result.figures if f.value is None]
+    assert {f.key for f in unprobed} == {f"widget.{name}" for name in registered_widgets()} - {"widget.SliderPlot"}
+    assert all("no redraw probe" in f.label for f in unprobed)
