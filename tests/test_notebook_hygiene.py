@@ -101,3 +101,29 @@ def test_solution_cells_match_their_files(notebook):
             assert cell.source[match.end():].strip() == solution_file.read_text().strip(), (
                 f"the solution cell and {solution_file.name} have drifted apart"
             )
+
+
+# A measured figure in prose: digits, then a time unit, a ratio (x, ×) or a percentage. Dimensions ("224×224",
+# "2 × 3 × 2 × 2") are not figures; inline code and LaTeX are skipped (they hold code and formulas).
+MEASURED_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|ns|s|x|×|%)(?!\w)(?!\s?\d)")
+NOT_PROSE = re.compile(r"`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", re.DOTALL)
+
+
+def measured_numbers(markdown: str) -> list[str]:
+    """The figures in ``markdown`` that look measured (``"49.2 ms"``, ``"5.1x"``, ``"12%"``)."""
+    return [m.group(0) for m in MEASURED_NUMBER.finditer(NOT_PROSE.sub(" ", markdown))]
+
+
+def test_the_measured_number_pattern_finds_figures_and_spares_dimensions():
+    assert measured_numbers("median 49.2 ms, 5.1x faster, 12% of the time, 3 s to compile, 1.5×") == [
+        "49.2 ms", "5.1x", "12%", "3 s", "1.5×"
+    ]
+    assert measured_numbers("two 224×224 images, a 2 × 3 × 2 × 2 tensor, `x[:2]`, $2x\\,t$, 32 × 32 = 1024") == []
+
+
+def test_prose_states_no_measured_number(notebook):
+    """Figures come from the run: a reader's CPU, GPU and core count give other numbers than the author's."""
+    path, nb = notebook
+    found = {index: measured_numbers(cell.source) for index, cell in enumerate(nb.cells) if cell.cell_type == "markdown"}
+    found = {index: figures for index, figures in found.items() if figures}
+    assert not found, f"{path.name}: markdown cells state measured figures {found}; render them from a code cell"

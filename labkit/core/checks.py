@@ -213,4 +213,25 @@ def _learner_failure(exercise: str, exc: BaseException) -> CheckResult:
         )
     where = _learner_frame(exc)
     line = f" (line {where.lineno} of {where.name})" if where is not None else ""
-    return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.")
+    return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.{_missing_super_hint(exc)}")
+
+
+def _missing_super_hint(exc: BaseException) -> str:
+    """A hint for the classic slip: a subclass whose ``__init__`` never calls ``super().__init__``.
+
+    Then the base class's attributes (an Interpreter's ``graph``, a Module's
+    ``_modules``) do not exist, and the AttributeError is raised inside torch,
+    far from the learner's line, which is the ``__init__`` that returned early.
+    """
+    owner = getattr(exc, "obj", None) if isinstance(exc, AttributeError) else None
+    if owner is None:
+        return ""
+    cls = type(owner)
+    init_code = getattr(cls.__dict__.get("__init__"), "__code__", None)
+    bases = [base for base in cls.__mro__[1:] if base.__dict__.get("__init__") not in (None, object.__init__)]
+    if init_code is None or not bases or "super" in init_code.co_names:
+        return ""
+    return (
+        f" Hint: {cls.__name__}.__init__ never calls super().__init__(...), so {bases[0].__name__} could not set up "
+        f"its attributes (such as .{getattr(exc, 'name', '?')}); call it first in your __init__."
+    )

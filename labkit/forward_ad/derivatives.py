@@ -94,8 +94,9 @@ def _validate_pairs(primals: tuple[torch.Tensor, ...], tangents: tuple[torch.Ten
         if tangent.dtype != primal.dtype:
             raise LabkitValueError(
                 f"Tangent {index} has dtype {tangent.dtype} (shape {tuple(tangent.shape)}) but its primal "
-                f"has dtype {primal.dtype} (shape {tuple(primal.shape)}); torch would silently convert it. "
-                f"Use tangent.to(primal.dtype)."
+                f"has dtype {primal.dtype} (shape {tuple(primal.shape)}); torch would keep both precisions side by side "
+                f"(a {primal.dtype} value with a {tangent.dtype} tangent), and a matrix multiply would then fail "
+                "on the mix. Use tangent.to(primal.dtype)."
             )
 
 

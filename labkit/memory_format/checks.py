@@ -132,7 +132,8 @@ def check_convert_conv3d(convert: Callable[[nn.Module], nn.Module]) -> CheckResu
         w2 = expect_instance(getattr(model["conv2d"], "weight", None), torch.Tensor, keep_layers)
         expect(
             w3.is_contiguous(memory_format=torch.channels_last_3d) and not w3.is_contiguous(),
-            "The Conv3d weight is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d.",
+            "The Conv3d weight is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d; "
+            "torch.nn.utils.convert_conv3d_weight_memory_format converts every Conv3d weight.",
         )
         expect(
             w2.is_contiguous(memory_format=torch.channels_last) and not w2.is_contiguous(),

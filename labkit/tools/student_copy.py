@@ -71,12 +71,13 @@ def exercise_id(stem: str) -> str:
     return f"{int(match[1])}.{int(match[2])}"
 
 
-def stub_source(source: str, solution: str) -> str:
+def stub_source(source: str, solution: str, with_solutions: bool = False) -> str:
     """The solution file's code with every function and method body replaced by a stub.
 
     Imports, other top-level statements, decorators, signatures, comments
-    before a body and docstrings are kept verbatim; ``solution`` is the path
-    named in the stub's message (``solutions/01_2_shape_recorder.py``).
+    before a body and docstrings are kept verbatim. ``solution`` is the solution's
+    path (``solutions/01_2_shape_recorder.py``); the stub's message names it only
+    ``with_solutions``, in a copy that holds that folder.
     """
     exercise = exercise_id(Path(solution).stem)
     try:
@@ -94,7 +95,10 @@ def stub_source(source: str, solution: str) -> str:
         first, last = _body_span(node, solution)
         indent = " " * node.body[0].col_offset
         name = _qualified_name(tree, node)
-        message = f"Exercise {exercise}: write {name}. See {solution}, or run %load {solution} in this cell."
+        message = (
+            f"Exercise {exercise}: write {name}. See {solution}, or run %load {solution} in this cell."
+            if with_solutions else f"Exercise {exercise}: write {name}; its docstring says what to do."
+        )
         lines[first:last] = [f"{indent}raise NotImplementedError({message!r})"]
     return "\n".join(lines) + "\n"
 
@@ -130,10 +134,10 @@ def _qualified_name(tree: ast.Module, node: ast.FunctionDef | ast.AsyncFunctionD
     return f"{node.name}()"
 
 
-def stub_cell_source(solution: str, solution_code: str) -> str:
+def stub_cell_source(solution: str, solution_code: str, with_solutions: bool = False) -> str:
     exercise = exercise_id(Path(solution).stem)
     header = f"# Exercise {exercise}: replace each NotImplementedError with your code, then run the checker below.\n"
-    return header + stub_source(solution_code, solution)
+    return header + stub_source(solution_code, solution, with_solutions)
 
 
 def exercises_in(path: Path, notebook: nbformat.NotebookNode) -> list[Exercise]:
@@ -154,15 +158,18 @@ def exercises_in(path: Path, notebook: nbformat.NotebookNode) -> list[Exercise]:
     return found
 
 
-def student_notebook(path: Path) -> nbformat.NotebookNode:
-    """``path`` as students get it: stubs for solutions, outputs cleared except ``keep_output`` cells."""
+def student_notebook(path: Path, with_solutions: bool = False) -> nbformat.NotebookNode:
+    """``path`` as students get it: stubs for solutions, outputs cleared except ``keep_output`` cells.
+
+    The stubs point at ``solutions/`` only ``with_solutions`` (a copy that holds it).
+    """
     notebook = read_notebook(path, write=False)
     for exercise in exercises_in(path, notebook):
         solution_file = path.parent / exercise.solution
         if not solution_file.is_file():
             raise LabkitValueError(f"{path.name} loads {exercise.solution}, which does not exist.")
         cell = notebook.cells[exercise.cell_index]
-        cell.source = stub_cell_source(exercise.solution, solution_file.read_text(encoding="utf-8"))
+        cell.source = stub_cell_source(exercise.solution, solution_file.read_text(encoding="utf-8"), with_solutions)
         cell.metadata[STUB_METADATA] = {"exercise": exercise.exercise_id, "solution": exercise.solution}
         cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != KEEP_OUTPUT_TAG]
     for cell in notebook.cells:
@@ -258,7 +265,7 @@ def make_student_copy(
             "to update it (files you added or changed are kept)."
         )
     sources = find_notebooks(notebooks_dir)
-    converted = {path.name: student_notebook(path) for path in sources}  # fails before anything is written
+    converted = {path.name: student_notebook(path, with_solutions) for path in sources}  # fails before anything is written
 
     def build(staging: Path) -> None:
         for name, notebook in converted.items():

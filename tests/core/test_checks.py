@@ -169,3 +169,26 @@ def test_no_line_is_named_when_the_error_has_no_learner_frame():
     result = run_check("1.2", lambda: call_learner(int, "not a number"))
     assert result.status is Status.WRONG and "ValueError" in result.message
     assert "line" not in result.message and "call_learner" not in result.message
+
+
+def test_a_subclass_that_skips_super_init_gets_that_hint_not_a_line_inside_torch():
+    import torch.fx
+
+    class ForgetsSuper(torch.fx.Interpreter):
+        def __init__(self, module):
+            self.shapes = {}
+
+    class CallsSuper(torch.fx.Interpreter):
+        def __init__(self, module):
+            super().__init__(module)
+            self.shapes = {}
+
+    graph_module = torch.fx.symbolic_trace(torch.nn.ReLU())
+
+    def run_it(cls):
+        return run_check("9.1", lambda: str(call_learner(lambda: cls(graph_module).run(torch.ones(2)))))
+
+    result = run_it(ForgetsSuper)
+    assert result.status is Status.WRONG and "no attribute 'graph'" in result.message
+    assert "ForgetsSuper.__init__ never calls super().__init__(...), so Interpreter could not set up" in result.message
+    assert run_it(CallsSuper).status is Status.SOLVED

@@ -87,8 +87,11 @@ def test_stub_keeps_imports_signatures_docstrings_and_raises_with_the_exercise()
     for name in ("double", "Circle", "only_a_docstring"):
         assert inspect.signature(stubbed[name]) == inspect.signature(solved[name])
         assert stubbed[name].__doc__ == solved[name].__doc__
-    with pytest.raises(NotImplementedError, match=r"Exercise 1\.1: write double\(\)\. See solutions/01_1_double\.py"):
+    with pytest.raises(NotImplementedError, match=r"Exercise 1\.1: write double\(\); its docstring says what to do\.$"):
         stubbed["double"](3)
+    with_solutions = load_namespace(student_copy.stub_source(SOLUTION, "solutions/01_1_double.py", with_solutions=True))
+    with pytest.raises(NotImplementedError, match=r"Exercise 1\.1: write double\(\)\. See solutions/01_1_double\.py"):
+        with_solutions["double"](3)
     with pytest.raises(NotImplementedError, match=r"write Circle\.__init__"):
         stubbed["Circle"](1.0)
     with pytest.raises(NotImplementedError, match=r"write only_a_docstring\(\)"):
