@@ -34,7 +34,7 @@ venv: $(STAMP)
 
 # the learner edition: created from the student copy on first use, your edits are never overwritten
 lab: $(STAMP)
-	$(PY) -m labkit.tools.workspace $(WORKSPACE)
+	$(PY) -m labkit workspace $(WORKSPACE)
 	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in $(WORKSPACE)/ (the token is printed below; Ctrl-C stops it)"
 	$(JUPYTER_LAB) --ServerApp.root_dir=$(WORKSPACE) $(LAB_ARGS)
 
