@@ -87,7 +87,8 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
             short = got.rsplit(".", 1)[-1] if isinstance(got, str) else got
             expect(short == expected, (
                 f"For the {label} you answered {got!r}, but the first operator that drops channels_last is {expected!r}. "
-                "Hint: convert the input to channels_last, run the model inside `with FormatTracker() as t:`, read t.lost()."
+                "Hint: convert the model and the input to channels_last; in __torch_function__, call func first, then "
+                "compare the strides of its 4-D tensor inputs and its result (is_contiguous(memory_format=...))."
                 if expected
                 else f"For the {label} you answered {got!r}, but no operator drops channels_last there: return None."
             ))

@@ -61,7 +61,7 @@ def test_find_format_dropper_without_converting_the_input_fails():
         return lost[0].operator if lost else None
 
     result = checks.check_find_format_dropper(forgets_to_convert)
-    assert result.status is Status.WRONG and "convert the input" in result.message
+    assert result.status is Status.WRONG and "convert the model and the input to channels_last" in result.message
 
 
 def test_convert_conv3d():
