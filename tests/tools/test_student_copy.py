@@ -397,3 +397,185 @@ def test_real_lab_checkers_say_not_yet_then_solved_after_load(real_copy: Path, l
     results = run_and_solve(path)
     assert [r[0] for r in results] == expected
     assert [r for r in results if r[1:] != ("not yet solved", "solved")] == []
+
+
+# --- tracks: the core track leaves out sections tagged extra --------------------------
+
+TRIPLE = '''\
+def triple(x):
+    """Exercise 1.2: return three times ``x``."""
+    return 3 * x
+'''
+
+
+def markdown(source: str, *tags: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(source, metadata={"tags": list(tags)} if tags else {})
+
+
+def write_tracked_lab(folder: Path, *, later_reads: str = "print(value)", side_tags: tuple[str, ...] = ("extra",)) -> Path:
+    """01_demo.ipynb with a core section, an extra one, and exercises of which 1.2 is extra."""
+    (folder / "solutions").mkdir(parents=True)
+    (folder / "solutions" / "01_1_double.py").write_text(SOLUTION)
+    (folder / "solutions" / "01_2_triple.py").write_text(TRIPLE)
+    cells = [
+        markdown("# 01 · Demo\n\n**Learning goals**\n- double things\n"),
+        nbformat.v4.new_code_cell("import math\nbase = 2"),
+        markdown("## Core basics\n\nThe part everyone does."),
+        nbformat.v4.new_code_cell("value = base * 3"),
+        markdown("### A detail"),
+        nbformat.v4.new_code_cell("print(value)"),
+        markdown("## Side trip\n\nInteresting, not needed.", *side_tags),
+        nbformat.v4.new_code_cell("side = value + 1\nprint(side)"),
+        markdown("### Inside the side trip"),
+        nbformat.v4.new_code_cell("print(side)"),
+        markdown("## Exercises\n\nEach exercise has a stub and a checker."),
+        markdown("### Exercise 1.1: double"),
+        nbformat.v4.new_code_cell(f"# %load solutions/01_1_double.py\n{SOLUTION}", metadata={"tags": ["solution"]}),
+        nbformat.v4.new_code_cell(CHECKER),
+        markdown("### Exercise 1.2: triple", "extra"),
+        nbformat.v4.new_code_cell(f"# %load solutions/01_2_triple.py\n{TRIPLE}", metadata={"tags": ["solution"]}),
+        nbformat.v4.new_code_cell("print('the checker of 1.2')"),
+        markdown("## Summary"),
+        nbformat.v4.new_code_cell(later_reads),
+    ]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, folder / "01_demo.ipynb")
+    return folder / "01_demo.ipynb"
+
+
+def headings(notebook: nbformat.NotebookNode) -> list[str]:
+    return [c.source.splitlines()[0] for c in notebook.cells if c.cell_type == "markdown" and c.source.startswith("#")]
+
+
+def test_core_track_leaves_out_extra_sections_and_subsections_and_keeps_the_rest(tmp_path: Path) -> None:
+    write_tracked_lab(tmp_path / "notebooks")
+    [path] = student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    copy = nbformat.read(path, as_version=4)
+    assert headings(copy) == [
+        "# 01 · Demo", "## Core basics", "### A detail", "## Exercises", "### Exercise 1.1: double", "## Summary"
+    ]
+    sources = "\n".join(c.source for c in copy.cells)
+    assert "side" not in sources.replace("Side trip", "") and "the checker of 1.2" not in sources
+    notes = [c.source for c in copy.cells if c.source.startswith("> **Left out")]
+    assert notes == [
+        "> **Left out of this workshop's core track:** the section *Side trip*. The full edition of this lab has it.",
+        "> **Left out of this workshop's core track:** the part *Exercise 1.2: triple*. The full edition of this lab has it.",
+    ]
+    assert [e.exercise_id for e in student_copy.exercises_in(path, copy)] == ["1.1"]
+    assert all("raise NotImplementedError" in copy.cells[e.cell_index].source for e in student_copy.exercises_in(path, copy))
+    assert "core track" in (tmp_path / "core" / "README.md").read_text()
+    again = nbformat.read(student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "again", track="core")[0], 4)
+    assert [c.id for c in again.cells] == [c.id for c in copy.cells], "the same copy every time: notes get stable ids"
+
+
+def test_all_track_is_the_default_and_keeps_every_section(tmp_path: Path) -> None:
+    write_tracked_lab(tmp_path / "notebooks")
+    default = student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "default")[0]
+    every = student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "all", track="all")[0]
+    assert default.read_bytes() == every.read_bytes()
+    copy = nbformat.read(every, as_version=4)
+    assert "## Side trip" in headings(copy) and [e.exercise_id for e in student_copy.exercises_in(every, copy)] == ["1.1", "1.2"]
+    assert "core track" not in (tmp_path / "all" / "README.md").read_text()
+
+
+def test_core_track_refuses_when_a_kept_cell_reads_a_name_only_a_left_out_cell_defines(tmp_path: Path) -> None:
+    write_tracked_lab(tmp_path / "notebooks", later_reads="print(side, value)")
+    with pytest.raises(LabkitValueError) as raised:
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    message = str(raised.value)
+    assert "01_demo.ipynb, cell 19 reads `side`, which cell 8 defines in the left-out section 'Side trip'" in message
+    assert "`value`" not in message, "value is defined by a kept cell"
+    assert not (tmp_path / "core").exists()
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "all", track="all")  # the full edition is fine
+
+
+def test_core_track_checks_function_bodies_and_rebinding_too(tmp_path: Path) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks", later_reads="def report():\n    return side\n")
+    with pytest.raises(LabkitValueError, match=r"cell 19 reads `side`, which cell 8 defines"):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[7].source = "value = 100  # changes what later cells see"
+    notebook.cells[-1].source = "print(value)"
+    nbformat.write(notebook, lab)
+    with pytest.raises(LabkitValueError, match=r"cell 19 reads `value`, which cell 8 defines in the left-out section"):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    notebook.cells[-1].source = "value = 1\nprint([value * k for k in range(3)])"
+    nbformat.write(notebook, lab)
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")  # binds value before reading it
+
+
+def test_cell_names_reads_before_binds_in_running_order() -> None:
+    names = student_copy.cell_names(
+        "%matplotlib inline\nimport torch.nn as nn\ntotal += 1\nx = f(y)\ny = [x * k for k in ks]\n"
+        "def g(a):\n    return a + hidden\nwith open(p) as handle:\n    lines = handle.read()\n",
+        "cell 1",
+    )
+    assert names.reads == {"total", "f", "y", "ks", "open", "p", "get_ipython"}
+    assert names.binds == {"nn", "total", "x", "y", "g", "handle", "lines"}
+    assert names.deferred == {"hidden"}
+    with pytest.raises(LabkitValueError, match="cell 1 is not valid Python"):
+        student_copy.cell_names("def broken(:\n", "cell 1")
+
+
+@pytest.mark.parametrize(
+    ("index", "source", "expected"),
+    [
+        (1, None, r"cell 2 \(code: 'import math'\) is tagged 'extra'"),
+        (2, "The part everyone does.", r"cell 3 \(markdown: 'The part everyone does.'\) is tagged 'extra'"),
+        (0, None, r"cell 1 \(markdown: '# 01 · Demo'\) is tagged 'extra'.*'## ' heading"),
+    ],
+)
+def test_extra_on_a_cell_that_is_not_a_section_heading_is_an_error(
+    tmp_path: Path, index: int, source: str | None, expected: str
+) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[index].metadata["tags"] = ["extra"]
+    if source is not None:
+        notebook.cells[index].source = source
+    nbformat.write(notebook, lab)
+    for track in ("core", "all"):
+        with pytest.raises(LabkitValueError, match=expected):
+            student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / track, track=track)
+        assert not (tmp_path / track).exists()
+
+
+def test_a_section_heading_below_the_first_line_of_a_cell_is_an_error_in_the_core_track(tmp_path: Path) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[9].cell_type, notebook.cells[9].source = "markdown", "Done.\n\n```\n## in a code fence: fine\n```"
+    notebook.cells[9].pop("outputs"), notebook.cells[9].pop("execution_count")
+    notebook.cells[10].source = "That was all.\n\n## Exercises\n\nEach exercise has a stub and a checker."
+    nbformat.write(notebook, lab)
+    with pytest.raises(LabkitValueError, match=r"cell 11: the heading '## Exercises' is not the first line of its cell.*Split"):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "all")  # sections do not matter to the full edition
+
+
+def test_an_unknown_track_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.__main__ import main
+
+    write_tracked_lab(tmp_path / "notebooks")
+    with pytest.raises(LabkitValueError, match=r"Unknown track 'short': choose one of all, core\."):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "out", track="short")
+    with pytest.raises(SystemExit) as exited:
+        main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "notebooks"), "--track", "short"])
+    assert exited.value.code == 2 and "invalid choice: 'short'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_track_core_writes_the_core_track(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from labkit.__main__ import main
+
+    write_tracked_lab(tmp_path / "notebooks")
+    assert main(["student-copy", str(tmp_path / "out"), "--notebooks", str(tmp_path / "notebooks"), "--track", "core"]) == 0
+    assert "1 notebooks (core track), README.md in" in capsys.readouterr().out
+    assert "## Side trip" not in headings(nbformat.read(tmp_path / "out" / "01_demo.ipynb", as_version=4))
+
+
+@pytest.mark.slow
+def test_a_core_track_copy_runs_top_to_bottom_and_its_exercise_still_solves(tmp_path: Path) -> None:
+    write_tracked_lab(tmp_path / "notebooks")
+    [path] = student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", with_solutions=True, track="core")
+    assert run_and_solve(path) == [("1.1", "not yet solved", "solved")]
