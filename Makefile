@@ -7,6 +7,8 @@ STAMP := $(VENV)/.labkit-installed
 LAB_PORT ?= 8888
 LAB_IP ?= 127.0.0.1
 WORKSPACE ?= workspace
+# TRACK=core: the workshop's core track (sections tagged extra left out); TRACK=all: every section
+TRACK ?=
 JUPYTER_LAB = $(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 
@@ -34,7 +36,7 @@ venv: $(STAMP)
 
 # the learner edition: created from the student copy on first use, your edits are never overwritten
 lab: $(STAMP)
-	$(PY) -m labkit workspace $(WORKSPACE)
+	$(PY) -m labkit workspace $(WORKSPACE) $(if $(TRACK),--track $(TRACK))
 	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in $(WORKSPACE)/ (the token is printed below; Ctrl-C stops it)"
 	$(JUPYTER_LAB) --ServerApp.root_dir=$(WORKSPACE) $(LAB_ARGS)
 
@@ -65,7 +67,7 @@ docs: $(STAMP)
 	$(PY) -m labkit docs build/site
 
 student-copy: $(STAMP)
-	$(PY) -m labkit student-copy build/student --force
+	$(PY) -m labkit student-copy build/student --force $(if $(TRACK),--track $(TRACK))
 
 student-copy-solutions: $(STAMP)
 	$(PY) -m labkit student-copy build/student-solutions --with-solutions --force

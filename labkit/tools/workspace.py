@@ -30,6 +30,15 @@ changed). A notebook converts the same way every time, so an unchanged lab
 gives the same bytes. Every notebook converts before anything is written;
 each file is replaced atomically and the manifest is written last, so a run
 that stops half-way leaves every file whole, and the next run finishes the job.
+
+Tracks: ``--track core`` (``make lab TRACK=core``) gives the workshop's core
+track, without the sections tagged ``extra`` (see
+:mod:`labkit.tools.student_copy`); ``--track all`` every section. The manifest
+records the track (``track``), and a later run without ``--track`` keeps it, so
+a workshop machine set up once stays on its track. Switching tracks is one more
+change of the labs, under the same rules: a notebook the learner never edited
+is replaced by the other track's version; an edited one is kept, and the other
+track's version goes beside it.
 """
 from __future__ import annotations
 
@@ -50,7 +59,7 @@ from labkit.labs import find_notebooks
 from labkit.tools.docs import describe_notebook
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.output_folder import MANIFEST, OutputFolder, new_version_name
-from labkit.tools.student_copy import student_notebook
+from labkit.tools.student_copy import DEFAULT_TRACK, TRACKS, require_track, student_notebook
 
 TOOL = "workspace"  # the tool named in the manifest
 DEFAULT_FOLDER = Path("workspace")
@@ -89,6 +98,8 @@ overwrites your work:
 - to start a notebook over, delete or rename it and run `make lab` again;
 - `{manifest}` records what labkit wrote here; leave it in place.
 
+## Track
+{track_text}
 ## Solutions
 
 Stuck? `make lab-reference` opens the solved notebooks (the same labs, every
@@ -109,6 +120,8 @@ class WorkspaceResult:
     refreshed: list[str] = field(default_factory=list)  # unchanged by the learner; the labs' new version replaced it
     beside: list[tuple[str, str]] = field(default_factory=list)  # (the learner's changed file, kept; the new version)
     left_alone: list[tuple[str, str]] = field(default_factory=list)  # (file, why labkit did not deliver it)
+    track: str = DEFAULT_TRACK  # the track the workspace now holds
+    previous_track: str | None = None  # the track it held before, when this run switched
 
     def lines(self) -> list[str]:
         """One sentence per change the learner should know about, or one saying that nothing changed."""
@@ -117,6 +130,11 @@ class WorkspaceResult:
             lines = [f"created {self.folder}: {notebooks} notebooks with blank exercises, and {README_NAME}"]
         else:
             lines = [f"added {name} (new in the labs)" for name in self.added]
+        if self.previous_track is not None:
+            lines.append(
+                f"switched from the {self.previous_track} track to the {self.track} track: notebooks you had not edited now "
+                "hold it; an edited one is kept, with the new version beside it"
+            )
         lines += [f"refreshed {name}: the labs changed and you had not edited it" for name in self.refreshed]
         lines += [
             f"NOTE: the labs changed {kept}, which you edited; yours is kept as it was and the new version "
@@ -127,13 +145,29 @@ class WorkspaceResult:
         return lines or [f"{self.folder} is up to date"]
 
 
-def learner_edition(notebooks_dir: Path, folder: Path) -> dict[str, str]:
+TRACK_TEXT = {
+    "all": """
+This workspace holds every section of every lab. A workshop may use its
+shorter core track instead: `make lab TRACK=core`.
+""",
+    "core": """
+This workspace holds the workshop's core track: the sections planned for the
+time you have. Where a section was left out, a one-line note says so. To get
+every section, run `make lab TRACK=all`; notebooks you edited are kept as
+always, and the full version goes beside them.
+""",
+}
+
+
+def learner_edition(notebooks_dir: Path, folder: Path, track: str = DEFAULT_TRACK) -> dict[str, str]:
     """The files workspace ``folder`` holds (name -> text): each notebook as students get it, and the README."""
     sources = find_notebooks(notebooks_dir)
-    files = {path.name: _notebook_text(path, student_notebook(path)) for path in sources}
+    files = {path.name: _notebook_text(path, student_notebook(path, track=track)) for path in sources}
     titles = [f"- `{path.name}`: {describe_notebook(path, read_notebook(path, write=False)).title}" for path in sources]
     solutions = Path(os.path.relpath(notebooks_dir / "solutions", folder)).as_posix()
-    files[README_NAME] = README.format(notebook_list="\n".join(titles), manifest=MANIFEST, solutions=solutions)
+    files[README_NAME] = README.format(
+        notebook_list="\n".join(titles), manifest=MANIFEST, solutions=solutions, track_text=TRACK_TEXT[track]
+    )
     return files
 
 
@@ -152,34 +186,59 @@ def _notebook_text(path: Path, notebook: nbformat.NotebookNode) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def prepare_workspace(folder: str | Path = DEFAULT_FOLDER, notebooks_dir: str | Path = "notebooks") -> WorkspaceResult:
+def prepare_workspace(
+    folder: str | Path = DEFAULT_FOLDER, notebooks_dir: str | Path = "notebooks", track: str | None = None
+) -> WorkspaceResult:
     """Create or bring up to date the learner workspace ``folder`` from the labs in ``notebooks_dir``.
 
-    Raises :class:`LabkitValueError` (before writing anything) when
-    ``folder`` is not a folder labkit may use, e.g. a non-empty folder that
-    is not a workspace, or when a notebook cannot be converted.
+    ``track`` is ``"all"`` or ``"core"``; ``None`` keeps the track the
+    workspace holds (``"all"`` for a new one). Raises :class:`LabkitValueError`
+    (before writing anything) when ``folder`` is not a folder labkit may use,
+    e.g. a non-empty folder that is not a workspace, or when a notebook cannot
+    be converted.
     """
     folder, notebooks_dir = Path(folder), Path(notebooks_dir)
     output = OutputFolder(folder, tool=TOOL, marker=MANIFEST, what="a labkit workspace")  # no pre-manifest workspaces
     state = output.inspect()
-    files = learner_edition(notebooks_dir, folder)  # every notebook converts before anything is written
     written = output.read_manifest() if state == "ours" else {}
-    delivered = _read_delivered(folder) if state == "ours" else {}
+    record = _read_record(folder) if state == "ours" else {}
+    previous = str(record.get("track", DEFAULT_TRACK)) if state == "ours" else None  # before tracks: every section
+    track = require_track(track) if track is not None else _known_track(folder, previous)
+    files = learner_edition(notebooks_dir, folder, track)  # every notebook converts before anything is written
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LabkitValueError(f"Cannot create {folder}: {exc.strerror}. Choose a folder you can write to.") from None
-    update = _Update(folder, written, delivered, WorkspaceResult(folder, created=state == "new"))
+    result = WorkspaceResult(folder, created=state == "new", track=track, previous_track=None if previous == track else previous)
+    update = _Update(folder, written, _delivered(record), result)
     for name, text in files.items():
         update.deliver(name, text)
     update.write_manifest()
     return update.result
 
 
-def _read_delivered(folder: Path) -> dict[str, str]:
-    """The manifest's ``delivered`` record (read after :meth:`OutputFolder.read_manifest` validated the file)."""
-    delivered = json.loads((folder / MANIFEST).read_text(encoding="utf-8")).get("delivered", {})
+def _read_record(folder: Path) -> dict[str, object]:
+    """The manifest as a dict (read after :meth:`OutputFolder.read_manifest` validated the file)."""
+    record = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    return record if isinstance(record, dict) else {}
+
+
+def _delivered(record: dict[str, object]) -> dict[str, str]:
+    """The manifest's ``delivered`` record: the latest version of each file given to the learner."""
+    delivered = record.get("delivered", {})
     return {str(name): str(digest) for name, digest in delivered.items()} if isinstance(delivered, dict) else {}
+
+
+def _known_track(folder: Path, recorded: str | None) -> str:
+    """The track to keep when none was asked for: the one the workspace holds, ``all`` for a new one."""
+    if recorded is None:
+        return DEFAULT_TRACK
+    if recorded not in TRACKS:
+        raise LabkitValueError(
+            f"{folder / MANIFEST} records the track {recorded!r}, which this labkit does not know; "
+            f"choose one with --track ({', '.join(TRACKS)})."
+        )
+    return recorded
 
 
 def _digest(data: bytes) -> str:
@@ -249,7 +308,9 @@ class _Update:
         still_there = {
             path: digest for path, digest in self.written.items() if _current(self.folder / path) not in (None, _NOT_A_FILE)
         }
-        record = {"tool": TOOL, "format": _FORMAT, "files": still_there, "delivered": self.delivered}
+        record = {
+            "tool": TOOL, "format": _FORMAT, "files": still_there, "delivered": self.delivered, "track": self.result.track,
+        }
         write_text(self.folder / MANIFEST, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
@@ -259,11 +320,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the workspace folder, created on first use (default: {DEFAULT_FOLDER})",
     )
     parser.add_argument("--notebooks", type=Path, default=Path("notebooks"), help="the labs' notebooks folder")
+    parser.add_argument(
+        "--track", choices=TRACKS, default=None,
+        help="core: a workshop's shorter path, without the sections tagged 'extra'; all: every section "
+        "(default: the track the workspace holds, all for a new one)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        result = prepare_workspace(args.folder, args.notebooks)
+        result = prepare_workspace(args.folder, args.notebooks, args.track)
     except LabkitError as exc:
         print(f"workspace: {exc}", file=sys.stderr)
         return 2
@@ -273,9 +339,3 @@ def run(args: argparse.Namespace) -> int:
     for line in result.lines():
         print(f"workspace: {line}")
     return 0
-
-
-if __name__ == "__main__":  # `python -m labkit.tools.workspace`, until `python -m labkit workspace` is wired in
-    _parser = argparse.ArgumentParser(prog="python -m labkit.tools.workspace", description=__doc__.splitlines()[0])
-    add_arguments(_parser)
-    sys.exit(run(_parser.parse_args()))

@@ -328,3 +328,104 @@ def test_the_server_make_lab_starts_serves_no_solution_code(lab_workspace: Path,
             used |= assert_no_solution_code(name, nbformat.from_dict(model["content"]), solutions)
     assert process.poll() is not None, "the server must be stopped"
     assert used == set(solutions)
+
+
+# --- tracks: make lab TRACK=core -------------------------------------------------------
+
+
+@pytest.fixture
+def tracked_lab(tmp_path: Path) -> Path:
+    """A notebooks folder whose one lab has a section tagged extra; the workspace goes to ``tmp_path / "ws"``."""
+    folder = tmp_path / "notebooks"
+    (folder / "solutions").mkdir(parents=True)
+    (folder / "solutions" / "01_1_double.py").write_text(SOLUTION)
+    cells = [
+        nbformat.v4.new_markdown_cell("# 01 · Demo\n\nTracks."),
+        nbformat.v4.new_code_cell("base = 2"),
+        nbformat.v4.new_markdown_cell("## Core part"),
+        nbformat.v4.new_code_cell("print(base)"),
+        nbformat.v4.new_markdown_cell("## A side trip", metadata={"tags": ["extra"]}),
+        nbformat.v4.new_code_cell("print('only in the full edition')"),
+        nbformat.v4.new_markdown_cell("## Exercises"),
+        nbformat.v4.new_code_cell(f"# %load solutions/01_1_double.py\n{SOLUTION}", metadata={"tags": ["solution"]}),
+    ]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / "01_demo.ipynb")
+    write_notebook(folder, "02_plain.ipynb", "A lab without extra sections.")
+    return folder
+
+
+def holds_side_trip(path: Path) -> bool:
+    return "only in the full edition" in path.read_text(encoding="utf-8")
+
+
+def manifest_track(ws: Path) -> str:
+    return json.loads((ws / MANIFEST).read_text())["track"]
+
+
+def test_track_core_leaves_out_extra_sections_records_the_track_and_keeps_it(tracked_lab: Path) -> None:
+    ws = tracked_lab.parent / "ws"
+    result = workspace.prepare_workspace(ws, tracked_lab, track="core")
+    assert result.created and result.track == "core" and result.previous_track is None
+    assert not holds_side_trip(ws / "01_demo.ipynb") and "Left out of this workshop's core track" in (
+        ws / "01_demo.ipynb"
+    ).read_text(encoding="utf-8")
+    assert "raise NotImplementedError" in (ws / "01_demo.ipynb").read_text(encoding="utf-8")
+    assert manifest_track(ws) == "core" and "core track" in (ws / "README.md").read_text(encoding="utf-8")
+    again = workspace.prepare_workspace(ws, tracked_lab)  # no track asked for: the workspace keeps its own
+    assert again.track == "core" and again.lines() == [f"{ws} is up to date"]
+
+
+def test_switching_tracks_refreshes_unedited_notebooks_and_puts_the_new_version_beside_an_edited_one(tracked_lab: Path) -> None:
+    ws = tracked_lab.parent / "ws"
+    workspace.prepare_workspace(ws, tracked_lab, track="core")
+    notebook = nbformat.read(ws / "01_demo.ipynb", as_version=4)
+    notebook.cells[1].source = "base = 3  # mine"
+    nbformat.write(notebook, ws / "01_demo.ipynb")
+    mine = (ws / "01_demo.ipynb").read_bytes()
+    plain = (ws / "02_plain.ipynb").read_bytes()
+    result = workspace.prepare_workspace(ws, tracked_lab, track="all")
+    assert (ws / "01_demo.ipynb").read_bytes() == mine, "an edited notebook is never overwritten"
+    assert result.beside == [("01_demo.ipynb", "01_demo.labkit-new.ipynb")] and holds_side_trip(ws / "01_demo.labkit-new.ipynb")
+    assert result.refreshed == ["README.md"] and (ws / "02_plain.ipynb").read_bytes() == plain, "no extra sections: same bytes"
+    assert result.previous_track == "core" and manifest_track(ws) == "all"
+    assert any(line.startswith("switched from the core track to the all track") for line in result.lines())
+    assert "make lab TRACK=core" in (ws / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_workspace_from_before_tracks_holds_every_section(tracked_lab: Path) -> None:
+    ws = tracked_lab.parent / "ws"
+    workspace.prepare_workspace(ws, tracked_lab)
+    record = json.loads((ws / MANIFEST).read_text())
+    assert record.pop("track") == "all"
+    (ws / MANIFEST).write_text(json.dumps(record))
+    assert workspace.prepare_workspace(ws, tracked_lab).lines() == [f"{ws} is up to date"]
+    result = workspace.prepare_workspace(ws, tracked_lab, track="core")
+    assert result.previous_track == "all" and result.refreshed == ["01_demo.ipynb", "README.md"]
+    assert not holds_side_trip(ws / "01_demo.ipynb")
+
+
+def test_an_unknown_track_is_refused_before_anything_is_written(tracked_lab: Path, tmp_path: Path) -> None:
+    ws = tracked_lab.parent / "ws"
+    with pytest.raises(LabkitValueError, match="Unknown track 'short'"):
+        workspace.prepare_workspace(ws, tracked_lab, track="short")
+    assert not ws.exists()
+    workspace.prepare_workspace(ws, tracked_lab)
+    record = json.loads((ws / MANIFEST).read_text())
+    (ws / MANIFEST).write_text(json.dumps({**record, "track": "short"}))
+    with pytest.raises(LabkitValueError, match=r"records the track 'short'.*--track"):
+        workspace.prepare_workspace(ws, tracked_lab)
+    assert workspace.prepare_workspace(ws, tracked_lab, track="core").track == "core"  # an explicit track repairs it
+
+
+def test_cli_track(tracked_lab: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    workspace.add_arguments(parser)
+    ws = tracked_lab.parent / "ws"
+    assert parser.parse_args([]).track is None
+    assert workspace.run(parser.parse_args([str(ws), "--notebooks", str(tracked_lab), "--track", "core"])) == 0
+    assert manifest_track(ws) == "core"
+    assert workspace.run(parser.parse_args([str(ws), "--notebooks", str(tracked_lab), "--track", "all"])) == 0
+    assert "workspace: switched from the core track to the all track" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        parser.parse_args([str(ws), "--track", "short"])
+    assert "invalid choice: 'short'" in capsys.readouterr().err
