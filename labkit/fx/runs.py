@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.timing import RunStats
@@ -51,21 +52,10 @@ def model_device(module: torch.nn.Module) -> torch.device | None:
     return None
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
-
 def check_input_devices(module: torch.nn.Module, inputs: Sequence[Any]) -> torch.device:
     """The device to synchronize; raises if an input tensor (also one in a list) sits elsewhere than the model."""
     device = model_device(module)
-    tensors = list(_tensors(list(inputs)))
+    tensors = [leaf for leaf in tree_leaves(list(inputs)) if isinstance(leaf, torch.Tensor)]
     for index, tensor in enumerate(tensors):
         if device is not None and tensor.device != device:
             raise LabkitValueError(

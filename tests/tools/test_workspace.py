@@ -8,13 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import json
-import os
-import secrets
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -23,7 +17,7 @@ import pytest
 from labkit.core.errors import LabkitValueError
 from labkit.tools import student_copy, workspace
 from labkit.tools.output_folder import MANIFEST
-from tests.ui.support import LabServer, _free_port, _stop, _wait_for_status, _write_lab_config
+from tests.ui.support import jupyter_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -288,28 +282,6 @@ def test_run_prints_what_changed_and_exits_2_on_a_user_error(
 
 
 # --- through a real Jupyter server, as `make lab` serves it ---------------------------
-
-
-@contextlib.contextmanager
-def jupyter_lab(root_dir: Path, home: Path) -> Iterator[tuple[LabServer, subprocess.Popen]]:
-    """``jupyter lab`` on ``root_dir`` (a free loopback port, token auth, own config), stopped on exit."""
-    port, token = _free_port(), secrets.token_hex(16)
-    command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root_dir}", "--allow-root",
-        f"--IdentityProvider.token={token}", "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    env = {**os.environ, **_write_lab_config(home)}
-    log_path = home / "server.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    server = LabServer(f"http://127.0.0.1:{port}", token, root_dir)
-    try:
-        _wait_for_status(server, process, log_path)
-        yield server, process
-    finally:
-        _stop(server, process)
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ command; with ``LABKIT_REQUIRE_UI=1`` (set by ``.ci/run``) they fail instead.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -138,12 +139,9 @@ def _write_lab_config(home: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """``jupyter lab`` on a free loopback port, serving a copy of notebooks/; always shut down."""
-    home = tmp_path_factory.mktemp("jupyterlab")
-    root_dir = home / "notebooks"
-    shutil.copytree(NOTEBOOKS, root_dir, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+@contextlib.contextmanager
+def jupyter_lab(root_dir: Path, home: Path) -> Iterator[tuple[LabServer, subprocess.Popen]]:
+    """``jupyter lab`` on ``root_dir`` (a free loopback port, token auth, its own config under ``home``); always stopped."""
     port, token = _free_port(), secrets.token_hex(16)
     log_path = home / "server.log"
     command = [
@@ -158,9 +156,19 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = LabServer(f"http://127.0.0.1:{port}", token, root_dir)
     try:
         _wait_for_status(server, process, log_path)
-        yield server
+        yield server, process
     finally:
         _stop(server, process)
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """``jupyter lab`` on a free loopback port, serving a copy of notebooks/; always shut down."""
+    home = tmp_path_factory.mktemp("jupyterlab")
+    root_dir = home / "notebooks"
+    shutil.copytree(NOTEBOOKS, root_dir, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    with jupyter_lab(root_dir, home) as (server, _):
+        yield server
 
 
 def _wait_for_status(server: LabServer, process: subprocess.Popen, log_path: Path) -> None:
