@@ -213,7 +213,15 @@ def _learner_failure(exercise: str, exc: BaseException) -> CheckResult:
         )
     where = _learner_frame(exc)
     line = f" (line {where.lineno} of {where.name})" if where is not None else ""
-    return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.{_missing_super_hint(exc)}")
+    hint = _missing_super_hint(exc) or _returned_none_hint(exc)
+    return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.{hint}")
+
+
+def _returned_none_hint(exc: BaseException) -> str:
+    """A hint for a method that computes its result but forgets to return it (``run_node``, ``__torch_function__``)."""
+    if isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc):
+        return " Hint: a None arrived where a tensor was expected; does each method you wrote `return` its result?"
+    return ""
 
 
 def _missing_super_hint(exc: BaseException) -> str:

@@ -57,6 +57,13 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
     return run_check("2.1", check)
 
 
+class _PlusFreshZeros(nn.Module):
+    """Adds a freshly made (contiguous) zero tensor: the sum follows its channels_last first operand."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.zeros(x.shape)
+
+
 class _ChannelSoftmax(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.softmax(x, dim=1)
@@ -70,6 +77,9 @@ def _dropper_cases() -> list[tuple[str, nn.Module, str | None]]:
             ("softmax model",
              nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), _ChannelSoftmax(), conv()), "softmax"),
             ("clean model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), conv()), None),
+            # A new NCHW tensor that no channels_last input produced is not a drop: a logger that looks only at
+            # outputs would name torch.zeros here.
+            ("model with a fresh NCHW offset", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), _PlusFreshZeros(), conv()), None),
         ]
 
 
@@ -92,7 +102,8 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
                 if expected
                 else f"For the {label} you answered {got!r}, but no operator drops channels_last there: return None."
             ))
-        return "You found layer_norm and softmax, and saw that the clean model keeps channels_last throughout."
+        return ("You found layer_norm and softmax, saw that the clean model keeps channels_last throughout, and did not "
+                "count a fresh NCHW tensor as a drop.")
 
     return run_check("2.2", check)
 

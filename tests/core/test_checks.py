@@ -192,3 +192,11 @@ def test_a_subclass_that_skips_super_init_gets_that_hint_not_a_line_inside_torch
     assert result.status is Status.WRONG and "no attribute 'graph'" in result.message
     assert "ForgetsSuper.__init__ never calls super().__init__(...), so Interpreter could not set up" in result.message
     assert run_it(CallsSuper).status is Status.SOLVED
+
+
+def test_a_method_that_forgets_to_return_gets_that_hint():
+    def forgets_to_return(x):
+        x.sin()  # computed, not returned
+
+    result = run_check("9.2", lambda: str(call_learner(lambda: torch.cos(forgets_to_return(torch.ones(2))))))
+    assert result.status is Status.WRONG and "does each method you wrote `return` its result?" in result.message
