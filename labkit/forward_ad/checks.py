@@ -63,11 +63,11 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
             error = float((got.detach() - expected).abs().max())
             expect(error < 1e-5, (
                 f"For {name} your answer is off by {error:.1e}: it is not the derivative along v. "
-                f"Push the tangent v through f with one JVP: labkit.forward_ad.jvp(f, x, v)."
+                f"Push the tangent v through f with one JVP: torch.func.jvp(f, (x,), (v,))."
             ))
             expect(error < 1e-10, (
                 f"For {name} your answer is off by {error:.1e}, close but not exact. Use one JVP "
-                f"(labkit.forward_ad.jvp(f, x, v)), which is exact; finite differences are only accurate to about 1e-7."
+                f"(torch.func.jvp(f, (x,), (v,))), which is exact; finite differences are only accurate to about 1e-7."
             ))
         return f"Your JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-10."
 
@@ -75,27 +75,49 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
 
 
 # (in, out): clearly wide or clearly tall Jacobians, where the rule of thumb is safe.
-MODE_CASES = [(1000, 1), (512, 8), (64, 32), (8, 512), (1, 1000), (32, 64)]
+MODE_CASES = [(64, 2), (32, 4), (4, 32), (2, 64)]
 
 
-def check_predict_mode(predict_faster_mode: Callable[[int, int], str]) -> CheckResult:
-    """Exercise 3.2: ``predict_faster_mode(in, out)`` returns the mode the pass counts favour."""
+def _tanh_layer(in_features: int, out_features: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """f: R^in -> R^out, a float64 tanh(Linear) with fixed random weights."""
+    generator = torch.Generator().manual_seed(in_features * 1000 + out_features)
+    weight = torch.randn(out_features, in_features, dtype=torch.float64, generator=generator)
+    return lambda x: torch.tanh(weight @ x)
+
+
+def _wrong_mode_hint(mode: str, in_features: int, out_features: int) -> str:
+    return (
+        f"For f: R^{in_features} -> R^{out_features} you chose {mode}. Count the passes: jacfwd needs one per input "
+        f"dimension ({in_features}), jacrev one per output dimension ({out_features}); read both sizes from x and f(x)."
+    )
+
+
+def check_cheaper_jacobian(jacobian_the_cheaper_way: Callable[..., object]) -> CheckResult:
+    """Exercise 3.2: ``jacobian_the_cheaper_way(f, x)`` returns (the mode with fewer passes, the Jacobian of f at x)."""
 
     def check() -> str:
         for in_features, out_features in MODE_CASES:
-            got = call_learner(predict_faster_mode, in_features, out_features)
-            expect(isinstance(got, str) and got in ("jacfwd", "jacrev"), f"Return the string 'jacfwd' or 'jacrev', not {got!r}.")
-            expected = "jacfwd" if out_features > in_features else "jacrev"
-            expect(got == expected, (
-                f"For R^{in_features} -> R^{out_features} you predicted {got}. Count the passes: jacfwd needs "
-                f"one per input dimension ({in_features}), jacrev one per output dimension ({out_features})."
+            f = _tanh_layer(in_features, out_features)
+            x = torch.randn(in_features, dtype=torch.float64, generator=torch.Generator().manual_seed(in_features))
+            answer = call_learner(jacobian_the_cheaper_way, f, x)
+            expect(isinstance(answer, tuple) and len(answer) == 2, "Return a pair: (the mode's name, the Jacobian).")
+            mode: object = answer[0]  # type: ignore[index]
+            jacobian: object = answer[1]  # type: ignore[index]
+            expect(isinstance(mode, str) and mode in ("jacfwd", "jacrev"),
+                   f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}.")
+            expected_mode = "jacfwd" if out_features > in_features else "jacrev"
+            expect(mode == expected_mode, _wrong_mode_hint(str(mode), in_features, out_features))
+            reference = torch.func.jacrev(f)(x)
+            expect(
+                isinstance(jacobian, torch.Tensor) and jacobian.shape == reference.shape,
+                f"For f: R^{in_features} -> R^{out_features} the Jacobian has shape {tuple(reference.shape)} (out, in); "
+                f"you returned {tuple(jacobian.shape) if isinstance(jacobian, torch.Tensor) else type(jacobian).__name__}.",
+            )
+            _expect_close(jacobian, reference, (
+                "Your Jacobian's values are off. Compute it with the mode you chose: torch.func.jacfwd(f)(x) or "
+                "torch.func.jacrev(f)(x)."
             ))
-        got = call_learner(predict_faster_mode, 16, 16)
-        expect(
-            isinstance(got, str) and got in ("jacfwd", "jacrev"),
-            f"For a square Jacobian return either 'jacfwd' or 'jacrev', not {got!r}.",
-        )
-        return f"Your predictions follow the pass counts on {len(MODE_CASES)} shapes. Now measure them below."
+        return f"You chose the mode with fewer passes and computed the exact Jacobian on {len(MODE_CASES)} shapes."
 
     return run_check("3.2", check)
 

@@ -30,8 +30,9 @@ def test_checker_tests_pass_under_python_O():
 
 
 def test_the_reported_reproduction_is_not_solved_under_python_O():
-    # The reproduction: a wrong prediction was "solved" under PYTHONOPTIMIZE=1.
-    code = "from labkit.forward_ad.checks import check_predict_mode as c; print(c(lambda i, o: 'jacfwd').status.value)"
+    # The reproduction: a wrong choice of mode was "solved" under PYTHONOPTIMIZE=1.
+    code = ("import torch; from labkit.forward_ad.checks import check_cheaper_jacobian as c; "
+            "print(c(lambda f, x: ('jacfwd', torch.func.jacfwd(f)(x))).status.value)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONOPTIMIZE": "1"},
                             capture_output=True, text=True, timeout=300)
     assert result.stdout.strip() == "not solved", result.stdout + result.stderr

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from labkit.core.checks import Status
-from labkit.forward_ad.checks import check_custom_sin, check_directional_derivative, check_predict_mode
+from labkit.forward_ad.checks import check_cheaper_jacobian, check_custom_sin, check_directional_derivative
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
 
@@ -29,11 +29,11 @@ def _stub_for(exercise):
 
 def test_solutions_are_solved():
     assert check_directional_derivative(_solution("03_1_directional_derivative.py", "directional_derivative")).solved
-    assert check_predict_mode(_solution("03_2_predict_mode.py", "predict_faster_mode")).solved
+    assert check_cheaper_jacobian(_solution("03_2_cheaper_jacobian.py", "jacobian_the_cheaper_way")).solved
     assert check_custom_sin(_solution("03_3_custom_sin.py", "Sin")).solved
 
 
-@pytest.mark.parametrize(("checker", "exercise"), [(check_directional_derivative, "3.1"), (check_predict_mode, "3.2")])
+@pytest.mark.parametrize(("checker", "exercise"), [(check_directional_derivative, "3.1"), (check_cheaper_jacobian, "3.2")])
 def test_function_stubs_are_not_yet_solved(checker, exercise):
     assert checker(_stub_for(exercise)).status is Status.NOT_YET
     # Another exercise's stub, or a NotImplementedError of the learner's own, is the learner's error.
@@ -72,10 +72,14 @@ def test_wrong_shape_is_explained():
     assert result.status is Status.WRONG and "not the derivative along v" in result.message
 
 
-def test_wrong_prediction_names_the_pass_counts():
-    result = check_predict_mode(lambda i, o: "jacrev")
-    assert result.status is Status.WRONG and "one per input dimension (8)" in result.message
-    assert check_predict_mode(lambda i, o: "forward").status is Status.WRONG
+def test_the_wrong_mode_names_the_pass_counts_and_a_wrong_jacobian_is_refused():
+    result = check_cheaper_jacobian(lambda f, x: ("jacrev", torch.func.jacrev(f)(x)))
+    assert result.status is Status.WRONG and "one per input dimension (4)" in result.message
+    assert check_cheaper_jacobian(lambda f, x: ("forward", None)).status is Status.WRONG
+    transposed = check_cheaper_jacobian(
+        lambda f, x: ("jacfwd" if f(x).numel() > x.numel() else "jacrev", torch.func.jacrev(f)(x).T)
+    )
+    assert transposed.status is Status.WRONG and "(out, in)" in transposed.message
 
 
 def test_wrong_jvp_and_old_style_are_explained():
@@ -103,11 +107,11 @@ def test_wrong_jvp_and_old_style_are_explained():
     assert check_custom_sin(42).status is Status.WRONG
 
 
-def test_predict_mode_wrong_answers_are_not_solved():
-    # The reproduction of the -O bug: this answer was "solved" under PYTHONOPTIMIZE=1.
-    assert check_predict_mode(lambda i, o: "jacfwd").status is Status.WRONG
+def test_cheaper_jacobian_odd_answers_are_not_solved():
+    # The reproduction of the -O bug: a wrong answer was "solved" under PYTHONOPTIMIZE=1.
+    assert check_cheaper_jacobian(lambda f, x: ("jacfwd", torch.func.jacfwd(f)(x))).status is Status.WRONG
     for odd in (None, 1, ["jacfwd"], b"jacrev", torch.tensor(1.0)):
-        result = check_predict_mode(lambda i, o, odd=odd: odd)
+        result = check_cheaper_jacobian(lambda f, x, odd=odd: (odd, torch.func.jacrev(f)(x)))
         assert result.status is Status.WRONG and "Return the string" in result.message, result
 
 
