@@ -10,7 +10,8 @@ this reports:
 - mode: the mode :func:`~labkit.fx.profile.profile_model` used (``fast``, or
   ``modules`` when it fell back to hooks on the layers); nodes: nodes timed;
 - x eager: the profile's median total over an eager forward's median, the two
-  interleaved run by run in the same process (a :class:`~labkit.core.timing.SideBySide`);
+  interleaved run by run in the same process (a :class:`~labkit.core.timing.SideBySide`),
+  marked "(noisy)" when either spread (IQR) is at least 10% of its median;
 - top op: the op type that takes the most time;
 - channels_last drops: operators that returned another layout from a channels_last
   input for no reason of the caller's (:meth:`FormatTracker.dropped`; deliberate
@@ -18,7 +19,11 @@ this reports:
   converted (``channels_last_3d`` for video; a detector's 3-D images stay as they are);
 - channels_last same / fusion same: whether that run, and the Conv-BN-fused model
   (:func:`~labkit.fx.fusion.fuse_safely`, traced models only), give the eager
-  output within ``rtol=1e-4, atol=1e-5`` of its scale.
+  output within ``rtol=1e-4, atol=1e-5`` of its scale. A detector's output is a
+  selection (boxes above a score threshold, after non-maximum suppression): with
+  random weights the scores are near-ties, so a rounding difference can keep
+  other boxes, and "NO" there says little about the layers; a detector that
+  keeps no box at all has nothing to compare ("n/a").
 
 Each model runs in its own ``python -m labkit zoo --one NAME`` process with a
 time limit: a crash, a timeout or a model that eats the memory becomes a row,
@@ -32,6 +37,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import subprocess
 import sys
 import time
@@ -64,6 +70,7 @@ class ZooRow:
     mode: str = ""
     nodes: int | None = None
     over_eager: float | None = None  # profile total / eager forward (medians)
+    noisy: bool = False  # either timing's IQR is at least 10% of its median (SideBySide.noisy)
     top_op: str = ""
     channels_last_drops: str = ""
     channels_last_same: str = ""
@@ -74,6 +81,13 @@ class ZooRow:
     def traced(self) -> str:
         return {TRACED: "yes", FELL_BACK: "no"}.get(self.outcome, "-")
 
+    @property
+    def over_eager_text(self) -> str:
+        """``1.02x``, ``1.40x (noisy)``, or "" when nothing was timed."""
+        if self.over_eager is None:
+            return ""
+        return f"{self.over_eager:.2f}x{' (noisy)' if self.noisy else ''}"
+
 
 HEADERS = ["model", "kind", "traced", "mode", "nodes", "x eager", "top op", "channels_last drops",
            "channels_last same", "fusion same", "s", "why"]
@@ -83,7 +97,7 @@ def _cells(row: ZooRow, why_width: int | None) -> list[Any]:
     why = row.why if why_width is None or len(row.why) <= why_width else row.why[: why_width - 3] + "..."
     return [
         row.model, row.kind, row.traced if row.outcome in (TRACED, FELL_BACK) else row.outcome, row.mode,
-        "" if row.nodes is None else row.nodes, "" if row.over_eager is None else f"{row.over_eager:.2f}x",
+        "" if row.nodes is None else row.nodes, row.over_eager_text,
         row.top_op, row.channels_last_drops, row.channels_last_same, row.fusion_same, f"{row.seconds:.0f}", why,
     ]
 
@@ -152,9 +166,13 @@ def _failure_cell(exc: BaseException) -> str:
 
 
 def _same_text(reference: Any, output: Any, actual_name: str, extra: str = "") -> str:
+    """``yes``, ``NO (max diff 0.003)``, or ``n/a (why)`` when there is nothing to compare (a detector that found nothing)."""
     from labkit.fx.fusion import compare_outputs
 
-    max_diff, same = compare_outputs(reference, output, rtol=RTOL, atol=ATOL, actual_name=actual_name)
+    try:
+        max_diff, same = compare_outputs(reference, output, rtol=RTOL, atol=ATOL, actual_name=actual_name)
+    except LabkitValueError as exc:
+        return f"n/a ({re.split(r'[:.] ', str(exc), maxsplit=1)[0]})"
     verdict = "yes" if same else f"NO (max diff {max_diff:.2g})"
     return f"{verdict}{f', {extra}' if extra else ''}"
 
@@ -197,8 +215,10 @@ def _channels_last(model: Any, kind: str, inputs: tuple[Any, ...], reference: An
     return drops, _same_text(reference, output, "the channels_last run")
 
 
-def _profile_against_eager(model: Any, inputs: tuple[Any, ...], warmup: int, runs: int, device: Any) -> tuple[Any, float]:
-    """The profile, and its median total over an eager forward's median, the eager runs interleaved with the profile's."""
+def _profile_against_eager(
+    model: Any, inputs: tuple[Any, ...], warmup: int, runs: int, device: Any
+) -> tuple[Any, float, bool]:
+    """The profile, its median total over an eager forward's median (eager runs interleaved with the profile's), noisy?"""
     import torch
 
     from labkit.core.timing import RunStats, SideBySide, SyncTimer
@@ -216,7 +236,7 @@ def _profile_against_eager(model: Any, inputs: tuple[Any, ...], warmup: int, run
         report = profile_model(model, *inputs, warmup=warmup, runs=runs, on_run=time_eager)
     profiled = f"{report.mode} mode"
     timings = SideBySide({"eager forward": RunStats.from_samples(eager), profiled: report.total}, "eager forward")
-    return report, timings.slowdown(profiled)
+    return report, timings.slowdown(profiled), timings.noisy(profiled) or timings.noisy("eager forward")
 
 
 def _prepare(info: Any, batch: int, side: int, device: Any) -> tuple[Any, tuple[Any, ...], Any]:
@@ -265,14 +285,15 @@ def measure_model(name: str, *, size: int | None = None, batch: int = 1, warmup:
     except Exception as exc:  # noqa: BLE001 - the model failing on its own input is this row's finding
         return replace(row, why=f"the model itself failed, before labkit: {_first_line(exc)}")
     try:
-        report, over_eager = _profile_against_eager(model, inputs, warmup, runs, chosen)
+        report, over_eager, noisy = _profile_against_eager(model, inputs, warmup, runs, chosen)
     except Exception as exc:  # noqa: BLE001 - as above; a non-labkit error is named as such
         kind = "" if isinstance(exc, LabkitError) else " (not a labkit error)"
         return replace(row, why=f"profile failed: {_first_line(exc)}{kind}")
     traced = not report.fallback_reason
     row = replace(
         row, outcome=TRACED if traced else FELL_BACK, why="" if traced else _short_reason(report.fallback_reason),
-        mode=report.mode, nodes=report.graph_nodes, over_eager=over_eager, top_op=report.by_op_type().rows[0][0],
+        mode=report.mode, nodes=report.graph_nodes, over_eager=over_eager, noisy=noisy,
+        top_op=report.by_op_type().rows[0][0],
     )
     return _with_variants(row, model, inputs, reference)
 
@@ -339,7 +360,7 @@ def sweep(names: Sequence[str], args: argparse.Namespace, on_row: Callable[[ZooR
     for index, name in enumerate(names, 1):
         row = run_in_child(name, args)
         rows.append(row)
-        over = "" if row.over_eager is None else f", {row.over_eager:.2f}x eager"
+        over = f", {row.over_eager_text} eager" if row.over_eager_text else ""
         print(f"[{index}/{len(names)}] {row.model}: {row.outcome}{f', mode {row.mode}' if row.mode else ''}{over}"
               f"{f' ({row.why})' if row.why else ''}, {row.seconds:.0f} s", flush=True)
         on_row(ZooResult(list(rows), time.perf_counter() - start))
