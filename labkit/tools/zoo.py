@@ -167,8 +167,13 @@ def _failure_cell(exc: BaseException) -> str:
 
 def _same_text(reference: Any, output: Any, actual_name: str, extra: str = "") -> str:
     """``yes``, ``NO (max diff 0.003)``, or ``n/a (why)`` when there is nothing to compare (a detector that found nothing)."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
     from labkit.fx.fusion import compare_outputs
 
+    if not any(isinstance(leaf, torch.Tensor) and leaf.numel() for leaf in tree_flatten(reference)[0]):
+        return "n/a (empty output)"
     try:
         max_diff, same = compare_outputs(reference, output, rtol=RTOL, atol=ATOL, actual_name=actual_name)
     except LabkitValueError as exc:
