@@ -23,7 +23,7 @@ help:
 	@echo "make notebooks  re-execute every notebook in place, storing outputs and widget state"
 	@echo "make doctor     preflight check for a lab or a workshop"
 	@echo "make bench      reproduce every performance figure (BENCH_ARGS=--quick for a short run)"
-	@echo "make docs       build the static HTML site into build/site"
+	@echo "make docs       build the docs site (Sphinx + MyST-NB, warnings are errors) into build/site; open build/site/index.html"
 	@echo "make student-copy  notebooks for students, without solutions, into build/student"
 
 $(STAMP): pyproject.toml

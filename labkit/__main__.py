@@ -22,7 +22,7 @@ COMMANDS = {
     "workspace": ("labkit.tools.workspace",
                   "create or update the learner workspace that make lab opens (blank exercises; your edits are kept)"),
     "student-copy": ("labkit.tools.student_copy", "write notebook copies for students (no solutions, no outputs)"),
-    "docs": ("labkit.tools.docs", "build the static HTML site from the executed notebooks"),
+    "docs": ("labkit.tools.docs", "build the docs site (Sphinx, MyST-NB) from the executed notebooks, running none of them"),
     "notebooks": ("labkit.tools.nbrun", "execute notebooks in place, storing outputs and widget state"),
     "nbval-stress": ("labkit.tools.nbval_stress", "strict nbval on the notebooks under CPU load, then single-threaded"),
     "fwad-sweep": ("labkit.tools.fwad_sweep",

@@ -1,26 +1,28 @@
-"""Build the static documentation site from the executed notebooks: ``make docs``.
+"""Build the docs site with Sphinx and MyST-NB: ``make docs`` (``python -m labkit docs OUTDIR``).
 
-Why: a docs reader never runs a cell. The committed notebooks already hold
-their outputs and their widget state (``make notebooks`` stores both), so the
-site is a plain conversion with nbconvert's JupyterLab template: no execution,
-and what nbval verified is exactly what the reader sees. Each widget's last
-state is rendered in the browser by the ``@jupyter-widgets/html-manager`` embed
-bundle, and math by MathJax; both are vendored in ``labkit/_vendor`` (see its
-README) and copied into the site, so pages work offline and from ``file://``.
+Why: the site is an ordinary Sphinx project in ``docs/`` (theme, search, sidebar,
+solutions behind a toggle, API reference: see ``docs/conf.py``); this module only
+runs it. It copies ``docs/`` and the notebooks into a temporary source folder (so
+``--notebooks`` can point anywhere), runs ``sphinx-build -W`` there (a warning, such
+as a broken link, fails the build), and moves the finished site into OUTDIR through
+:mod:`labkit.tools.output_folder`: a rebuild replaces only the files it wrote and
+nobody changed, so a ``custom.css`` added to the site stays, and a failed build leaves
+the previous site as it was. No notebook is executed: the pages show the outputs
+and widget state the notebooks were committed with, which nbval verifies.
 
-Usage: ``python -m labkit docs OUTDIR [--notebooks DIR]`` (or ``python -m
-labkit.tools.docs``). The site is built in a staging folder and moved in only when
-complete; a rebuild replaces only the files it wrote and nobody changed, so a
-``custom.css`` added to the site stays (see :mod:`labkit.tools.output_folder`).
+It also reads a notebook's title and learning goals (:func:`describe_notebook`), which
+the landing page, the student copy's README and the learner workspace show.
 """
 from __future__ import annotations
 
 import argparse
-import html
+import importlib.util
+import os
 import re
 import shutil
+import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,29 +33,23 @@ from labkit.labs import find_notebooks
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.output_folder import OutputFolder
 
-SITE_TITLE = "labkit labs"
-STATIC_DIR = "_static"
 TOOL = "docs"  # the tool named in the site folder's manifest
 MARKER = ".labkit-site"  # also marks sites built before manifests
-VENDOR = Path(__file__).resolve().parents[1] / "_vendor"
-TEMPLATES = Path(__file__).resolve().parents[1] / "_templates"
-TEMPLATE_NAME = "labkit_site"
+#: The Sphinx project; it exists in a checkout of labkit, not in an installed wheel.
+DOCS_SOURCE = Path(__file__).resolve().parents[2] / "docs"
+SOURCE_NOTEBOOKS = "notebooks"  # where the notebooks go inside the Sphinx source folder
 _GOALS_HEADING = re.compile(r"^\s*(?:#+\s*|\*\*)Learning goals", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*[-*+]\s+|^\s{2,}\S")
-_IPYNB_LINK = re.compile(r'href="([\w-]+)\.ipynb(#[^"]*)?"')
+_ERROR_LINES = 40  # how much of a failed build's output to show
 
 
 @dataclass(frozen=True)
 class Page:
-    """One notebook of the learning path, as the site shows it."""
+    """One notebook of the learning path: its title and the Markdown list of its learning goals."""
 
     notebook: Path
     title: str
     goals_markdown: str
-
-    @property
-    def html_name(self) -> str:
-        return self.notebook.with_suffix(".html").name
 
 
 def describe_notebook(path: Path, notebook: nbformat.NotebookNode) -> Page:
@@ -98,44 +94,43 @@ def require_executed(path: Path, notebook: nbformat.NotebookNode) -> None:
         )
 
 
-def _exporter():
-    from nbconvert import HTMLExporter
-
-    return HTMLExporter(template_name=TEMPLATE_NAME, extra_template_basedirs=[str(TEMPLATES)])
-
-
-def _render(exporter, notebook: nbformat.NotebookNode, *, name: str, nav: dict, site_pages: set[str]) -> str:
-    resources = {"metadata": {"name": name}, "labkit": {"static": STATIC_DIR, "site_title": SITE_TITLE, **nav}}
-    body, _ = exporter.from_notebook_node(notebook, resources=resources)
-    # Links between notebooks (``01_fx_profiling.ipynb``) point to their pages on the site.
-    return _IPYNB_LINK.sub(
-        lambda m: f'href="{m[1]}.html{m[2] or ""}"' if m[1] in site_pages else m[0], body
-    )
+def require_sphinx() -> None:
+    """Sphinx and MyST-NB come with the ``docs`` extra, which ``make docs`` installs."""
+    missing = [name for name in ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx_togglebutton")
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        raise LabkitError(
+            f"The docs site needs {', '.join(missing)}, which this environment lacks: "
+            "run `python -m pip install -e '.[docs]'` (make docs does it for you)."
+        )
+    if not (DOCS_SOURCE / "conf.py").is_file():
+        raise LabkitError(f"No Sphinx project at {DOCS_SOURCE}: build the site from a clone of labkit, with `make docs`.")
 
 
-def index_notebook(pages: Sequence[Page]) -> nbformat.NotebookNode:
-    """The index page, written as a one-notebook learning path so it shares the pages' look."""
-    parts = [
-        f"# {SITE_TITLE}",
-        (
-            "Executable labs about PyTorch internals. Each page below is a notebook with its stored "
-            "outputs and live widgets shown in their last state; to run them yourself, clone the "
-            "repository and use `make lab`."
-        ),
-        "## Learning path",
-    ]
-    for number, page in enumerate(pages, start=1):
-        parts.append(f"### {number}. [{page.title}]({page.html_name})")
-        if page.goals_markdown:
-            parts.append(page.goals_markdown)
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell("\n\n".join(parts))]
-    notebook.metadata["title"] = SITE_TITLE
-    return notebook
+def sphinx_source(notebooks: list[Path], folder: Path) -> Path:
+    """``docs/`` plus the notebooks in ``folder/source``: the folder Sphinx reads."""
+    source = folder / "source"
+    shutil.copytree(DOCS_SOURCE, source, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "_build"))
+    (source / SOURCE_NOTEBOOKS).mkdir(exist_ok=True)
+    for path in notebooks:
+        shutil.copy2(path, source / SOURCE_NOTEBOOKS / path.name)
+    return source
+
+
+def run_sphinx(source: Path, out_dir: Path, doctrees: Path) -> None:
+    """``sphinx-build -W`` in a child process; its warnings, if any, become the error's message."""
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-j", "auto",
+               "-d", str(doctrees), str(source), str(out_dir)]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    if done.returncode != 0:
+        lines = (done.stdout + done.stderr).replace(str(source) + os.sep, "").strip().splitlines()
+        raise LabkitError(
+            "sphinx-build failed (warnings are errors: fix each one):\n" + "\n".join(lines[-_ERROR_LINES:])
+        )
 
 
 def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
-    """Write ``index.html``, one page per notebook and ``_static/`` into ``out_dir``.
+    """Build the site from the notebooks in ``notebooks_dir`` into ``out_dir``; return its notebook pages.
 
     The site is built completely before anything in ``out_dir`` changes. A
     rebuild replaces only the files this tool wrote and nobody changed (see
@@ -146,35 +141,22 @@ def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
     notebooks_dir, out_dir = Path(notebooks_dir), Path(out_dir)
     output = OutputFolder(out_dir, tool=TOOL, marker=MARKER, what="a labkit site")
     output.inspect()
+    require_sphinx()
     paths = find_notebooks(notebooks_dir)
     notebooks = [read_notebook(path, write=False) for path in paths]
     for path, notebook in zip(paths, notebooks):
         require_executed(path, notebook)
-    pages = [describe_notebook(path, nb) for path, nb in zip(paths, notebooks)]
-    site_pages = {page.notebook.stem for page in pages}
 
     def build(staging: Path) -> None:
-        exporter = _exporter()
-        for i, (page, notebook) in enumerate(zip(pages, notebooks)):
-            nav = {
-                "previous": _link(pages[i - 1]) if i > 0 else None,
-                "next": _link(pages[i + 1]) if i + 1 < len(pages) else None,
-            }
-            body = _render(exporter, notebook, name=page.title, nav=nav, site_pages=site_pages)
-            (staging / page.html_name).write_text(body, encoding="utf-8")
-        first = {"previous": None, "next": _link(pages[0])}
-        index = _render(exporter, index_notebook(pages), name=SITE_TITLE, nav=first, site_pages=site_pages)
-        (staging / "index.html").write_text(index, encoding="utf-8")
-        shutil.copytree(VENDOR, staging / STATIC_DIR, ignore=shutil.ignore_patterns("README.md"))
+        with tempfile.TemporaryDirectory(prefix="labkit-docs-") as scratch:
+            built = Path(scratch) / "site"
+            run_sphinx(sphinx_source(paths, Path(scratch)), built, Path(scratch) / "doctrees")
+            shutil.copytree(built, staging, dirs_exist_ok=True)
         (staging / MARKER).write_text("built by python -m labkit docs\n", encoding="utf-8")
 
     for line in output.update(build).lines():
         print(f"docs: {line}")
-    return pages
-
-
-def _link(page: Page) -> dict[str, str]:
-    return {"href": page.html_name, "title": html.escape(page.title)}
+    return [describe_notebook(path, notebook) for path, notebook in zip(paths, notebooks)]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -191,5 +173,6 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"docs: interrupted; nothing half-written was left in {args.out_dir}.", file=sys.stderr)
         return 130
-    print(f"docs: {len(pages)} notebook pages + index.html in {args.out_dir} (open {args.out_dir / 'index.html'})")
+    print(f"docs: {len(pages)} notebook pages, index.html and the API reference in {args.out_dir} "
+          f"(open {args.out_dir / 'index.html'})")
     return 0

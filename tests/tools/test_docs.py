@@ -1,7 +1,13 @@
-"""labkit.tools.docs: the static site is built from stored outputs, offline, atomically."""
+"""labkit.tools.docs: the Sphinx site is built from stored outputs, with -W, and moved in without losing the user's files.
+
+A Sphinx build of even two small notebooks takes seconds (the API page imports labkit
+and torch), so one site is built per module and copied by the tests that need an old
+site; only the tests of a rebuild build again.
+"""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -11,7 +17,7 @@ from labkit.__main__ import main as cli
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.tools import docs
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+pytestmark = pytest.mark.slow
 
 
 def write_notebook(path: Path, *, title: str, goals: list[str], executed: bool = True, link: str = "") -> None:
@@ -21,18 +27,42 @@ def write_notebook(path: Path, *, title: str, goals: list[str], executed: bool =
         cell.execution_count = 1
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(intro), cell])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["language_info"] = {"name": "python"}
     nbformat.write(notebook, path)
+
+
+def make_two_notebooks(folder: Path) -> Path:
+    folder.mkdir()
+    write_notebook(folder / "00_intro.ipynb", title="00 · Intro", goals=["read `code`", "count"],
+                   link="[next](01_more.ipynb)")
+    write_notebook(folder / "01_more.ipynb", title="01 · More", goals=["go further"])
+    (folder / "scratch.ipynb").write_text("not a lab notebook, ignored")
+    return folder
 
 
 @pytest.fixture
 def two_notebooks(tmp_path: Path) -> Path:
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    write_notebook(folder / "00_intro.ipynb", title="00 · Intro", goals=["read `code`", "count"],
-                   link="[next](01_more.ipynb#Top)")
-    write_notebook(folder / "01_more.ipynb", title="01 · More", goals=["go further"])
-    (folder / "scratch.ipynb").write_text("not a lab notebook, ignored")
-    return folder
+    return make_two_notebooks(tmp_path / "notebooks")
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site of the two notebooks, built once; copy it before changing it."""
+    folder = tmp_path_factory.mktemp("docs")
+    out = folder / "site"
+    docs.build_site(make_two_notebooks(folder / "notebooks"), out)
+    return out
+
+
+def copy_of(site: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "site"
+    shutil.copytree(site, copy)
+    return copy
+
+
+def files_in(folder: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def test_describe_notebook_reads_title_and_goals(two_notebooks: Path) -> None:
@@ -40,34 +70,63 @@ def test_describe_notebook_reads_title_and_goals(two_notebooks: Path) -> None:
     page = docs.describe_notebook(path, nbformat.read(path, as_version=4))
     assert page.title == "00 · Intro"
     assert page.goals_markdown == "- read `code`\n- count"
-    assert page.html_name == "00_intro.html"
 
 
-def test_site_has_index_with_learning_path_and_one_page_per_notebook(two_notebooks: Path, tmp_path: Path) -> None:
-    out = tmp_path / "site"
-    pages = docs.build_site(two_notebooks, out)
-    assert [p.html_name for p in pages] == ["00_intro.html", "01_more.html"]
-    assert sorted(p.name for p in out.glob("*.html")) == ["00_intro.html", "01_more.html", "index.html"]
-    index = (out / "index.html").read_text()
-    assert index.index('href="00_intro.html"') < index.index('href="01_more.html"')
-    assert "<code>code</code>" in index and "go further" in index
-    intro = (out / "00_intro.html").read_text()
-    assert "42" in intro  # stored outputs are shown
-    assert 'href="01_more.html#Top"' in intro  # notebook links point to pages
-    assert 'class="labkit-nav-next" href="01_more.html"' in intro
+def test_site_has_the_learning_path_a_page_per_notebook_and_the_api(built_site: Path) -> None:
+    assert sorted(p.name for p in (built_site / "notebooks").glob("*.html")) == ["00_intro.html", "01_more.html"]
+    assert (built_site / "api.html").is_file() and (built_site / "running.html").is_file()
+    assert (built_site / "searchindex.js").is_file()
+    index = (built_site / "index.html").read_text()
+    path = index[index.index("labkit-learning-path"):]
+    assert path.index('href="notebooks/00_intro.html"') < path.index('href="notebooks/01_more.html"')
+    assert "<code" in path and "go further" in path  # the goals, Markdown rendered
+    intro = (built_site / "notebooks" / "00_intro.html").read_text()
+    assert "42" in intro  # the stored output is shown
+    assert 'href="01_more.html"' in intro  # a link to a notebook points to its page
+    assert (built_site / "_sources" / "notebooks" / "00_intro.ipynb").is_file()  # what the download button offers
+    assert "profile_model" in (built_site / "api.html").read_text()
 
 
-def test_real_notebook_page_embeds_widget_state_and_loads_no_remote_script(tmp_path: Path) -> None:
-    out = tmp_path / "site"
-    docs.build_site(NOTEBOOKS, out)
-    page = (out / "00_start_here.html").read_text()
-    assert 'type="application/vnd.jupyter.widget-state+json"' in page
-    assert 'type="application/vnd.jupyter.widget-view+json"' in page
-    sources = re.findall(r'<script[^>]*\ssrc="([^"]+)"', page)
-    assert "_static/html-manager/embed.js" in sources
-    assert all(not s.startswith(("http:", "https:", "//")) for s in sources), sources
-    for source in sources:
-        assert (out / source).is_file(), source
+def test_no_page_loads_a_script_or_style_from_the_network(built_site: Path) -> None:
+    for page in built_site.rglob("*.html"):
+        text = page.read_text()
+        sources = re.findall(r'<(?:script|link)[^>]*\s(?:src|href)="([^"]+)"', text)
+        remote = [s for s in sources if s.startswith(("http:", "https:", "//"))]
+        assert remote == [], f"{page.name} loads {remote}"
+
+
+def test_rebuild_keeps_what_the_user_added_or_changed_and_drops_removed_pages(
+    built_site: Path, two_notebooks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = copy_of(built_site, tmp_path)
+    (out / "custom.css").write_text("body { color: teal }")
+    (out / "_static" / "extra.js").write_text("// mine")
+    (out / "notebooks" / "00_intro.html").write_text("<p>my hand-edited page</p>")
+    (two_notebooks / "01_more.ipynb").unlink()
+    (two_notebooks / "00_intro.ipynb").write_text(
+        (two_notebooks / "00_intro.ipynb").read_text().replace("[next](01_more.ipynb)", "")
+    )
+    capsys.readouterr()
+    docs.build_site(two_notebooks, out)
+    assert (out / "custom.css").read_text() == "body { color: teal }"
+    assert (out / "_static" / "extra.js").read_text() == "// mine"
+    assert (out / "notebooks" / "00_intro.html").read_text() == "<p>my hand-edited page</p>"
+    assert "42" in (out / "notebooks" / "00_intro.labkit-new.html").read_text()
+    assert not (out / "notebooks" / "01_more.html").exists()
+    printed = capsys.readouterr().out
+    assert "kept 2 files you added: _static/extra.js, custom.css" in printed
+    assert "notebooks/00_intro.html (new version: notebooks/00_intro.labkit-new.html)" in printed
+
+
+def test_a_sphinx_warning_fails_the_build_and_leaves_the_previous_site(
+    built_site: Path, two_notebooks: Path, tmp_path: Path
+) -> None:
+    out = copy_of(built_site, tmp_path)
+    before = files_in(out)
+    write_notebook(two_notebooks / "01_more.ipynb", title="01 · More", goals=[], link="![a figure](missing.png)")
+    with pytest.raises(LabkitError, match=r"(?s)sphinx-build failed.*missing\.png"):
+        docs.build_site(two_notebooks, out)
+    assert files_in(out) == before
 
 
 def test_never_run_notebook_is_refused_and_nothing_is_written(two_notebooks: Path, tmp_path: Path) -> None:
@@ -79,13 +138,7 @@ def test_never_run_notebook_is_refused_and_nothing_is_written(two_notebooks: Pat
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging left
 
 
-def test_rebuild_replaces_the_old_site_but_never_a_foreign_folder(two_notebooks: Path, tmp_path: Path) -> None:
-    out = tmp_path / "site"
-    docs.build_site(two_notebooks, out)
-    (two_notebooks / "01_more.ipynb").unlink()
-    docs.build_site(two_notebooks, out)
-    assert not (out / "01_more.html").exists()
-
+def test_foreign_folder_is_never_written_to(two_notebooks: Path, tmp_path: Path) -> None:
     foreign = tmp_path / "my_stuff"
     foreign.mkdir()
     (foreign / "keep.txt").write_text("mine")
@@ -101,53 +154,23 @@ def test_missing_or_empty_notebook_folder_is_a_clear_error(tmp_path: Path) -> No
         docs.build_site(tmp_path, tmp_path / "site")
 
 
+def test_missing_sphinx_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = docs.importlib.util.find_spec
+    monkeypatch.setattr(docs.importlib.util, "find_spec", lambda name: None if name == "myst_nb" else real_find_spec(name))
+    with pytest.raises(LabkitError, match=r"myst_nb.*pip install -e '\.\[docs\]'"):
+        docs.require_sphinx()
+
+
 def test_main_reports_errors_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli(["docs", str(tmp_path / "site"), "--notebooks", str(tmp_path / "nope")]) == 2
     assert "not a folder" in capsys.readouterr().err
 
 
 def test_vendored_bundles_ship_with_their_licenses() -> None:
+    vendor = docs.DOCS_SOURCE / "_static" / "vendor"
     for folder, bundle in [("html-manager", "embed.js"), ("mathjax", "tex-svg.js")]:
-        assert (docs.VENDOR / folder / bundle).stat().st_size > 100_000
-        assert "copyright" in (docs.VENDOR / folder / "LICENSE").read_text().lower()
-
-
-def test_rebuild_keeps_files_added_to_the_site_and_says_so(
-    two_notebooks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "site"
-    docs.build_site(two_notebooks, out)
-    (out / "custom.css").write_text("body { color: teal }")
-    (out / "_static" / "extra.js").write_text("// mine")
-    (out / "00_intro.html").write_text("<p>my hand-edited page</p>")
-    capsys.readouterr()
-    docs.build_site(two_notebooks, out)
-    assert (out / "custom.css").read_text() == "body { color: teal }"
-    assert (out / "_static" / "extra.js").read_text() == "// mine"
-    assert (out / "00_intro.html").read_text() == "<p>my hand-edited page</p>"
-    assert "42" in (out / "00_intro.labkit-new.html").read_text()
-    printed = capsys.readouterr().out
-    assert "kept 2 files you added: _static/extra.js, custom.css" in printed
-    assert "00_intro.html (new version: 00_intro.labkit-new.html)" in printed
-
-
-def test_failed_build_leaves_the_previous_site_as_it_was(
-    two_notebooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    out = tmp_path / "site"
-    docs.build_site(two_notebooks, out)
-    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    real_render = docs._render
-
-    def render_failing_on_second_page(*args, **kwargs) -> str:
-        if kwargs["name"] == "01 · More":
-            raise LabkitError("render failed")
-        return real_render(*args, **kwargs)
-
-    monkeypatch.setattr(docs, "_render", render_failing_on_second_page)
-    with pytest.raises(LabkitError, match="render failed"):
-        docs.build_site(two_notebooks, out)
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+        assert (vendor / folder / bundle).stat().st_size > 100_000
+        assert "copyright" in (vendor / folder / "LICENSE").read_text().lower()
 
 
 def test_outdir_that_is_a_file_is_one_line_and_exit_2(
@@ -162,18 +185,18 @@ def test_outdir_that_is_a_file_is_one_line_and_exit_2(
 
 
 def test_ctrl_c_is_one_line_exit_130_and_leaves_the_site(
-    two_notebooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    built_site: Path, two_notebooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "site"
-    docs.build_site(two_notebooks, out)
-    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    out = copy_of(built_site, tmp_path)
+    before = files_in(out)
 
-    def interrupted(*args, **kwargs) -> str:
+    def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(docs, "_render", interrupted)
+    monkeypatch.setattr(docs, "run_sphinx", interrupted)
     capsys.readouterr()
     assert cli(["docs", str(out), "--notebooks", str(two_notebooks)]) == 130
     err = capsys.readouterr().err
     assert err.startswith("docs: interrupted") and err.count("\n") == 1
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert files_in(out) == before

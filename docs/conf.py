@@ -1,0 +1,70 @@
+"""Sphinx configuration of the labkit docs site: ``make docs`` (or ``sphinx-build -W docs build/site``).
+
+Why these choices:
+
+- The notebooks in ``notebooks/`` (linked here as ``docs/notebooks``) are rendered by MyST-NB
+  with the outputs and widget state they were committed with, and never executed: nbval
+  already re-runs them and compares every output, so the page shows what was verified.
+- Nothing is loaded from a CDN. The widget manager and MathJax are vendored under
+  ``_static/vendor`` (provenance in its README), so the site works offline and from
+  ``file://``.
+- Cells tagged ``solution`` get MyST-NB's ``tag_solution`` class; sphinx-togglebutton
+  collapses their source behind "Show solution". Their outputs (the checker's verdict)
+  stay visible.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
+
+project = "labkit"
+author = "the labkit authors"
+html_title = "labkit labs"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx_togglebutton",
+    "labkit_docs",  # _ext/labkit_docs.py: the learning path on the landing page, the frozen-widget note
+]
+
+root_doc = "index"
+# Only the pages of the site: the notebooks folder also holds solutions/ and nbval's sanitize.cfg.
+include_patterns = ["index.md", "running.md", "api.md", "notebooks/[0-9][0-9]_*.ipynb"]
+exclude_patterns = ["**/.ipynb_checkpoints"]
+
+# MyST-NB: show what is stored, run nothing.
+nb_execution_mode = "off"
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_heading_anchors = 3
+# The stored widget state is rendered by the vendored @jupyter-widgets/html-manager (no CDN, no RequireJS).
+nb_ipywidgets_js = {"vendor/html-manager/embed.js": {}}
+mathjax_path = "vendor/mathjax/tex-svg.js"
+
+# Solutions: collapsed source, visible output.
+togglebutton_selector = ".tag_solution .cell_input"
+togglebutton_hint = "Show solution"
+togglebutton_hint_hide = "Hide solution"
+
+autodoc_member_order = "bysource"
+autodoc_inherit_docstrings = False  # torch's docstrings (autograd.Function.forward) point at labels of torch's own docs
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "imported-members": True, "show-inheritance": True}
+
+html_theme = "sphinx_book_theme"
+html_static_path = ["_static"]
+html_css_files = ["labkit.css"]
+html_sourcelink_suffix = ""  # the download button offers the .ipynb itself
+html_theme_options = {
+    "use_download_button": True,
+    "show_toc_level": 2,
+    "home_page_in_toc": True,
+    "navigation_with_keys": False,
+}
+html_last_updated_fmt = None
