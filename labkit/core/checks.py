@@ -71,11 +71,15 @@ class CheckFailed(Exception):
 
 
 class LearnerError(Exception):
-    """An exception raised inside the learner's code, carried out of the checker by :func:`call_learner`."""
+    """An exception raised inside the learner's code, carried out of the checker by :func:`call_learner`.
 
-    def __init__(self, original: BaseException) -> None:
+    ``case`` says what the checker was trying when it happened (see :func:`learner_case`).
+    """
+
+    def __init__(self, original: BaseException, case: str | None = None) -> None:
         super().__init__(f"{type(original).__name__}: {original}")
         self.original = original
+        self.case = case
 
 
 def expect(condition: object, hint: str) -> None:
@@ -96,6 +100,25 @@ def int_tuple(value: object) -> tuple[int, ...] | None:
     if isinstance(value, (tuple, list, torch.Size)) and all(isinstance(item, numbers.Integral) for item in value):
         return tuple(int(item) for item in value)
     return None
+
+
+# What the checker is trying right now, named in the message when the learner's code raises there.
+_case: ContextVar[str | None] = ContextVar("labkit_check_case", default=None)
+
+
+@contextmanager
+def learner_case(case: str) -> Iterator[None]:
+    """Name the input the next learner calls get, e.g. ``"a Linear without bias"``.
+
+    A learner who sees only "TypeError ... NoneType" cannot tell which of the
+    checker's inputs broke their code; the message then starts with
+    "On a Linear without bias, your code raised ...".
+    """
+    token = _case.set(case)
+    try:
+        yield
+    finally:
+        _case.reset(token)
 
 
 # Notes that run_check appends to its message, e.g. that a dual level was closed.
@@ -134,7 +157,7 @@ def call_learner(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     except LearnerError:
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every learner failure is reported, never raised
-        raise LearnerError(exc) from exc
+        raise LearnerError(exc, _case.get()) from exc
     finally:
         _close_dual_levels(level)
 
@@ -158,6 +181,22 @@ def _learner_frame(exc: BaseException) -> traceback.FrameSummary | None:
         if not str(Path(frame.filename).resolve()).startswith(library):
             return frame
     return None
+
+
+def learner_method_line(owner: object, method: str | None = None) -> str:
+    """Where the learner wrote ``owner`` (a function) or ``owner.method`` (a class's method), for a hint
+    about a wrong value: ``" (your run_node, line 14 of its cell)"``; empty when it is not theirs.
+
+    A wrong value has no traceback, so the best pointer is the start of the code that computed it. In a
+    notebook the code lives in a cell (ipykernel names its file ``ipykernel_<pid>/<hash>.py``), whose
+    line numbers JupyterLab shows with Shift-L.
+    """
+    function = getattr(owner, method, None) if method else owner
+    code = getattr(function, "__code__", None)
+    if code is None or str(Path(code.co_filename).resolve()).startswith(_library_folders()):
+        return ""
+    where = "its cell" if "ipykernel_" in code.co_filename else Path(code.co_filename).name
+    return f" (your {method or code.co_name}, line {code.co_firstlineno} of {where})"
 
 
 @contextmanager
@@ -187,7 +226,7 @@ def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
         except CheckFailed as exc:
             result = CheckResult(exercise, Status.WRONG, str(exc) or "The answer does not match yet.")
         except LearnerError as exc:
-            result = _learner_failure(exercise, exc.original)
+            result = _learner_failure(exercise, exc.original, exc.case)
         except Exception as exc:  # noqa: BLE001 - a checker reports, it never crashes the notebook
             if _is_stub(exc, exercise):  # a checker that called the stub directly
                 result = _learner_failure(exercise, exc)
@@ -206,7 +245,7 @@ def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
     return result
 
 
-def _learner_failure(exercise: str, exc: BaseException) -> CheckResult:
+def _learner_failure(exercise: str, exc: BaseException, case: str | None = None) -> CheckResult:
     if _is_stub(exc, exercise):
         return CheckResult(
             exercise, Status.NOT_YET, "Replace the stub that raises NotImplementedError with your code, then run this cell again."
@@ -214,14 +253,19 @@ def _learner_failure(exercise: str, exc: BaseException) -> CheckResult:
     where = _learner_frame(exc)
     line = f" (line {where.lineno} of {where.name})" if where is not None else ""
     hint = _missing_super_hint(exc) or _returned_none_hint(exc)
-    return CheckResult(exercise, Status.WRONG, f"Your code raised {type(exc).__name__}: {exc}{line}.{hint}")
+    subject = f"On {case}, your code" if case else "Your code"
+    return CheckResult(exercise, Status.WRONG, f"{subject} raised {type(exc).__name__}: {exc}{line}.{hint}")
 
 
 def _returned_none_hint(exc: BaseException) -> str:
-    """A hint for a method that computes its result but forgets to return it (``run_node``, ``__torch_function__``)."""
-    if isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc):
-        return " Hint: a None arrived where a tensor was expected; does each method you wrote `return` its result?"
-    return ""
+    """A hint for a None where a tensor belongs: a method that forgets to return (``run_node``,
+    ``__torch_function__``), or arithmetic on an attribute that can be None (a layer's ``bias``)."""
+    if not (isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc)):
+        return ""
+    if "unsupported operand" in str(exc):
+        return (" Hint: one operand is None: a layer built with bias=False has `.bias` None, and a function "
+                "that forgets to `return` gives None.")
+    return " Hint: a None arrived where a tensor was expected; does each method you wrote `return` its result?"
 
 
 def _missing_super_hint(exc: BaseException) -> str:

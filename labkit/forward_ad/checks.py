@@ -7,12 +7,26 @@ tolerances tight enough that finite differences cannot pass for a JVP.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import cast
 
 import torch
+from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
-from labkit.core.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, expect_instance, run_check
+from labkit.core.checks import (
+    CheckFailed,
+    CheckResult,
+    LearnerError,
+    call_learner,
+    expect,
+    expect_instance,
+    learner_case,
+    learner_method_line,
+    run_check,
+)
+from labkit.core.notebook import seeded
 
 # (name, function, input shape): the "given" function of exercise 3.1 comes first.
 DIRECTIONAL_CASES: list[tuple[str, Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = [
@@ -157,3 +171,79 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
         return "forward and jvp are right, gradcheck(check_forward_ad=True) passes, and torch.func.jvp accepts it."
 
     return run_check("3.3", check)
+
+
+def _scaling_cases() -> list[tuple[str, nn.Module]]:
+    """(what it is, model) in float64: a smooth MLP, a bias-free ReLU MLP (its answer is depth * output) and
+    an MLP with an eval BatchNorm, whose running statistics are buffers: they cannot carry a tangent."""
+    with seeded(0):
+        tanh_mlp = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+        relu_mlp = nn.Sequential(nn.Linear(4, 8, bias=False), nn.ReLU(), nn.Linear(8, 8, bias=False), nn.ReLU(),
+                                 nn.Linear(8, 3, bias=False))
+        with_bn = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Tanh(), nn.Linear(6, 2))
+        with torch.no_grad():
+            cast(torch.Tensor, with_bn[1].running_mean).uniform_(-1, 1)
+            cast(torch.Tensor, with_bn[1].running_var).uniform_(0.5, 2)
+    return [("a Tanh MLP", tanh_mlp.double()), ("a ReLU MLP without biases", relu_mlp.double()),
+            ("an MLP with an eval-mode BatchNorm1d", with_bn.double().eval())]
+
+
+def _scaled_jvp(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The reference, by the dual API's parameter swap (not the functional_call the learner writes)."""
+    from labkit.forward_ad.derivatives import module_jvp
+
+    return module_jvp(model, (x,), {name: p.detach() for name, p in model.named_parameters()}, method="swap")[1]
+
+
+@contextmanager
+def _counting_calls(model: nn.Module) -> Iterator[list[int]]:
+    """Count the forward passes of the checker's own ``model``: one JVP is one pass, a finite difference two."""
+    calls = [0]
+    handle = model.register_forward_pre_hook(lambda module, args: calls.__setitem__(0, calls[0] + 1))
+    try:
+        yield calls
+    finally:
+        handle.remove()
+
+
+def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> CheckResult:
+    """Exercise 3.4: d/dt model(x; (1 + t) * params) at t = 0, by a JVP in parameter space."""
+
+    def check() -> str:
+        where = learner_method_line(weight_scaling_derivative)
+        x = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+        for label, model in _scaling_cases():
+            before = {name: t.clone() for name, t in model.state_dict().items()}
+            parameters, modes = list(model.parameters()), [m.training for m in model.modules()]
+            expected = _scaled_jvp(model, x)
+            with learner_case(label), _counting_calls(model) as calls:
+                got = call_learner(weight_scaling_derivative, model, x.clone())
+            state = model.state_dict()
+            unchanged = list(model.parameters()) == parameters and [m.training for m in model.modules()] == modes
+            expect(unchanged and all(torch.equal(before[k], state[k]) for k in before),
+                   f"For {label}, your code changed the model; torch.func.functional_call runs it with other tensors "
+                   f"and leaves it as it is{where}.")
+            expect(not isinstance(got, tuple), f"For {label} you returned a tuple; return the derivative only (torch.func.jvp "
+                                               f"gives (output, derivative)){where}.")
+            expect(calls[0] == 1, f"For {label} your code ran the model {calls[0]} times; one JVP runs it once, carrying "
+                                  "the derivative along with the output (finite differences need two passes, and are not "
+                                  f"exact){where}.")
+            tensor = _expect_comparable(got, expected, f"For {label}, the result")
+            expect(tensor.shape == expected.shape, f"For {label} the result has shape {tuple(tensor.shape)}; the derivative "
+                                                   f"is shaped like model(x), {tuple(expected.shape)}{where}.")
+            tensor = tensor.detach().to(expected.dtype)
+            if torch.allclose(tensor, expected, rtol=1e-9, atol=1e-12):
+                continue
+            with torch.no_grad():
+                output = model(x)
+            if torch.allclose(tensor, output):
+                hint = " That is model(x) itself: return the tangent part of the JVP, not the output."
+            elif not torch.any(tensor):
+                hint = " It is all zeros: the tangents never reached the parameters (an nn.Parameter drops a tangent)."
+            else:
+                hint = " The direction is the parameters themselves: the tangent of each parameter p is p."
+            raise CheckFailed(f"For {label}, your derivative differs from the JVP along the parameters{where}.{hint}")
+        return ("on 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters to 1e-9, "
+                "and the models are unchanged.")
+
+    return run_check("3.4", check)

@@ -82,11 +82,11 @@ class Exercise:
 
     notebook: str
     cell_index: int
-    solution: str  # "solutions/01_2_shape_recorder.py", relative to the notebook
+    solution: str  # "solutions/01_2_shape_flop_recorder.py", relative to the notebook
 
     @property
     def exercise_id(self) -> str:
-        """``"1.2"`` for ``solutions/01_2_shape_recorder.py``."""
+        """``"1.2"`` for ``solutions/01_2_shape_flop_recorder.py``."""
         return exercise_id(Path(self.solution).stem)
 
 
@@ -95,7 +95,7 @@ def exercise_id(stem: str) -> str:
     if not match:
         raise LabkitValueError(
             f"Solution file {stem}.py is not named "
-            "<notebook>_<exercise>_<slug>.py (e.g. 01_2_shape_recorder.py)."
+            "<notebook>_<exercise>_<slug>.py (e.g. 01_2_shape_flop_recorder.py)."
         )
     return f"{int(match[1])}.{int(match[2])}"
 
@@ -105,7 +105,7 @@ def stub_source(source: str, solution: str, with_solutions: bool = False) -> str
 
     Imports, other top-level statements, decorators, signatures, comments
     before a body and docstrings are kept verbatim. ``solution`` is the solution's
-    path (``solutions/01_2_shape_recorder.py``); the stub's message names it only
+    path (``solutions/01_2_shape_flop_recorder.py``); the stub's message names it only
     ``with_solutions``, in a copy that holds that folder.
     """
     exercise = exercise_id(Path(solution).stem)

@@ -156,13 +156,13 @@ def test_bad_rounds_is_a_clear_error(rounds):
 
 
 def test_checkers_leave_the_learners_random_stream_alone():
-    from labkit.fx.checks import check_shape_recorder
+    from labkit.fx.checks import check_shape_flop_recorder
     from labkit.memory_format.checks import check_find_format_dropper
 
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
     check_make_faster(lambda model: (lambda x: model(x)[:, :3]))  # fresh inputs and a first check, then fails fast
-    check_shape_recorder(object)
+    check_shape_flop_recorder(object)
     check_find_format_dropper(lambda model, x: None)
     assert torch.equal(torch.rand(3), expected)

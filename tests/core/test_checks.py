@@ -7,8 +7,18 @@ from pathlib import Path
 import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
+import torch.fx
 
-from labkit.core.checks import CheckFailed, Status, call_learner, expect, int_tuple, run_check
+from labkit.core.checks import (
+    CheckFailed,
+    Status,
+    call_learner,
+    expect,
+    int_tuple,
+    learner_case,
+    learner_method_line,
+    run_check,
+)
 
 LABKIT = Path(__file__).resolve().parents[2] / "labkit"
 # The checker framework (core/checks.py) and each lab's checkers.
@@ -200,3 +210,33 @@ def test_a_method_that_forgets_to_return_gets_that_hint():
 
     result = run_check("9.2", lambda: str(call_learner(lambda: torch.cos(forgets_to_return(torch.ones(2))))))
     assert result.status is Status.WRONG and "does each method you wrote `return` its result?" in result.message
+
+
+def test_a_learner_exception_names_the_case_the_checker_was_trying():
+    def scales_the_bias(bias):
+        return bias * 2  # the learner's line: None * 2 when there is no bias
+
+    def check():
+        with learner_case("a layer without bias"):
+            call_learner(scales_the_bias, None)
+        return "unreachable"
+
+    message = run_check("9.3", check).message
+    assert message.startswith("On a layer without bias, your code raised TypeError")
+    assert "(line " in message and "of scales_the_bias)" in message and "bias=False has `.bias` None" in message
+    assert run_check("9.3", lambda: str(call_learner(scales_the_bias, 1))).status is Status.SOLVED  # the case is over
+
+
+def test_learner_method_line_points_at_the_learners_code_only():
+    class Mine(torch.fx.Interpreter):
+        def run_node(self, n):
+            return super().run_node(n)
+
+    where = learner_method_line(Mine, "run_node")
+    assert where == f" (your run_node, line {Mine.run_node.__code__.co_firstlineno} of test_checks.py)"
+    assert learner_method_line(torch.fx.Interpreter, "run_node") == ""  # torch's own code: no pointer
+    assert learner_method_line(object(), "missing") == ""
+    cell = compile("def fold(a):\n    return a\n", "/tmp/ipykernel_42/123.py", "exec")
+    namespace: dict = {}
+    exec(cell, namespace)
+    assert learner_method_line(namespace["fold"]) == " (your fold, line 1 of its cell)"

@@ -8,7 +8,12 @@ import pytest
 import torch
 
 from labkit.core.checks import Status
-from labkit.forward_ad.checks import check_cheaper_jacobian, check_custom_sin, check_directional_derivative
+from labkit.forward_ad.checks import (
+    check_cheaper_jacobian,
+    check_custom_sin,
+    check_directional_derivative,
+    check_weight_scaling_derivative,
+)
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
 
@@ -31,9 +36,11 @@ def test_solutions_are_solved():
     assert check_directional_derivative(_solution("03_1_directional_derivative.py", "directional_derivative")).solved
     assert check_cheaper_jacobian(_solution("03_2_cheaper_jacobian.py", "jacobian_the_cheaper_way")).solved
     assert check_custom_sin(_solution("03_3_custom_sin.py", "Sin")).solved
+    assert check_weight_scaling_derivative(_solution("03_4_weight_scaling_derivative.py", "weight_scaling_derivative")).solved
 
 
-@pytest.mark.parametrize(("checker", "exercise"), [(check_directional_derivative, "3.1"), (check_cheaper_jacobian, "3.2")])
+@pytest.mark.parametrize(("checker", "exercise"), [(check_directional_derivative, "3.1"), (check_cheaper_jacobian, "3.2"),
+                                                           (check_weight_scaling_derivative, "3.4")])
 def test_function_stubs_are_not_yet_solved(checker, exercise):
     assert checker(_stub_for(exercise)).status is Status.NOT_YET
     # Another exercise's stub, or a NotImplementedError of the learner's own, is the learner's error.
@@ -173,3 +180,53 @@ def test_a_learner_jvp_that_leaves_a_dual_level_open_does_not_poison_later_cells
     assert fwAD._current_level == -1
     x, v = torch.randn(3, dtype=torch.float64), torch.randn(3, dtype=torch.float64)
     assert torch.allclose(jvp(torch.sin, x, v)[1], torch.cos(x) * v)  # a later cell still works
+
+
+def _parameters_jvp(model, x, tangent_of):
+    """torch.func.jvp along ``tangent_of(name, parameter)`` for each parameter: right or wrong answers to 3.4."""
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    tangents = {name: tangent_of(name, p) for name, p in params.items()}
+    return torch.func.jvp(lambda p: torch.func.functional_call(model, p, (x,)), (params,), (tangents,))
+
+
+def _scaled_by_finite_differences(model, x, eps=1e-6):
+    params = {name: p.detach() for name, p in model.named_parameters()}
+
+    def scaled(t):
+        return torch.func.functional_call(model, {name: p * (1 + t) for name, p in params.items()}, (x,))
+
+    return (scaled(eps) - scaled(-eps)) / (2 * eps)  # central: in float64 accurate to about 1e-10
+
+
+def _scaled_then_left_in_train_mode(model, x):
+    derivative = _parameters_jvp(model, x, lambda name, p: p)[1]
+    model.train()
+    return derivative
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda model, x: model(x), "That is model(x) itself"),
+        (lambda model, x: _parameters_jvp(model, x, lambda name, p: p), "return the derivative only"),
+        (lambda model, x: _parameters_jvp(model, x, lambda name, p: torch.zeros_like(p))[1], "all zeros"),
+        (lambda model, x: _parameters_jvp(model, x, lambda name, p: torch.ones_like(p))[1], "tangent of each parameter p is p"),
+        (_scaled_by_finite_differences, "ran the model 2 times"),
+        (lambda model, x: _parameters_jvp(model, x, lambda name, p: p)[1][:1], "shaped like model(x)"),
+        (_scaled_then_left_in_train_mode, "changed the model"),
+    ],
+)
+def test_weight_scaling_wrong_answers_get_their_hint(answer, hint):
+    result = check_weight_scaling_derivative(answer)
+    assert result.status is Status.WRONG and hint in result.message, result
+    assert "(your " in result.message  # points at the learner's code
+
+
+def test_weight_scaling_of_a_bias_free_relu_mlp_is_depth_times_output():
+    # The fact the notebook asks about: f(x; (1+t)W) = (1+t)^L f(x; W), so the derivative is L * f(x).
+    from labkit.forward_ad.checks import _scaling_cases
+
+    solution = _solution("03_4_weight_scaling_derivative.py", "weight_scaling_derivative")
+    (_, relu_mlp), = [case for case in _scaling_cases() if "ReLU" in case[0]]
+    x = torch.randn(4, 4, dtype=torch.float64)
+    torch.testing.assert_close(solution(relu_mlp, x), 3 * relu_mlp(x).detach())

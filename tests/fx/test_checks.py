@@ -5,18 +5,11 @@ from pathlib import Path
 import pytest
 import torch
 import torch.fx
-from torch.fx.experimental.optimization import fuse
+from torch import nn
 
 import labkit
 from labkit.core.checks import Status
-from labkit.fx.checks import (
-    _fusion_input,
-    _fusion_model,
-    check_profile_own_model,
-    check_shape_recorder,
-    check_slowest_after_fusion,
-)
-from labkit.fx.profile import ProfileReport
+from labkit.fx.checks import check_fold_linear_bn, check_profile_own_model, check_shape_flop_recorder
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
 
@@ -52,30 +45,84 @@ def test_exercise_1_1():
     assert wrong_type.status is Status.WRONG and "labkit.profile_model" in wrong_type.message
 
 
+RECORDER = solution("01_2_shape_flop_recorder.py", "ShapeFlopRecorder")
+
+
 def test_exercise_1_2():
-    recorder = solution("01_2_shape_recorder.py", "ShapeRecorder")
-    assert check_shape_recorder(recorder).solved
+    assert check_shape_flop_recorder(RECORDER).solved
 
     class Stub(torch.fx.Interpreter):
         def __init__(self, module):
             raise NotImplementedError("Exercise 1.2: write Stub.__init__")
 
-    assert check_shape_recorder(Stub).status is Status.NOT_YET
+    assert check_shape_flop_recorder(Stub).status is Status.NOT_YET
 
-    class ForgetsTheInput(recorder):
+    class ForgetsTheInput(RECORDER):
         def run_node(self, n):
             result = super().run_node(n)
             if n.op == "placeholder":
                 del self.shapes[n.name]
             return result
 
-    missing = check_shape_recorder(ForgetsTheInput)
+    missing = check_shape_flop_recorder(ForgetsTheInput)
     assert missing.status is Status.WRONG and "input_1" in missing.message
+    assert "(your run_node, line" in missing.message and "test_checks.py)" in missing.message
 
     class RecordsNothing(torch.fx.Interpreter):
         pass
 
-    assert "self.shapes" in check_shape_recorder(RecordsNothing).message
+    nothing = check_shape_flop_recorder(RecordsNothing)
+    assert "self.shapes" in nothing.message and "your run_node" not in nothing.message  # torch's run_node: no pointer
+
+
+def _recorder_changing_flops(change):
+    """The solution with ``change(layer, output, flops)`` applied to each recorded FLOP count."""
+
+    class Changed(RECORDER):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if n.name in self.flops:
+                self.flops[n.name] = change(self.fetch_attr(n.target), result, self.flops[n.name])
+            return result
+
+    return Changed
+
+
+@pytest.mark.parametrize(
+    ("change", "hint"),
+    [
+        (lambda layer, out, flops: flops // 2, "2 FLOPs per multiply-add"),
+        (lambda layer, out, flops: flops * getattr(layer, "groups", 1), "groups=4"),
+        (lambda layer, out, flops: flops + out.numel(), "Leave the bias out"),
+        (lambda layer, out, flops: float(flops), "as an int"),
+        (lambda layer, out, flops: flops + 2, "kernel height * kernel width"),
+    ],
+)
+def test_exercise_1_2_wrong_flops_get_their_hint(change, hint):
+    result = check_shape_flop_recorder(_recorder_changing_flops(change))
+    assert result.status is Status.WRONG and hint in result.message, result
+
+
+def test_exercise_1_2_counts_only_conv_and_linear():
+    class CountsEverything(RECORDER):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if isinstance(result, torch.Tensor):
+                self.flops.setdefault(n.name, result.numel())
+            return result
+
+    result = check_shape_flop_recorder(CountsEverything)
+    assert result.status is Status.WRONG and "count only nn.Conv2d and nn.Linear" in result.message
+
+    class SkipsLinear(RECORDER):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if isinstance(self.fetch_attr(n.target) if n.op == "call_module" else None, nn.Linear):
+                del self.flops[n.name]
+            return result
+
+    result = check_shape_flop_recorder(SkipsLinear)
+    assert result.status is Status.WRONG and "a Linear" in result.message, result
 
 
 class _Shapes(torch.fx.Interpreter):
@@ -105,55 +152,62 @@ class _Shapes(torch.fx.Interpreter):
 )
 def test_exercise_1_2_odd_shapes_are_wrong_not_a_crash(record):
     recorder = type("Odd", (_Shapes,), {"record": staticmethod(record)})
-    result = check_shape_recorder(recorder)
+    result = check_shape_flop_recorder(recorder)
     assert result.status is Status.WRONG and "you recorded" in result.message, result
     for not_an_interpreter in (object, 42, lambda graph_module: object()):
-        assert check_shape_recorder(not_an_interpreter).status is Status.WRONG
+        assert check_shape_flop_recorder(not_an_interpreter).status is Status.WRONG
+
+
+FOLD = solution("01_3_fold_linear_bn.py", "fold_linear_bn")
+
+
+def _folded(linear: nn.Linear, scale: torch.Tensor, bias: torch.Tensor) -> nn.Linear:
+    layer = nn.Linear(linear.in_features, linear.out_features, dtype=linear.weight.dtype)
+    with torch.no_grad():
+        layer.weight.copy_(linear.weight * scale)
+        layer.bias.copy_(bias)
+    return layer
+
+
+def _linear_bias(linear: nn.Linear) -> torch.Tensor | float:
+    return linear.bias if linear.bias is not None else 0.0
 
 
 def test_exercise_1_3():
-    answer = solution("01_3_slowest_after_fusion.py", "slowest_type_after_fusion")
-    result = check_slowest_after_fusion(answer)
-    assert result.solved, result
-    assert "Conv2d" in result.message
-    assert check_slowest_after_fusion(stub_for("1.3")).status is Status.NOT_YET
-    unfused = check_slowest_after_fusion(lambda model, x: ("Conv2d", labkit.profile_model(model, x, runs=1)))
-    assert unfused.status is Status.WRONG and "fused" in unfused.message
-    assert "pair" in check_slowest_after_fusion(lambda model, x: "Conv2d").message
-    assert "string" in check_slowest_after_fusion(lambda model, x: (torch.nn.Conv2d, answer(model, x)[1])).message
+    assert check_fold_linear_bn(FOLD).solved
+    assert check_fold_linear_bn(stub_for("1.3")).status is Status.NOT_YET
+    square = nn.Linear(4, 4).double().eval()
+    bn = nn.BatchNorm1d(4).double().eval()
+    with torch.no_grad():
+        bn.running_var.uniform_(0.1, 0.2)
+        bn.weight.uniform_(0.5, 2)
+    x = torch.randn(3, 4, dtype=torch.float64)
+    torch.testing.assert_close(FOLD(square, bn)(x), bn(square(x)))  # the solution is right beyond the checker's cases
 
 
-def _fake_report(report: ProfileReport, top: str) -> ProfileReport:
-    """``report`` with the op type ``top`` made to look slowest: numbers a learner could type in."""
-    from dataclasses import replace
-
-    rows = [
-        replace(row, stats=replace(row.stats, mean=1.0, median=1.0, min=1.0)) if row.op_type == top else row
-        for row in report.rows
-    ]
-    return replace(report, rows=rows)
-
-
-def test_exercise_1_3_does_not_trust_the_learners_own_report():
-    # The answer must be what dominates in the checker's own profile, whatever the learner's report says.
-    def own_numbers(model, x):
-        report = _fake_report(labkit.profile_model(fuse(model), x, warmup=1, runs=3), "ReLU")
-        return report.by_op_type().rows[0][0], report
-
-    result = check_slowest_after_fusion(own_numbers)
-    assert result.status is Status.WRONG and "'ReLU'" in result.message and "'Conv2d'" in result.message
-    # A report of another model (here a one-layer model) does not count, even with the right answer.
-    one_layer = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
-    other = labkit.profile_model(one_layer, torch.randn(1, 3, 8, 8), runs=3)
-    result = check_slowest_after_fusion(lambda model, x: ("Conv2d", other))
-    assert result.status is Status.WRONG and "not a profile of the fused model" in result.message
-    # Nor does a cut-down report.
-    result = check_slowest_after_fusion(lambda model, x: ("Conv2d", labkit.profile_model(fuse(model), x, runs=3).top(2)))
-    assert result.status is Status.WRONG and "every node" in result.message
-
-
-def test_exercise_1_3_reference_graph():
-    # The checker's reference is torch's fuse of its own model: no BatchNorm left, Conv2d nodes present.
-    types = [type(m).__name__ for m in fuse(_fusion_model()).modules()]
-    assert "BatchNorm2d" not in types and types.count("Conv2d") == 2
-    assert _fusion_input().shape == (2, 3, 32, 32)
+@pytest.mark.parametrize(
+    ("fold", "hint"),
+    [
+        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var)).unsqueeze(1),
+                                    (_linear_bias(linear) - bn.running_mean) * bn.weight / torch.sqrt(bn.running_var)
+                                    + bn.bias), "miss bn.eps"),
+        (lambda linear, bn: _folded(linear, (bn.weight / (bn.running_var + bn.eps)).unsqueeze(1), bn.bias),
+         "divide by the standard deviation"),
+        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var + bn.eps)).unsqueeze(1),
+                                    _linear_bias(linear) * bn.weight / torch.sqrt(bn.running_var + bn.eps) + bn.bias),
+         "misses the running mean"),
+        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var + bn.eps)).unsqueeze(1),
+                                    -bn.running_mean * bn.weight / torch.sqrt(bn.running_var + bn.eps) + bn.bias),
+         "own bias passes through BatchNorm"),
+        (lambda linear, bn: nn.Sequential(linear, bn), "returned Sequential"),
+        (lambda linear, bn: linear, "not the Linear you were given"),
+        (lambda linear, bn: FOLD(linear.float(), bn.float()), "changed the Linear or the BatchNorm"),
+        (lambda linear, bn: (linear.weight.data.mul_(2), FOLD(linear, bn))[1], "changed the Linear or the BatchNorm"),
+        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var + bn.eps)).unsqueeze(1),
+                                    (linear.bias - bn.running_mean) * bn.weight / torch.sqrt(bn.running_var + bn.eps)
+                                    + bn.bias), "On a Linear without bias (linear.bias is None), your code raised TypeError"),
+    ],
+)
+def test_exercise_1_3_wrong_folds_get_their_hint(fold, hint):
+    result = check_fold_linear_bn(fold)
+    assert result.status is Status.WRONG and hint in result.message, result
