@@ -3,7 +3,9 @@
 Why: notebook 00 uses it as a smoke test. If moving the slider redraws the
 curve, the widgets extension works and every later lab's widgets will render.
 It is also the pattern the lab widgets follow: controls on top, one
-``ipywidgets.Image`` holding a PNG that is re-rendered on every change.
+``ipywidgets.Image`` holding a picture that is re-rendered on every change and
+shown at a fixed CSS size (:func:`show_picture`), so a HiDPI PNG or an SVG is
+never stretched or blurred, in JupyterLab or on the static docs site.
 """
 from __future__ import annotations
 
@@ -13,11 +15,26 @@ import numbers
 import ipywidgets as widgets
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.plots import new_figure, to_png
+from labkit.core.plots import LiveFigure, new_figure
 
 SAMPLES = 200
 #: The frequencies the slider offers: FREQUENCY_MIN to FREQUENCY_MAX in steps of FREQUENCY_STEP.
 FREQUENCY_MIN, FREQUENCY_MAX, FREQUENCY_STEP = 0.5, 5.0, 0.5
+
+
+def show_picture(image: widgets.Image, picture: bytes, width_px: float | None = None) -> None:
+    """Put ``picture`` (PNG or SVG bytes, as ``image.format`` says) in ``image`` at its own proportions.
+
+    Why: a widget box stretches an ``<img>`` to its full width (blurry and out of proportion on the
+    docs site), so the picture is aligned to the start instead. A PNG rendered at
+    :data:`~labkit.core.plots.PIXEL_RATIO` times the pixels needs ``width_px``, its CSS width, or it
+    would show that many times too large; an SVG carries its own size. The height stays ``auto``
+    and ipywidgets' ``max-width: 100%`` still applies, so a narrow page shrinks the picture in proportion.
+    """
+    image.layout.align_self = "flex-start"
+    image.layout.width = "auto" if width_px is None else f"{round(width_px)}px"
+    image.layout.height = "auto"
+    image.value = picture
 
 
 def wave_points(frequency: float, samples: int = SAMPLES) -> tuple[list[float], list[float]]:
@@ -40,8 +57,15 @@ def _check_frequency(frequency: object) -> float:
     return value
 
 
+def _title(frequency: float) -> str:
+    return f"sin(2π · {frequency:g} · x)"
+
+
 class SliderPlot(widgets.VBox):
-    """A frequency slider and a sine curve that follows it."""
+    """A frequency slider and a sine curve that follows it.
+
+    The axes are drawn once; a slider step redraws only the curve and the title (:class:`LiveFigure`).
+    """
 
     def __init__(self, frequency: float = 1.0) -> None:
         self.slider = widgets.FloatSlider(
@@ -54,6 +78,13 @@ class SliderPlot(widgets.VBox):
         )
         self.status = widgets.HTML()
         self.image = widgets.Image(format="png")
+        figure = new_figure(5.0, 2.2)
+        axes = figure.add_subplot()
+        self._curve = axes.plot(*wave_points(frequency))[0]
+        axes.set_ylim(-1.1, 1.1)  # fixed, so the axes never need redrawing
+        axes.set_xlabel("x")
+        self._title = axes.set_title(_title(FREQUENCY_MAX))  # the layout makes room for the widest title
+        self._figure = LiveFigure(figure, changing=[self._curve, self._title])
         super().__init__([self.slider, self.status, self.image])
         self.add_class("labkit-slider-plot")
         self.slider.observe(self._on_change, names="value")
@@ -65,11 +96,7 @@ class SliderPlot(widgets.VBox):
     def redraw(self) -> None:
         """Draw the curve for the slider's current frequency."""
         frequency = self.slider.value
-        xs, ys = wave_points(frequency)
-        figure = new_figure(5.0, 2.2)
-        axes = figure.add_subplot()
-        axes.plot(xs, ys)
-        axes.set_xlabel("x")
-        axes.set_title(f"sin(2π · {frequency:g} · x)")
-        self.image.value = to_png(figure)
-        self.status.value = f"<b>Widgets work.</b> Drawn with frequency = {frequency:g}."
+        self._curve.set_ydata(wave_points(frequency)[1])
+        self._title.set_text(_title(frequency))
+        show_picture(self.image, self._figure.png(), self._figure.css_size[0])
+        self.status.value = f"Widgets work: drawn with frequency = {frequency:g}."
