@@ -1,5 +1,6 @@
 """LiveProfile, headless: set the controls, press the button, read the table and the plot."""
 import re
+import xml.etree.ElementTree as ET
 
 import pytest
 import torch
@@ -43,7 +44,8 @@ def test_pressing_the_button_fills_table_plot_and_progress(widget):
     assert f'<div class="{TABLE_CLASS}">' in widget.table.value
     rows = body_rows(widget)
     assert len(rows) == 4 and {r[2] for r in rows} <= {"Conv2d", "BatchNorm2d", "ReLU"}  # columns: op, node, type, ...
-    assert bytes(widget.image.value).startswith(b"\x89PNG")
+    assert bytes(widget.image.value).startswith(b"<svg") and widget.image.format == "svg+xml"
+    assert widget.image.layout.align_self == "flex-start"  # never stretched to the box's width
     assert "run 3 of 3" in widget.status.value and not widget.button.disabled
     assert widget.report.runs == 3
 
@@ -187,7 +189,7 @@ def test_a_train_mode_model_warns_and_leaves_the_global_rng_as_it_was():
 
 
 def test_an_interrupt_between_a_report_and_its_redraw_still_shows_every_finished_run(widget, monkeypatch):
-    original, calls = fx_widgets.bar_figure, []
+    original, calls = fx_widgets.bar_svg, []
 
     def interrupted(*args):
         calls.append(args)
@@ -195,7 +197,7 @@ def test_an_interrupt_between_a_report_and_its_redraw_still_shows_every_finished
             raise KeyboardInterrupt
         return original(*args)
 
-    monkeypatch.setattr(fx_widgets, "bar_figure", interrupted)
+    monkeypatch.setattr(fx_widgets, "bar_svg", interrupted)
     with pytest.raises(KeyboardInterrupt):
         widget.button.click()
     assert status_text(widget).startswith("interrupted after 2 of 3 runs") and widget.report.runs == 2
@@ -245,8 +247,8 @@ def record_bars(monkeypatch) -> list[tuple]:
         drawn.append((labels, values, title, xlabel))
         return original(labels, values, title, xlabel)
 
-    original = fx_widgets.bar_figure
-    monkeypatch.setattr(fx_widgets, "bar_figure", recording)
+    original = fx_widgets.bar_svg
+    monkeypatch.setattr(fx_widgets, "bar_svg", recording)
     return drawn
 
 
@@ -268,11 +270,41 @@ def test_the_bars_follow_sort_by_and_match_the_table(widget, monkeypatch, key):
         assert values == pytest.approx([r.pct if key == "pct" else getattr(r.stats, key) * 1e3 for r in expected])
 
 
-def test_the_bars_plot_what_the_figure_is_given():
-    figure = fx_widgets.bar_figure(["a", "b", "c"], [3.0, 2.0, 1.0], "title", "ms")
-    axes = figure.axes[0]
-    assert [t.get_text() for t in axes.get_yticklabels()] == ["c", "b", "a"]  # the first label on top
-    assert [p.get_width() for p in axes.patches] == [1.0, 2.0, 3.0] and axes.get_xlabel() == "ms"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def drawn_bars(svg: bytes) -> tuple[ET.Element, list[tuple[str, float, float]]]:
+    """The parsed picture, and each bar's (label, top y, width), top to bottom."""
+    root = ET.fromstring(svg)
+    texts = [(float(t.get("y")), t.text) for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
+    bars = [(float(r.get("y")) + float(r.get("height")) / 2, float(r.get("width"))) for r in root.iter(f"{SVG}rect")
+            if r.get("class") == "bar"]
+    labels = {y: text for y, text in texts}
+    return root, [(labels[y], y, width) for y, width in sorted(bars)]
+
+
+def test_the_bars_draw_what_they_are_given_first_on_top_in_proportion():
+    root, bars = drawn_bars(fx_widgets.bar_svg(["a", "b", "c"], [3.0, 2.0, 1.0], "title", "ms"))
+    assert [label for label, _, _ in bars] == ["a", "b", "c"]  # the first label on top
+    widths = [width for _, _, width in bars]
+    assert widths[0] > widths[1] > widths[2] > 0 and widths[0] / widths[2] == pytest.approx(3.0, rel=0.01)
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert "ms" in texts and "title" in texts and root.find(f"{SVG}title").text == "title"
+    assert {"3", "2", "1"} <= set(texts)  # each bar's value
+
+
+def test_a_long_label_widens_the_picture_instead_of_being_cut():
+    short = ET.fromstring(fx_widgets.bar_svg(["a"], [1.0], "t", "ms"))
+    long_name = "layer4_1_downsample_0_" * 3
+    long = ET.fromstring(fx_widgets.bar_svg([long_name], [1.0], "t", "ms"))
+    label = next(t for t in long.iter(f"{SVG}text") if t.text == long_name)
+    assert float(label.get("x")) >= fx_widgets.text_width(long_name)  # right-aligned at x: all of it inside
+    assert float(long.get("width")) - float(short.get("width")) >= fx_widgets.text_width(long_name) - fx_widgets.text_width("a")
+
+
+def test_all_zero_values_still_draw_an_axis():
+    _, bars = drawn_bars(fx_widgets.bar_svg(["a", "b"], [0.0, 0.0], "t", "ms"))
+    assert [width for _, _, width in bars] == [0.0, 0.0]
 
 
 def test_grouped_bars_follow_the_grouped_table(widget, monkeypatch):
