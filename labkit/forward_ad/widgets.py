@@ -3,20 +3,25 @@
 Why: "forward mode wins when the Jacobian is tall" sticks once a learner drags
 a slider and watches the jacrev curve climb past the flat jacfwd curve. The
 timings come from :func:`labkit.forward_ad.jacobian_cost.jacobian_sweep`; this widget only
-chooses the sizes and re-draws the PNG after every measured point, so the plot
+chooses the sizes and re-draws the plot after every measured point, so the plot
 grows while the sweep runs.
+
+The plot is SVG drawn here (:func:`sweep_svg`), not a matplotlib figure: laying out
+log-log axes in matplotlib took 300-500 ms a redraw on a 2-core machine, longer than a
+small sweep point; the SVG takes a few milliseconds and is sharp at any zoom.
 """
 from __future__ import annotations
 
 import html
+import math
 import numbers
 import threading
 
 import ipywidgets as widgets
-from matplotlib.figure import Figure
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.plots import new_figure, to_png
+from labkit.core.plots import svg_document, svg_text, text_width
+from labkit.core.widgets import show_picture
 from labkit.forward_ad.jacobian_cost import JacobianSweep, default_out_dims, jacobian_sweep
 
 SIZES = [2**k for k in range(1, 11)]  # 2 .. 1024
@@ -26,31 +31,103 @@ BATCH_OPTIONS = [("none (one example)", None), ("16 (vmap)", 16), ("64 (vmap)", 
 # span 4096 a sweep ran past 6 GB. 8 already reaches 2 GB at in = 1024, batch 64.
 SPANS = (1, 2, 4, 8)
 
+# ---------------------------------------------------------------- the plot
 
-def sweep_figure(sweep: JacobianSweep, selected_out: int | None = None) -> Figure:
-    """Median jacfwd and jacrev time against output size (log-log), crossover marked."""
-    figure = new_figure(6.0, 3.4)
-    axes = figure.add_subplot()
-    outs = sweep.out_dims
-    for name, color in (("jacfwd", "tab:blue"), ("jacrev", "tab:orange")):
-        stats = [getattr(p, name) for p in sweep.points]
-        medians = [s.median * 1e3 for s in stats]
-        spread = [s.iqr / 2 * 1e3 for s in stats]
-        _ = axes.errorbar(outs, medians, yerr=spread, marker="o", color=color, label=name, capsize=3)
-    _ = axes.axvline(sweep.in_features, color="gray", linestyle=":", label=f"out = in = {sweep.in_features}")
-    crossover = sweep.crossover
-    if crossover is not None:
-        _ = axes.axvline(crossover, color="tab:red", linestyle="--", label=f"crossover ≈ {crossover:.0f}")
+MODE_COLOURS = {"jacfwd": "#1f77b4", "jacrev": "#ff7f0e"}  # matplotlib's tab:blue and tab:orange
+PLOT_WIDTH, PLOT_HEIGHT = 420, 220  # the axes box, in CSS pixels
+TITLE_PX, X_AXIS_PX, GAP_PX, LEGEND_LINE_PX = 30, 44, 8, 18
+X_PAD = 1.5  # the x range reaches this factor beyond the smallest and largest size
+
+
+def _whole_decades(low: float, high: float) -> tuple[int, int]:
+    """The exponents of the powers of ten around ``[low, high]``: the y range, with a labelled tick at each end."""
+    bottom, top = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    return bottom, max(top, bottom + 1)
+
+
+def _spread_ms(sweep: JacobianSweep, mode: str) -> list[tuple[float, float, float]]:
+    """(median, low, high) in ms of ``mode`` at every point: the median and the IQR around it (low kept above 0)."""
+    spread = []
+    for point in sweep.points:
+        stats = getattr(point, mode)
+        median, half = stats.median * 1e3, stats.iqr / 2 * 1e3
+        spread.append((median, median - half if median - half > 0 else median, median + half))
+    return spread
+
+
+def sweep_svg(sweep: JacobianSweep, selected_out: int | None = None, planned_out_dims: list[int] | None = None) -> bytes:
+    """Median jacfwd and jacrev time against output size (log-log), IQR as error bars, crossover marked: SVG bytes.
+
+    ``planned_out_dims`` (every size the sweep will time) fixes the x range while the sweep
+    runs, so the axes do not jump with each point.
+    """
+    if not sweep.points:
+        raise LabkitValueError("sweep_svg draws measured points, and this sweep has none yet; draw it after its first point.")
+    spreads = {mode: _spread_ms(sweep, mode) for mode in MODE_COLOURS}
+    sizes = [*(planned_out_dims or []), *sweep.out_dims, sweep.in_features]
+    x_low, x_high = math.log2(min(sizes) / X_PAD), math.log2(max(sizes) * X_PAD)
+    y_low, y_high = _whole_decades(min(low for s in spreads.values() for _, low, _ in s),
+                                   max(high for s in spreads.values() for _, _, high in s))
+    y_labels = [f"{10.0**e:g}" for e in range(y_low, y_high + 1)]
+    left = GAP_PX + LEGEND_LINE_PX + max(text_width(label, 10) for label in y_labels) + GAP_PX
+    top = TITLE_PX
+
+    def x_at(size: float) -> float:
+        return left + (math.log2(size) - x_low) / (x_high - x_low) * PLOT_WIDTH
+
+    def y_at(ms: float) -> float:
+        return top + (y_high - math.log10(ms)) / (y_high - y_low) * PLOT_HEIGHT
+
+    bottom, right = top + PLOT_HEIGHT, left + PLOT_WIDTH
+    parts = []
+    for exponent, label in zip(range(y_low, y_high + 1), y_labels, strict=True):  # decades: grid line, tick, label
+        y = y_at(10.0**exponent)
+        parts += [f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>',
+                  svg_text(left - GAP_PX / 2, y, label, anchor="end", size=10)]
+        if exponent < y_high:  # minor ticks at 2..9 times the decade
+            parts += [f'<line x1="{left:.1f}" y1="{y_at(k * 10.0**exponent):.1f}" x2="{left + 3:.1f}" '
+                      f'y2="{y_at(k * 10.0**exponent):.1f}" stroke="black"/>' for k in range(2, 10)]
+    for exponent in range(math.ceil(x_low), math.floor(x_high) + 1):  # powers of two on x
+        x = x_at(2.0**exponent)
+        parts += [f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="black"/>',
+                  svg_text(x, bottom + 13, f"{2**exponent}", size=10)]
+    marks: list[tuple[str, float, str, str]] = [
+        ("in", sweep.in_features, f"out = in = {sweep.in_features}", 'stroke="gray" stroke-dasharray="2 3"')
+    ]
+    if sweep.crossover is not None:
+        marks.append(("crossover", sweep.crossover, f"crossover ≈ {sweep.crossover:.0f}",
+                      'stroke="#d62728" stroke-dasharray="6 4" stroke-width="1.5"'))
     if selected_out is not None:
-        _ = axes.axvline(selected_out, color="black", alpha=0.25, linewidth=6, label=f"selected out = {selected_out}")
-    axes.set_xscale("log", base=2)
-    axes.set_yscale("log")
-    axes.set_xlabel("output dimension (input fixed)")
-    axes.set_ylabel("median time (ms)")
+        marks.append(("selected", selected_out, f"selected out = {selected_out}",
+                      'stroke="black" stroke-opacity="0.25" stroke-width="6"'))
+    for name, size, _, style in marks:
+        parts.append(f'<line class="mark {name}" x1="{x_at(size):.1f}" y1="{top}" x2="{x_at(size):.1f}" y2="{bottom}" {style}/>')
+    for mode, colour in MODE_COLOURS.items():
+        places = [(x_at(size), y_at(median), y_at(low), y_at(high))
+                  for size, (median, low, high) in zip(sweep.out_dims, spreads[mode], strict=True)]
+        line = " ".join(f"{x:.1f},{y:.1f}" for x, y, _, _ in places)
+        parts.append(f'<polyline class="curve {mode}" points="{line}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        for x, y, y_lowest, y_highest in places:
+            parts += [f'<path class="spread {mode}" d="M{x - 3:.1f},{y_lowest:.1f}h6M{x:.1f},{y_lowest:.1f}V{y_highest:.1f}'
+                      f'M{x - 3:.1f},{y_highest:.1f}h6" stroke="{colour}"/>',
+                      f'<circle class="point {mode}" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}"/>']
+    parts.append(f'<rect x="{left}" y="{top}" width="{PLOT_WIDTH}" height="{PLOT_HEIGHT}" fill="none" stroke="black"/>')
+    legend = [(mode, f'stroke="{colour}" stroke-width="1.5"') for mode, colour in MODE_COLOURS.items()]
+    legend += [(label, style) for _, _, label, style in marks]
+    legend_x = right + 2 * GAP_PX
+    for row, (label, style) in enumerate(legend):
+        y = top + GAP_PX + row * LEGEND_LINE_PX
+        parts += [f'<line x1="{legend_x}" y1="{y}" x2="{legend_x + 22}" y2="{y}" {style}/>',
+                  svg_text(legend_x + 28, y, label, anchor="start", size=10)]
     batch = "" if sweep.batch is None else f", batch {sweep.batch}"
-    axes.set_title(f"Jacobian of an MLP R^{sweep.in_features} → R^out{batch}")
-    axes.legend(fontsize="small", loc="best")
-    return figure
+    title = f"Jacobian of an MLP R^{sweep.in_features} → R^out{batch}"
+    parts += [svg_text(left + PLOT_WIDTH / 2, TITLE_PX / 2, title, size=12),
+              svg_text(left + PLOT_WIDTH / 2, bottom + 31, "output dimension (input fixed)"),
+              svg_text(0, 0, "median time (ms)", size=11).replace(
+                  "<text ", f'<text transform="translate({GAP_PX + 4},{top + PLOT_HEIGHT / 2:.1f}) rotate(-90)" ', 1)]
+    legend_width = 28 + max(text_width(label, 10) for label, _ in legend)
+    width = max(legend_x + legend_width + GAP_PX, left + PLOT_WIDTH / 2 + text_width(title, 12) / 2 + GAP_PX)
+    return svg_document(round(width), bottom + X_AXIS_PX, title, parts)
 
 
 def _check_span(span: int) -> None:
@@ -97,7 +174,7 @@ class JacobianScaling(widgets.VBox):
         )
         self.batch = widgets.Dropdown(options=BATCH_OPTIONS, value=batch, description="batch")
         self.status = widgets.HTML()
-        self.image = widgets.Image(format="png")
+        self.image = widgets.Image(format="svg+xml")
         self.sweep: JacobianSweep | None = None
         self._busy = threading.Lock()
         self._pending = False
@@ -154,7 +231,7 @@ class JacobianScaling(widgets.VBox):
         self.sweep = JacobianSweep(self.in_slider.value, self.batch.value)
         self.status.value = "<i>timing jacfwd and jacrev…</i>"
         try:
-            self.sweep = jacobian_sweep(self.in_slider.value, self.out_dims(), batch=self.batch.value, on_point=self._draw)
+            self.sweep = jacobian_sweep(self.in_slider.value, self.out_dims(), batch=self.batch.value, on_point=self.show_sweep)
         except KeyboardInterrupt:
             self.status.value = (
                 f"<b>interrupted</b> after {len(self.sweep.points)} of {self._total} output sizes; the plot shows "
@@ -166,10 +243,11 @@ class JacobianScaling(widgets.VBox):
             raise
         self.status.value = self._summary(self.sweep)
 
-    def _draw(self, sweep: JacobianSweep) -> None:
+    def show_sweep(self, sweep: JacobianSweep) -> None:
+        """Draw ``sweep`` as it stands: what the kernel runs after every measured point."""
         self.sweep = sweep
         selected = self.out_slider.value if self.out_slider.value in sweep.out_dims else None
-        self.image.value = to_png(sweep_figure(sweep, selected))
+        show_picture(self.image, sweep_svg(sweep, selected, self.out_dims()))
         self.status.value = f"<i>timing… {len(sweep.points)} of {self._total} output sizes done</i>"
 
     def _summary(self, sweep: JacobianSweep) -> str:

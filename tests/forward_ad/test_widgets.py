@@ -1,5 +1,7 @@
-"""labkit.widgets.JacobianScaling, headless: controls drive the core sweep and the PNG."""
+"""labkit.widgets.JacobianScaling, headless: controls drive the core sweep and the SVG plot."""
 from __future__ import annotations
+
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -9,7 +11,8 @@ from labkit.core.timing import RunStats
 from labkit.forward_ad.jacobian_cost import JacobianCost, JacobianSweep
 from labkit.widgets import JacobianScaling
 
-PNG_MAGIC = b"\x89PNG"
+SVG_START = b"<svg"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _stats(seconds):
@@ -47,7 +50,8 @@ def fake_sweep(monkeypatch):
 def test_widget_draws_and_marks_the_crossover(fake_sweep):
     widget = JacobianScaling(in_features=8, out_features=32, batch=None)
     assert fake_sweep == [(8, [1, 2, 4, 8, 16, 32, 64], None)]
-    assert bytes(widget.image.value).startswith(PNG_MAGIC)
+    assert bytes(widget.image.value).startswith(SVG_START) and widget.image.format == "svg+xml"
+    assert widget.image.layout.align_self == "flex-start"  # never stretched to the box's width
     assert "labkit-jacobian-scaling" in widget._dom_classes
     assert widget.sweep.crossover == pytest.approx(8)  # jacrev's cost reaches jacfwd's at out == in
     assert "R^8 -&gt; R^32: jacfwd is 4.00x faster" in widget.status.value
@@ -69,8 +73,8 @@ def test_changing_controls_reruns_the_sweep(fake_sweep):
 
 def test_redraws_while_the_sweep_runs(fake_sweep, monkeypatch):
     drawn = []
-    original = module.to_png
-    monkeypatch.setattr(module, "to_png", lambda fig: drawn.append(fig) or original(fig))
+    original = module.sweep_svg
+    monkeypatch.setattr(module, "sweep_svg", lambda *args: drawn.append(args) or original(*args))
     widget = JacobianScaling(in_features=4, out_features=4, batch=None)
     assert widget.out_dims() == [1, 2, 4, 8, 16, 32]
     assert len(drawn) == 6  # one redraw per measured output size
@@ -89,7 +93,7 @@ def test_no_run_draws_nothing(fake_sweep):
 def test_real_core_small_sizes():
     widget = JacobianScaling(in_features=2, out_features=4, batch=None, span=2)
     assert widget.sweep.out_dims == [1, 2, 4]
-    assert bytes(widget.image.value).startswith(PNG_MAGIC)
+    assert bytes(widget.image.value).startswith(SVG_START)
 
 
 @pytest.mark.parametrize(
@@ -105,9 +109,8 @@ def test_choices_outside_the_controls_are_labkit_errors(fake_sweep, kwargs, name
 # --- trust: argument ranges, interrupts, re-entrancy (issue 10) ---------------------
 @pytest.fixture
 def no_drawing(monkeypatch):
-    """Skip matplotlib: these tests are about state, and a figure costs seconds on a busy machine."""
-    monkeypatch.setattr(module, "sweep_figure", lambda sweep, selected=None: None)
-    monkeypatch.setattr(module, "to_png", lambda figure: PNG_MAGIC)
+    """Skip drawing: these tests are about state."""
+    monkeypatch.setattr(module, "sweep_svg", lambda *args: SVG_START + b"/>")
 
 
 @pytest.mark.parametrize("span", [4096, 16, 0, -2, 3])
@@ -199,3 +202,56 @@ def test_a_change_during_a_sweep_does_not_start_a_second_one(no_drawing, monkeyp
     assert calls == [(8, "start"), (8, "done"), (16, "start"), (16, "done")]  # one after the other
     assert max(depth) == 0  # never two sweeps at once
     assert widget.sweep.in_features == 16 and "R^16 -&gt; R^32" in widget.status.value
+
+
+# --- the plot ---------------------------------------------------------------------
+def _points(svg: bytes, mode: str) -> list[tuple[float, float]]:
+    root = ET.fromstring(svg)
+    return [(float(c.get("cx")), float(c.get("cy"))) for c in root.iter(f"{SVG}circle") if c.get("class") == f"point {mode}"]
+
+
+def _mark_x(svg: bytes, name: str) -> float | None:
+    root = ET.fromstring(svg)
+    return next((float(line.get("x1")) for line in root.iter(f"{SVG}line") if line.get("class") == f"mark {name}"), None)
+
+
+def _sweep(in_features, outs, batch=None):
+    return JacobianSweep(in_features, batch, [_scaling_point(in_features, out, batch) for out in outs])
+
+
+def test_the_plot_puts_each_point_where_its_size_and_time_say():
+    svg = module.sweep_svg(_sweep(8, [2, 4, 8, 16, 32]))
+    jacrev, jacfwd = _points(svg, "jacrev"), _points(svg, "jacfwd")
+    assert len(jacrev) == len(jacfwd) == 5
+    xs = [x for x, _ in jacrev]
+    steps = [b - a for a, b in zip(xs, xs[1:])]
+    assert all(step > 0 for step in steps) and max(steps) - min(steps) < 0.2  # log2 axis: doubling is one step
+    assert [y for _, y in jacrev] == sorted((y for _, y in jacrev), reverse=True)  # slower (higher) as out grows
+    assert len({round(y, 1) for _, y in jacfwd}) == 1  # jacfwd's time is flat
+    assert _mark_x(svg, "crossover") == pytest.approx(xs[2], abs=0.2)  # at out == in == 8
+    assert _mark_x(svg, "in") == pytest.approx(xs[2], abs=0.2)
+
+
+def test_the_planned_sizes_fix_the_x_axis_while_the_sweep_grows():
+    planned = [2, 4, 8, 16, 32]
+    first = module.sweep_svg(_sweep(8, [2]), None, planned)
+    full = module.sweep_svg(_sweep(8, planned), 16, planned)
+    assert _points(first, "jacfwd")[0][0] == _points(full, "jacfwd")[0][0]
+    assert _mark_x(first, "crossover") is None and _mark_x(first, "selected") is None
+    assert _mark_x(full, "selected") == pytest.approx(_points(full, "jacfwd")[3][0], abs=0.2)
+
+
+def test_every_label_fits_inside_the_picture():
+    root = ET.fromstring(module.sweep_svg(_sweep(1024, [128, 256, 512, 1024, 2048, 4096, 8192], batch=64), 8192))
+    width = float(root.get("width"))
+    for text in root.iter(f"{SVG}text"):
+        if text.get("transform"):
+            continue  # the rotated y label sits at the left edge
+        x, size = float(text.get("x")), module.text_width(text.text, float(text.get("font-size")))
+        start = {"start": x, "middle": x - size / 2, "end": x - size}[text.get("text-anchor")]
+        assert 0 <= start and start + size <= width, text.text
+
+
+def test_a_sweep_without_points_is_refused_with_a_labkit_error():
+    with pytest.raises(LabkitValueError, match="has none yet"):
+        module.sweep_svg(JacobianSweep(8, None))
