@@ -30,7 +30,8 @@ from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
-from labkit.core.plots import new_figure
+from labkit.core.plots import new_figure, svg_document, svg_text
+from labkit.core.widgets import show_picture
 from labkit.memory_format.layout import (
     CONVERSION_METHODS,
     FORMATS,
@@ -170,30 +171,15 @@ def memory_figure(layout: LayoutDescription) -> Figure:
 # ---------------------------------------------------------------- the same pictures as SVG, for the widget
 
 CELL_PX = 30  # one element's square: 0.42 inch at 72 dpi, as in the PNG figures
-CHAR_PX = 6.5  # about the width of one character at FONT_PX, to size labels and titles
-FONT_PX = 11
+CHAR_PX = 6.5  # about the width of one character at the SVG font size (11 px), to size labels and titles
 TITLE_PX, LABEL_PX = 22, 18  # heights of the title line and of the column labels under it
 SCALE_PX, SCALE_MIN_WIDTH_PX, SCALE_STOPS = 10, 150, 9  # the offset colour scale under the layout grid
-
-
-def _svg_document(width: float, height: float, title: str, parts: list[str]) -> bytes:
-    """A standalone SVG: sized, so an ``<img>`` has a natural size, with a ``<title>`` for screen readers."""
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:g}" height="{height:g}" '
-            f'viewBox="0 0 {width:g} {height:g}" font-family="DejaVu Sans, Verdana, sans-serif" font-size="{FONT_PX}">')
-    background = '<rect width="100%" height="100%" fill="white"/>'
-    return "\n".join([head, f"<title>{html.escape(title)}</title>", background, *parts, "</svg>"]).encode()
-
-
-def _svg_text(x: float, y: float, text: str, anchor: str = "middle", colour: str = "black", size: int = FONT_PX) -> str:
-    """Text centred vertically on ``y``; ``anchor`` is where ``x`` sits: start, middle or end of the text."""
-    return (f'<text x="{x:g}" y="{y:g}" text-anchor="{anchor}" dominant-baseline="central" fill="{colour}" '
-            f'font-size="{size}">{html.escape(text)}</text>')
 
 
 def _svg_cell(x: float, y: float, fill: str, number: int, colour: str) -> str:
     """One element: a coloured square with its number in the middle."""
     square = f'<rect x="{x:g}" y="{y:g}" width="{CELL_PX}" height="{CELL_PX}" fill="{fill}"/>'
-    return f'<g class="element">{square}{_svg_text(x + CELL_PX / 2, y + CELL_PX / 2, str(number), colour=colour)}</g>'
+    return f'<g class="element">{square}{svg_text(x + CELL_PX / 2, y + CELL_PX / 2, str(number), colour=colour)}</g>'
 
 
 def _text_width(text: str) -> float:
@@ -215,9 +201,9 @@ def _offset_scale(x: float, y: float, width: float, top_value: int) -> list[str]
     return [
         '<defs><linearGradient id="offset-scale">', *stops, "</linearGradient></defs>",
         f'<rect x="{x:g}" y="{y:g}" width="{width:g}" height="{SCALE_PX}" fill="url(#offset-scale)"/>',
-        _svg_text(x, label_y, "0", anchor="start"),
-        _svg_text(x + width / 2, label_y, "offset in memory"),
-        _svg_text(x + width, label_y, str(top_value), anchor="end"),
+        svg_text(x, label_y, "0", anchor="start"),
+        svg_text(x + width / 2, label_y, "offset in memory"),
+        svg_text(x + width, label_y, str(top_value), anchor="end"),
     ]
 
 
@@ -241,13 +227,13 @@ def layout_svg(layout: LayoutDescription, title: str = "") -> bytes:
         _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, int(offset), _offset_text_colour(offset, numel))
         for (row, col), offset, fill in zip(places.tolist(), offsets.tolist(), fills, strict=True)
     ]
-    parts += [_svg_text(left + (x + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, label) for x, label in column_labels]
-    parts += [_svg_text(left - 6, top + (y + 0.5) * CELL_PX, label, anchor="end") for y, label in row_labels]
+    parts += [svg_text(left + (x + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, label) for x, label in column_labels]
+    parts += [svg_text(left - 6, top + (y + 0.5) * CELL_PX, label, anchor="end") for y, label in row_labels]
     scale_width = max(columns * CELL_PX, SCALE_MIN_WIDTH_PX)
     parts += _offset_scale(left, top + rows * CELL_PX + 8, scale_width, top_value)
-    parts.append(_svg_text(4, TITLE_PX / 2, title, anchor="start"))
+    parts.append(svg_text(4, TITLE_PX / 2, title, anchor="start"))
     width = max(left + scale_width, 8 + _text_width(title)) + 6
-    return _svg_document(width, top + rows * CELL_PX + 8 + SCALE_PX + LABEL_PX + 4, title, parts)
+    return svg_document(width, top + rows * CELL_PX + 8 + SCALE_PX + LABEL_PX + 4, title, parts)
 
 
 def memory_svg(layout: LayoutDescription) -> bytes:
@@ -267,12 +253,12 @@ def memory_svg(layout: LayoutDescription) -> bytes:
         _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, channel, "white")
         for (row, col), channel, fill in zip(places.tolist(), channels.tolist(), fills, strict=True)
     ]
-    parts += [_svg_text(left + (col + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, str(col), size=9) for col in range(MEMORY_ROW)]
-    parts += [_svg_text(left - 6, top + (row + 0.5) * CELL_PX, str(MEMORY_ROW * row), anchor="end", size=9)
+    parts += [svg_text(left + (col + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, str(col), size=9) for col in range(MEMORY_ROW)]
+    parts += [svg_text(left - 6, top + (row + 0.5) * CELL_PX, str(MEMORY_ROW * row), anchor="end", size=9)
               for row in range(rows)]
-    parts.append(_svg_text(4, TITLE_PX / 2, MEMORY_TITLE, anchor="start"))
+    parts.append(svg_text(4, TITLE_PX / 2, MEMORY_TITLE, anchor="start"))
     width = max(left + MEMORY_ROW * CELL_PX, 8 + _text_width(MEMORY_TITLE)) + 6
-    return _svg_document(width, top + rows * CELL_PX + 6, MEMORY_TITLE, parts)
+    return svg_document(width, top + rows * CELL_PX + 6, MEMORY_TITLE, parts)
 
 
 # ---------------------------------------------------------------- the widget
@@ -375,5 +361,5 @@ class StrideExplorer(widgets.VBox):
         self.layout_description = describe(self.tensor)
         self.strides.value = f"<b>strides:</b> <code>{self.layout_description.strides}</code>"
         self.description.value = self.layout_description.to_html()
-        self.layout_image.value = layout_svg(self.layout_description)
-        self.memory_image.value = memory_svg(self.layout_description)
+        show_picture(self.layout_image, layout_svg(self.layout_description))
+        show_picture(self.memory_image, memory_svg(self.layout_description))

@@ -59,6 +59,7 @@ def test_initial_state(explorer):
     assert "NHWC" in explorer.description.value
     for image in (explorer.layout_image, explorer.memory_image):
         assert image.format == "svg+xml" and bytes(image.value).startswith(b"<svg")
+        assert image.layout.align_self == "flex-start"  # its own size, never stretched to the box's width
     assert len(_svg_cells(explorer.layout_image.value)) == len(_svg_cells(explorer.memory_image.value)) == 24
 
 
