@@ -79,8 +79,8 @@ def bar_svg(labels: list[str], values: list[float], title: str, xlabel: str) -> 
     left = GAP_PX + max((text_width(label) for label in labels), default=0.0) + GAP_PX
     right = GAP_PX + max([text_width(text) for text in value_texts] + [text_width(f"{scale_max:g}") / 2])
     axis_y = TITLE_PX + ROW_PX * len(labels) + 4
-    parts = [f'<line x1="{left + PLOT_PX * tick / scale_max:.1f}" y1="{TITLE_PX}" x2="{left + PLOT_PX * tick / scale_max:.1f}" '
-             f'y2="{axis_y}" stroke="#dddddd"/>' for tick in ticks]
+    tick_xs = [(tick, left + PLOT_PX * tick / scale_max) for tick in ticks]
+    parts = [f'<line x1="{x:.1f}" y1="{TITLE_PX}" x2="{x:.1f}" y2="{axis_y}" stroke="#dddddd"/>' for _, x in tick_xs]
     for row, (label, value, text) in enumerate(zip(labels, values, value_texts, strict=True)):
         middle = TITLE_PX + ROW_PX * row + ROW_PX / 2
         length = PLOT_PX * max(value, 0.0) / scale_max
@@ -91,8 +91,7 @@ def bar_svg(labels: list[str], values: list[float], title: str, xlabel: str) -> 
             svg_text(left + length + GAP_PX / 2, middle, text, anchor="start", colour="#333333"),
         ]
     parts.append(f'<line x1="{left:.1f}" y1="{axis_y}" x2="{left + PLOT_PX:.1f}" y2="{axis_y}" stroke="black"/>')
-    for tick in ticks:
-        x = left + PLOT_PX * tick / scale_max
+    for tick, x in tick_xs:
         parts += [f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" stroke="black"/>',
                   svg_text(x, axis_y + 12, f"{tick:g}", size=10)]
     parts += [svg_text(left + PLOT_PX / 2, axis_y + 31, xlabel), svg_text(GAP_PX / 2, TITLE_PX / 2, title, anchor="start")]
