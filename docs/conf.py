@@ -59,7 +59,9 @@ autodoc_default_options = {"members": True, "imported-members": True, "show-inhe
 
 html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]
+html_favicon = "_static/labkit-icon.svg"  # else every browser asks for /favicon.ico, a 404 in the console
 html_css_files = ["labkit.css"]
+html_js_files = [("widgets-mathjax.js", {"defer": "defer"})]  # after MathJax, which Sphinx also defers
 html_sourcelink_suffix = ""  # the download button offers the .ipynb itself
 html_theme_options = {
     "use_download_button": True,
@@ -68,3 +70,6 @@ html_theme_options = {
     "navigation_with_keys": False,
 }
 html_last_updated_fmt = None
+# Light by default (the widgets' stored images have white backgrounds); the reader can switch.
+# Without a default the theme logs "Got invalid theme mode" on a first visit.
+html_context = {"default_mode": "light"}

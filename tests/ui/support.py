@@ -12,6 +12,8 @@ command; with ``LABKIT_REQUIRE_UI=1`` (set by ``.ci/run``) they fail instead.
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import json
 import os
 import secrets
@@ -20,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -200,3 +203,22 @@ def _stop(server: LabServer, process: subprocess.Popen) -> None:
 def screenshot_dir() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class names it so
+        pass
+
+
+@contextlib.contextmanager
+def static_server(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` over HTTP on a free loopback port, as a reader's web server would; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,4 +1,10 @@
-"""The built docs site shows each widget's stored state in a browser, without a kernel, offline."""
+"""The docs site in a real Chromium: every page opens cleanly and offline, search, solutions, stored widgets.
+
+The site is built once for the module from the real notebooks (``make docs`` does the
+same) and served from a loopback HTTP server. Every request that leaves the machine is
+aborted and recorded, so a page that needs a CDN fails here instead of on a
+participant's laptop.
+"""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -6,55 +12,133 @@ from pathlib import Path
 
 import pytest
 
+from labkit.labs import find_notebooks
 from labkit.tools import docs
-from tests.ui.support import NOTEBOOKS
+from tests.ui.support import NOTEBOOKS, static_server
 from tests.ui.test_lab_ui import WIDGET_CLASSES, widgets_in
 
 pytestmark = pytest.mark.ui
 RENDER_TIMEOUT_MS = 30_000
+STEMS = [path.stem for path in find_notebooks(NOTEBOOKS)]
+PAGES = ["index", "running", "api", *[f"notebooks/{stem}" for stem in STEMS]]
+WIDGET_VIEW = "script[type='application/vnd.jupyter.widget-view+json']"
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     out = tmp_path_factory.mktemp("docs") / "site"
     docs.build_site(NOTEBOOKS, out)
-    return out
+    with static_server(out) as url:
+        yield url
 
 
 @pytest.fixture
-def page(browser) -> Iterator[object]:
-    """A page that records every request leaving the machine (there must be none)."""
+def page(browser, site_url: str) -> Iterator[object]:
+    """A page on which every request that leaves the site is aborted and recorded, and every console error is recorded."""
     page = browser.new_page()
-    page.remote_requests = []
-    page.on("request", lambda r: page.remote_requests.append(r.url) if r.url.startswith(("http:", "https:")) else None)
+    page.blocked, page.errors = [], []
+
+    def only_the_site(route) -> None:
+        if route.request.url.startswith((site_url, "data:", "blob:")):
+            route.continue_()
+        else:
+            page.blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_site)
+    page.on("console", lambda message: page.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
     yield page
     page.close()
 
 
-def test_index_lists_the_learning_path_in_order(site: Path, page, screenshot_dir: Path) -> None:
-    page.goto((site / "index.html").as_uri())
-    links = page.locator("main a[href$='.html']:not(.labkit-nav-home):not(.labkit-nav-next)")
-    hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
-    expected = [p.with_suffix(".html").name for p in docs.find_notebooks(NOTEBOOKS)]
-    assert hrefs == expected
-    page.screenshot(path=str(screenshot_dir / "docs_index.png"), full_page=True)
-    assert page.remote_requests == []
+def open_page(page, site_url: str, name: str) -> None:
+    page.goto(f"{site_url}/{name}.html")
+    page.wait_for_load_state("load")
 
 
-@pytest.mark.parametrize("stem", [p.stem for p in docs.find_notebooks(NOTEBOOKS)])
-def test_page_renders_stored_widget_state_without_a_kernel(site: Path, page, screenshot_dir: Path, stem: str) -> None:
-    page.goto((site / f"{stem}.html").as_uri())
-    shown = sorted(widgets_in(stem) & set(WIDGET_CLASSES))
-    for name in shown:
+def check_stored_widgets(page, stem: str) -> None:
+    """Each labkit widget the notebook shows is drawn from its stored state: image loaded, values shown, a note above."""
+    for name in sorted(widgets_in(stem) & set(WIDGET_CLASSES)):
         widget = page.locator(f".{WIDGET_CLASSES[name]}").first
         widget.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
         image = widget.locator("img").first
         image.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
         loaded = page.evaluate("(img) => img.complete && img.naturalWidth > 0", image.element_handle())
-        assert loaded, f"{name}: image did not load"
+        assert loaded, f"{name}: its stored image did not load"
+        readouts = [text.strip() for text in widget.locator(".widget-readout").all_inner_texts()]
+        assert all(readouts), f"{name}: a slider shows no value: {readouts}"
     if stem == "00_start_here":
         slider = page.locator(".labkit-slider-plot .widget-slider")
         assert slider.count() == 1 and slider.locator(".widget-readout").inner_text().strip() == "2.00"
+    views = page.locator(WIDGET_VIEW).count()
+    notes = page.locator("p.labkit-frozen-widget")
+    assert notes.count() == views, "every stored widget has the frozen-snapshot note"
+    for i in range(views):
+        assert notes.nth(i).is_visible() and "run the notebook to interact" in notes.nth(i).inner_text()
     assert page.locator(".jupyter-widgets", has_text="Error").count() == 0
-    page.screenshot(path=str(screenshot_dir / f"docs_{stem}.png"), full_page=True)
-    assert page.remote_requests == [], "the page fetched from the network; scripts must come from _static/"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_opens_offline_without_console_errors(page, site_url: str, screenshot_dir: Path, name: str) -> None:
+    open_page(page, site_url, name)
+    assert page.locator("nav.bd-links").is_visible() and page.locator("form.bd-search, .search-button").count() > 0
+    if name.startswith("notebooks/"):
+        check_stored_widgets(page, name.removeprefix("notebooks/"))
+    for cell in page.locator(".bd-article td, .bd-article th").all()[:200]:
+        assert cell.evaluate("(c) => getComputedStyle(c).textAlign") in ("left", "start"), "table text reads from the left"
+    page.screenshot(path=str(screenshot_dir / f"docs_{name.replace('/', '_')}.png"), full_page=True)
+    assert page.errors == [], f"{name}: console errors {page.errors}"
+    assert page.blocked == [], f"{name}: fetched from the network; every script must come from _static/"
+
+
+def test_landing_page_lists_the_learning_path_with_goals_and_run_times(page, site_url: str) -> None:
+    open_page(page, site_url, "index")
+    path = page.locator(".labkit-learning-path")
+    hrefs = [link.get_attribute("href") for link in path.locator("strong a, a:has(strong)").all()]
+    assert hrefs == [f"notebooks/{stem}.html" for stem in STEMS]
+    text = path.inner_text()
+    assert text.count("runs in under") == len(STEMS) and "channels_last" in text
+    sidebar = [link.inner_text() for link in page.locator("nav.bd-links a").all()]
+    assert len([label for label in sidebar if label[:2].isdigit()]) == len(STEMS), sidebar
+    assert not any("`" in label for label in sidebar), f"sidebar labels show backticks: {sidebar}"
+
+
+def test_notebook_page_has_toc_prev_next_and_ipynb_download(page, site_url: str) -> None:
+    open_page(page, site_url, "notebooks/02_memory_format")
+    assert page.locator(".page-toc a").count() > 3, "in-page table of contents"
+    labels = page.locator(".prev-next-area").inner_text()
+    assert "Profiling" in labels and "Forward-mode" in labels and "`" not in labels, labels
+    download = page.locator("a.btn-download-source-button").get_attribute("href")
+    assert download and download.endswith("02_memory_format.ipynb")
+    notebook = page.request.get(f"{site_url}/notebooks/{download}").json()
+    assert notebook["cells"][0]["source"]
+
+
+def test_search_for_channels_last_reaches_notebook_02(page, site_url: str) -> None:
+    open_page(page, site_url, "index")
+    page.locator("button.search-button__button:visible").first.click()
+    query = page.locator("input[name='q']:visible").first
+    query.fill("channels_last")
+    query.press("Enter")
+    result = page.locator("#search-results a[href*='02_memory_format']").first
+    result.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
+    result.click()
+    page.wait_for_url("**/notebooks/02_memory_format.html*")
+    assert "channels_last" in page.locator("h1").first.inner_text()
+    assert page.errors == [] and page.blocked == []
+
+
+def test_solution_is_hidden_until_the_toggle_is_clicked_and_the_checker_stays_visible(page, site_url: str) -> None:
+    open_page(page, site_url, "notebooks/02_memory_format")
+    solution = page.locator(".cell.tag_solution").first
+    source = solution.locator(".cell_input")
+    checker = solution.locator("xpath=following-sibling::div[contains(@class, 'cell')][1]").locator(".cell_output")
+    button = solution.locator("summary")
+    assert source.is_hidden() and button.inner_text().strip() == "Show solution"
+    assert checker.is_visible() and checker.inner_text().strip(), "the checker's verdict is visible with the solution folded"
+    button.click()
+    source.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
+    assert "def " in source.inner_text() and button.inner_text().strip() == "Hide solution"
+    others = page.locator(".cell.tag_solution .cell_input").all()[1:]
+    assert others and all(other.is_hidden() for other in others), "the other solutions stay folded"
