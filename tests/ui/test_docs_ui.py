@@ -66,6 +66,11 @@ def check_stored_widgets(page, stem: str) -> None:
         image.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
         loaded = page.evaluate("(img) => img.complete && img.naturalWidth > 0", image.element_handle())
         assert loaded, f"{name}: its stored image did not load"
+        shown_w, shown_h, pixels_w, pixels_h = image.evaluate(
+            "(i) => [i.clientWidth, i.clientHeight, i.naturalWidth, i.naturalHeight]"
+        )
+        assert shown_w <= pixels_w, f"{name}: its image is scaled up ({pixels_w} px shown {shown_w} px wide), so blurry"
+        assert shown_w / shown_h == pytest.approx(pixels_w / pixels_h, rel=0.02), f"{name}: its image is stretched"
         readouts = [text.strip() for text in widget.locator(".widget-readout").all_inner_texts()]
         assert all(readouts), f"{name}: a slider shows no value: {readouts}"
     if stem == "00_start_here":
@@ -85,8 +90,10 @@ def test_page_opens_offline_without_console_errors(page, site_url: str, screensh
     assert page.locator("nav.bd-links").is_visible() and page.locator("form.bd-search, .search-button").count() > 0
     if name.startswith("notebooks/"):
         check_stored_widgets(page, name.removeprefix("notebooks/"))
-    for cell in page.locator(".bd-article td, .bd-article th").all()[:200]:
-        assert cell.evaluate("(c) => getComputedStyle(c).textAlign") in ("left", "start"), "table text reads from the left"
+    aligned = page.locator(".bd-article td:not([style]), .bd-article th:not([style])").evaluate_all(
+        "(cells) => cells.map((c) => getComputedStyle(c).textAlign)"
+    )
+    assert set(aligned) <= {"left", "start"}, "table text reads from the left (numbers keep their own alignment)"
     page.screenshot(path=str(screenshot_dir / f"docs_{name.replace('/', '_')}.png"), full_page=True)
     assert page.errors == [], f"{name}: console errors {page.errors}"
     assert page.blocked == [], f"{name}: fetched from the network; every script must come from _static/"
