@@ -120,4 +120,4 @@ def check_make_faster(
             "input conversion included."
         )
 
-    return run_check("4.1", check)
+    return run_check("4.1", check, make_faster)

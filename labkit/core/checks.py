@@ -183,9 +183,10 @@ def _learner_frame(exc: BaseException) -> traceback.FrameSummary | None:
     return None
 
 
-def learner_method_line(owner: object, method: str | None = None) -> str:
-    """Where the learner wrote ``owner`` (a function) or ``owner.method`` (a class's method), for a hint
-    about a wrong value: ``" (your run_node, line 14 of its cell)"``; empty when it is not theirs.
+def learner_code_line(owner: object, method: str | None = None) -> str:
+    """Where the learner wrote ``owner`` (a function) or ``owner.method`` (a class's method), as a sentence
+    for a hint about a wrong value: ``"Your run_node starts at line 14 of its cell."``; empty when the code
+    is not theirs (torch's own ``run_node``, a lambda of the checker's).
 
     A wrong value has no traceback, so the best pointer is the start of the code that computed it. In a
     notebook the code lives in a cell (ipykernel names its file ``ipykernel_<pid>/<hash>.py``), whose
@@ -196,7 +197,7 @@ def learner_method_line(owner: object, method: str | None = None) -> str:
     if code is None or str(Path(code.co_filename).resolve()).startswith(_library_folders()):
         return ""
     where = "its cell" if "ipykernel_" in code.co_filename else Path(code.co_filename).name
-    return f" (your {method or code.co_name}, line {code.co_firstlineno} of {where})"
+    return f"Your {method or code.co_name} starts at line {code.co_firstlineno} of {where}."
 
 
 @contextmanager
@@ -209,7 +210,7 @@ def _collecting_notes() -> Iterator[list[str]]:
         _notes.reset(token)
 
 
-def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
+def run_check(exercise: str, check: Callable[[], str], learner: object = None, method: str | None = None) -> CheckResult:
     """Run ``check``; turn its outcome into a :class:`CheckResult`. Never raises.
 
     ``check`` returns a success message, or raises :class:`CheckFailed` (via
@@ -217,14 +218,17 @@ def run_check(exercise: str, check: Callable[[], str]) -> CheckResult:
     code through :func:`call_learner`: there, this exercise's generated stub
     means "not yet solved" and any other exception is the learner's, reported
     with their line. An exception from the checker's own code is reported as
-    a checker error, never blamed on the learner.
+    a checker error, never blamed on the learner. ``learner`` (and ``method``,
+    for a class) is what the learner wrote: a wrong answer's hint ends with
+    where it starts (:func:`learner_code_line`).
     """
     level = _fwad._current_level
     with _collecting_notes() as notes:
         try:
             result = CheckResult(exercise, Status.SOLVED, check())
         except CheckFailed as exc:
-            result = CheckResult(exercise, Status.WRONG, str(exc) or "The answer does not match yet.")
+            hint = " ".join(filter(None, [str(exc) or "The answer does not match yet.", learner_code_line(learner, method)]))
+            result = CheckResult(exercise, Status.WRONG, hint)
         except LearnerError as exc:
             result = _learner_failure(exercise, exc.original, exc.case)
         except Exception as exc:  # noqa: BLE001 - a checker reports, it never crashes the notebook

@@ -23,7 +23,6 @@ from labkit.core.checks import (
     expect,
     expect_instance,
     learner_case,
-    learner_method_line,
     run_check,
 )
 from labkit.core.notebook import seeded
@@ -85,7 +84,7 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
             ))
         return f"Your JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-10."
 
-    return run_check("3.1", check)
+    return run_check("3.1", check, directional_derivative)
 
 
 # (in, out): clearly wide or clearly tall Jacobians, where the rule of thumb is safe.
@@ -133,7 +132,7 @@ def check_cheaper_jacobian(jacobian_the_cheaper_way: Callable[..., object]) -> C
             ))
         return f"You chose the mode with fewer passes and computed the exact Jacobian on {len(MODE_CASES)} shapes."
 
-    return run_check("3.2", check)
+    return run_check("3.2", check, jacobian_the_cheaper_way)
 
 
 def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult:
@@ -170,7 +169,7 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
             raise
         return "forward and jvp are right, gradcheck(check_forward_ad=True) passes, and torch.func.jvp accepts it."
 
-    return run_check("3.3", check)
+    return run_check("3.3", check, sin_function, "jvp")
 
 
 def _scaling_cases() -> list[tuple[str, nn.Module]]:
@@ -210,7 +209,6 @@ def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> Chec
     """Exercise 3.4: d/dt model(x; (1 + t) * params) at t = 0, by a JVP in parameter space."""
 
     def check() -> str:
-        where = learner_method_line(weight_scaling_derivative)
         x = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
         for label, model in _scaling_cases():
             before = {name: t.clone() for name, t in model.state_dict().items()}
@@ -222,15 +220,15 @@ def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> Chec
             unchanged = list(model.parameters()) == parameters and [m.training for m in model.modules()] == modes
             expect(unchanged and all(torch.equal(before[k], state[k]) for k in before),
                    f"For {label}, your code changed the model; torch.func.functional_call runs it with other tensors "
-                   f"and leaves it as it is{where}.")
+                   f"and leaves it as it is.")
             expect(not isinstance(got, tuple), f"For {label} you returned a tuple; return the derivative only (torch.func.jvp "
-                                               f"gives (output, derivative)){where}.")
+                                               f"gives (output, derivative)).")
             expect(calls[0] == 1, f"For {label} your code ran the model {calls[0]} times; one JVP runs it once, carrying "
                                   "the derivative along with the output (finite differences need two passes, and are not "
-                                  f"exact){where}.")
+                                  f"exact).")
             tensor = _expect_comparable(got, expected, f"For {label}, the result")
             expect(tensor.shape == expected.shape, f"For {label} the result has shape {tuple(tensor.shape)}; the derivative "
-                                                   f"is shaped like model(x), {tuple(expected.shape)}{where}.")
+                                                   f"is shaped like model(x), {tuple(expected.shape)}.")
             tensor = tensor.detach().to(expected.dtype)
             if torch.allclose(tensor, expected, rtol=1e-9, atol=1e-12):
                 continue
@@ -242,8 +240,8 @@ def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> Chec
                 hint = " It is all zeros: the tangents never reached the parameters (an nn.Parameter drops a tangent)."
             else:
                 hint = " The direction is the parameters themselves: the tangent of each parameter p is p."
-            raise CheckFailed(f"For {label}, your derivative differs from the JVP along the parameters{where}.{hint}")
+            raise CheckFailed(f"For {label}, your derivative differs from the JVP along the parameters.{hint}")
         return ("on 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters to 1e-9, "
                 "and the models are unchanged.")
 
-    return run_check("3.4", check)
+    return run_check("3.4", check, weight_scaling_derivative)

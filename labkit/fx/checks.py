@@ -27,7 +27,6 @@ from labkit.core.checks import (
     expect,
     int_tuple,
     learner_case,
-    learner_method_line,
     run_check,
 )
 from labkit.core.notebook import seeded
@@ -54,7 +53,7 @@ def check_profile_own_model(profile_my_model: Callable[[], Any]) -> CheckResult:
         expect("Conv2d" in types, f"No Conv2d in your model (found {sorted(types)}); add an nn.Conv2d.")
         return f"{len(report.rows)} nodes of {len(types)} op types profiled over {report.runs} runs."
 
-    return run_check("1.1", check)
+    return run_check("1.1", check, profile_my_model)
 
 
 def _recorder_model() -> nn.Module:
@@ -102,11 +101,11 @@ def _recorded_nodes(graph_module: torch.fx.GraphModule, x: torch.Tensor) -> dict
     }
 
 
-def _check_shapes(shapes: object, nodes: dict[str, tuple[torch.fx.Node, nn.Module | None]], where: str) -> None:
+def _check_shapes(shapes: object, nodes: dict[str, tuple[torch.fx.Node, nn.Module | None]]) -> None:
     if not isinstance(shapes, dict):
-        raise CheckFailed(f"After run(), self.shapes must be a dict {{node name: shape tuple}}{where}.")
+        raise CheckFailed("After run(), self.shapes must be a dict {node name: shape tuple}.")
     missing = sorted(set(nodes) - set(shapes))
-    expect(not missing, f"No shape recorded for node(s) {missing}; record every node whose output is a tensor{where}.")
+    expect(not missing, f"No shape recorded for node(s) {missing}; record every node whose output is a tensor.")
     for name, (node, _) in nodes.items():
         got, shape = shapes[name], tuple(node.meta["tensor_meta"].shape)
         expect(
@@ -116,27 +115,27 @@ def _check_shapes(shapes: object, nodes: dict[str, tuple[torch.fx.Node, nn.Modul
         )
 
 
-def _check_flops(flops: object, nodes: dict[str, tuple[torch.fx.Node, nn.Module | None]], where: str) -> int:
+def _check_flops(flops: object, nodes: dict[str, tuple[torch.fx.Node, nn.Module | None]]) -> int:
     """Compare each Conv2d/Linear node's FLOPs with torch's counter; return how many were compared."""
     if not isinstance(flops, dict):
-        raise CheckFailed(f"After run(), self.flops must be a dict {{node name: FLOPs}} for the Conv2d and Linear nodes{where}.")
+        raise CheckFailed("After run(), self.flops must be a dict {node name: FLOPs} for the Conv2d and Linear nodes.")
     compared = 0
     for name, (node, layer) in nodes.items():
         got = flops.get(name, 0)
         if not isinstance(layer, (nn.Conv2d, nn.Linear)):
             expect(not got, f"Node {name!r} ({type(layer).__name__ if layer else node.target}) has {got!r} FLOPs in "
-                            f"self.flops; count only nn.Conv2d and nn.Linear nodes, as torch.utils.flop_counter does{where}.")
+                            f"self.flops; count only nn.Conv2d and nn.Linear nodes, as torch.utils.flop_counter does.")
             continue
         expect(name in flops, f"No FLOPs recorded for node {name!r}, a {type(layer).__name__}; record every nn.Conv2d "
-                              f"and nn.Linear node: self.fetch_attr(n.target) is the module a call_module node calls{where}.")
+                              f"and nn.Linear node: self.fetch_attr(n.target) is the module a call_module node calls.")
         expect(isinstance(got, numbers.Integral) and not isinstance(got, bool),
-               f"Node {name!r}: record the FLOPs as an int, got {type(got).__name__} {got!r}{where}.")
+               f"Node {name!r}: record the FLOPs as an int, got {type(got).__name__} {got!r}.")
         source = node.args[0]
         inputs = torch.zeros(source.meta["tensor_meta"].shape)  # type: ignore[union-attr]
         expected = _counted_flops(layer, inputs)
         outputs = math.prod(node.meta["tensor_meta"].shape)
         expect(int(got) == expected, f"Node {name!r} ({layer}): you counted {got} FLOPs, torch.utils.flop_counter counts "
-                                     f"{expected}{where}.{_flop_hint(layer, int(got), expected, outputs)}")
+                                     f"{expected}.{_flop_hint(layer, int(got), expected, outputs)}")
         compared += 1
     return compared
 
@@ -159,14 +158,13 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
         )
         with torch.no_grad():
             call_learner(recorder.run, x)
-        where = learner_method_line(recorder_class, "run_node")
         nodes = _recorded_nodes(graph_module, x)
-        _check_shapes(getattr(recorder, "shapes", None), nodes, where)
-        compared = _check_flops(getattr(recorder, "flops", None), nodes, where)
+        _check_shapes(getattr(recorder, "shapes", None), nodes)
+        compared = _check_flops(getattr(recorder, "flops", None), nodes)
         return (f"all {len(nodes)} tensor shapes match torch.fx's ShapeProp, and the FLOPs of all {compared} "
                 "Conv2d and Linear nodes match torch.utils.flop_counter.")
 
-    return run_check("1.2", check)
+    return run_check("1.2", check, recorder_class, "run_node")
 
 
 FOLD_CASES = (("a Linear with bias", True, 1e-5), ("a Linear without bias (linear.bias is None)", False, 1e-2))
@@ -226,7 +224,6 @@ def check_fold_linear_bn(fold_linear_bn: Callable[..., Any]) -> CheckResult:
     """
 
     def check() -> str:
-        where = learner_method_line(fold_linear_bn)
         x = torch.randn(5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
         for label, linear, bn in _fold_cases():
             before = {name: t.clone() for name, t in _fold_state(linear, bn).items()}
@@ -235,22 +232,22 @@ def check_fold_linear_bn(fold_linear_bn: Callable[..., Any]) -> CheckResult:
             after = _fold_state(linear, bn)
             expect(all(torch.equal(before[name], after[name]) for name in before),
                    f"For {label}, your code changed the Linear or the BatchNorm it was given; build a new nn.Linear "
-                   f"and leave both as they are{where}.")
+                   f"and leave both as they are.")
             expect(isinstance(folded, nn.Linear) and folded is not linear,
                    f"For {label} you returned {type(folded).__name__}; return one new nn.Linear (not a Sequential, "
-                   f"not the Linear you were given){where}.")
+                   f"not the Linear you were given).")
             expect(folded.weight.shape == linear.weight.shape and folded.bias is not None,
                    f"For {label} the folded Linear must have the same weight shape {tuple(linear.weight.shape)} and a bias "
-                   f"(bias=True): BatchNorm's shift becomes its bias{where}.")
+                   f"(bias=True): BatchNorm's shift becomes its bias.")
             reference = fuse_linear_bn_eval(linear, bn)
             with torch.no_grad():
                 same_layer = (torch.allclose(folded.weight.double(), reference.weight, rtol=1e-9, atol=1e-12)
                               and torch.allclose(folded.bias.double(), reference.bias, rtol=1e-9, atol=1e-12))
                 expect(same_layer, f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval"
-                                   f"{where}.{_fold_hint(linear, bn, folded.weight.double(), folded.bias.double())}")
+                                   f".{_fold_hint(linear, bn, folded.weight.double(), folded.bias.double())}")
                 expect(torch.allclose(folded(x), bn(linear(x)), rtol=1e-9, atol=1e-12),
-                       f"For {label} the folded layer's output differs from bn(linear(x)){where}.")
+                       f"For {label} the folded layer's output differs from bn(linear(x)).")
         return ("for a Linear with and without bias, your layer equals torch.nn.utils.fusion.fuse_linear_bn_eval's "
                 "and computes bn(linear(x)) to 1e-9.")
 
-    return run_check("1.3", check)
+    return run_check("1.3", check, fold_linear_bn)

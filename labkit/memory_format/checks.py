@@ -54,7 +54,7 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
             ))
         return f"All {len(STRIDE_CASES)} stride tuples match torch, including size-1 and 5-D shapes."
 
-    return run_check("2.1", check)
+    return run_check("2.1", check, predict_strides)
 
 
 class _PlusFreshZeros(nn.Module):
@@ -105,7 +105,7 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
         return ("You found layer_norm and softmax, saw that the clean model keeps channels_last throughout, and did not "
                 "count a fresh NCHW tensor as a drop.")
 
-    return run_check("2.2", check)
+    return run_check("2.2", check, find_format_dropper)
 
 
 _CONV3D_LAYERS = ("stem3d", "conv2d", "norm", "head")
@@ -165,4 +165,4 @@ def check_convert_conv3d(convert: Callable[[nn.Module], nn.Module]) -> CheckResu
                "The converted model gives different outputs; convert layouts, not values.")
         return "Conv3d weight in channels_last_3d, Conv2d weight in channels_last, same outputs as before."
 
-    return run_check("2.3", check)
+    return run_check("2.3", check, convert)

@@ -16,7 +16,7 @@ from labkit.core.checks import (
     expect,
     int_tuple,
     learner_case,
-    learner_method_line,
+    learner_code_line,
     run_check,
 )
 
@@ -227,16 +227,29 @@ def test_a_learner_exception_names_the_case_the_checker_was_trying():
     assert run_check("9.3", lambda: str(call_learner(scales_the_bias, 1))).status is Status.SOLVED  # the case is over
 
 
-def test_learner_method_line_points_at_the_learners_code_only():
+def test_learner_code_line_points_at_the_learners_code_only():
     class Mine(torch.fx.Interpreter):
         def run_node(self, n):
             return super().run_node(n)
 
-    where = learner_method_line(Mine, "run_node")
-    assert where == f" (your run_node, line {Mine.run_node.__code__.co_firstlineno} of test_checks.py)"
-    assert learner_method_line(torch.fx.Interpreter, "run_node") == ""  # torch's own code: no pointer
-    assert learner_method_line(object(), "missing") == ""
+    where = learner_code_line(Mine, "run_node")
+    assert where == f"Your run_node starts at line {Mine.run_node.__code__.co_firstlineno} of test_checks.py."
+    assert learner_code_line(torch.fx.Interpreter, "run_node") == ""  # torch's own code: no pointer
+    assert learner_code_line(object(), "missing") == ""
     cell = compile("def fold(a):\n    return a\n", "/tmp/ipykernel_42/123.py", "exec")
     namespace: dict = {}
     exec(cell, namespace)
-    assert learner_method_line(namespace["fold"]) == " (your fold, line 1 of its cell)"
+    assert learner_code_line(namespace["fold"]) == "Your fold starts at line 1 of its cell."
+
+
+def test_a_wrong_answer_ends_with_where_the_learners_code_starts():
+    def answer():
+        return 41
+
+    def check():
+        expect(answer() == 42, "Off by one.")
+        return "right"
+
+    result = run_check("9.4", check, answer)
+    assert result.message == f"Off by one. Your answer starts at line {answer.__code__.co_firstlineno} of test_checks.py."
+    assert run_check("9.4", check).message == "Off by one."
