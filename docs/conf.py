@@ -35,7 +35,7 @@ extensions = [
 
 root_doc = "index"
 # Only the pages of the site: the notebooks folder also holds solutions/ and nbval's sanitize.cfg.
-include_patterns = ["index.md", "running.md", "api.md", "notebooks/[0-9][0-9]_*.ipynb"]
+include_patterns = ["index.md", "running.md", "api.md", "api/*.md", "notebooks/[0-9][0-9]_*.ipynb"]
 exclude_patterns = ["**/.ipynb_checkpoints"]
 
 # MyST-NB: show what is stored, run nothing.
@@ -55,7 +55,8 @@ togglebutton_hint_hide = "Hide solution"
 autodoc_member_order = "bysource"
 autodoc_inherit_docstrings = False  # torch's docstrings (autograd.Function.forward) point at labels of torch's own docs
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "imported-members": True, "show-inheritance": True}
+# A lab package re-exports its names (lazy_exports): its page adds :imported-members: (docs/api/).
+autodoc_default_options = {"members": True, "show-inheritance": True}
 
 html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]

@@ -20,7 +20,8 @@ from tests.ui.test_lab_ui import WIDGET_CLASSES, widgets_in
 pytestmark = pytest.mark.ui
 RENDER_TIMEOUT_MS = 30_000
 STEMS = [path.stem for path in find_notebooks(NOTEBOOKS)]
-PAGES = ["index", "running", "api", *[f"notebooks/{stem}" for stem in STEMS]]
+API_PAGES = sorted(f"api/{page.stem}" for page in (docs.DOCS_SOURCE / "api").glob("*.md"))
+PAGES = ["index", "running", "api", *API_PAGES, *[f"notebooks/{stem}" for stem in STEMS]]
 WIDGET_VIEW = "script[type='application/vnd.jupyter.widget-view+json']"
 
 
