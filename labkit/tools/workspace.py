@@ -59,7 +59,8 @@ from labkit.labs import find_notebooks
 from labkit.tools.docs import describe_notebook
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.output_folder import MANIFEST, OutputFolder, new_version_name
-from labkit.tools.student_copy import DEFAULT_TRACK, TRACKS, require_track, student_notebook
+from labkit.tools.student_copy import student_notebook
+from labkit.tools.tracks import DEFAULT_TRACK, TRACKS, require_track
 
 TOOL = "workspace"  # the tool named in the manifest
 DEFAULT_FOLDER = Path("workspace")

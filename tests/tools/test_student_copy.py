@@ -20,7 +20,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from labkit.core.errors import LabkitValueError
-from labkit.tools import student_copy
+from labkit.tools import student_copy, tracks
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -506,7 +506,7 @@ def test_core_track_checks_function_bodies_and_rebinding_too(tmp_path: Path) -> 
 
 
 def test_cell_names_reads_before_binds_in_running_order() -> None:
-    names = student_copy.cell_names(
+    names = tracks.cell_names(
         "%matplotlib inline\nimport torch.nn as nn\ntotal += 1\nx = f(y)\ny = [x * k for k in ks]\n"
         "def g(a):\n    return a + hidden\nwith open(p) as handle:\n    lines = handle.read()\n",
         "cell 1",
@@ -515,7 +515,7 @@ def test_cell_names_reads_before_binds_in_running_order() -> None:
     assert names.binds == {"nn", "total", "x", "y", "g", "handle", "lines"}
     assert names.deferred == {"hidden"}
     with pytest.raises(LabkitValueError, match="cell 1 is not valid Python"):
-        student_copy.cell_names("def broken(:\n", "cell 1")
+        tracks.cell_names("def broken(:\n", "cell 1")
 
 
 @pytest.mark.parametrize(

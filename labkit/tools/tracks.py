@@ -1,0 +1,361 @@
+"""Workshop tracks: which sections of a lab a copy keeps (``--track core|all``).
+
+Why: a workshop of a few hours cannot cover every section, so an author tags
+what can be left out and ``--track core`` leaves it out (``all``, the default,
+keeps everything). ``student-copy`` and ``workspace`` apply a track with
+:func:`apply_track`; the rules:
+
+
+- A *section* starts at a markdown cell whose first line is a ``## `` heading
+  and runs until the next ``## `` heading (or a ``# `` one); a ``### `` heading
+  stays inside its section and starts a *subsection*, which runs until the
+  next ``### `` or ``## `` heading. Cells before the first ``## `` heading (the
+  title, the learning goals, the setup cell) belong to no section: every track
+  keeps them.
+- A section is *core* unless its heading cell carries the tag ``extra`` (cell
+  metadata ``"tags": ["extra"]``). A ``### `` heading cell tagged ``extra``
+  leaves out just that subsection, e.g. one ``### Exercise 1.3`` of a core
+  ``## Exercises`` section. The tag belongs on a heading cell only; anywhere
+  else it is an error.
+- Exercises go with the section they sit in: an exercise in a left-out section
+  or subsection is left out with its checker, the others stay. ``## Exercises``
+  itself is core unless tagged; tag single ``### Exercise N.M`` subsections to
+  shorten it.
+- In the core track each ``## `` heading must be the first line of its cell
+  (sections are cut at cells): a cell that holds text and then a heading is an
+  error naming the cell to split.
+- Where something was left out, a one-line note names it, so the learner knows
+  why the numbering skips and where the full lab has it.
+- The kept notebook must still run top to bottom: a left-out code cell may not
+  define a name (variable, function, import) that a later kept cell reads. This
+  is checked statically (``ast``) before anything is written, and the error
+  names the section and the name, so the author can tag differently.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from labkit.core.errors import LabkitValueError
+
+TRACKS = ("all", "core")
+DEFAULT_TRACK = "all"
+EXTRA_TAG = "extra"
+HEADING = re.compile(r"^(#{1,3}) +(\S.*?)\s*$")  # a markdown heading of level 1 to 3
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Section:
+    """A ``## `` section or a ``### `` subsection: its heading and the cells it spans, ``[start, stop)``."""
+
+    title: str  # the heading's text, without the hashes
+    level: int  # 2 for a section, 3 for a subsection
+    start: int  # index of the heading cell
+    stop: int
+    extra: bool  # tagged extra: the core track leaves it out
+
+
+def require_track(track: str) -> str:
+    """``track`` if labkit knows it; a typo must not silently give the full edition."""
+    if track not in TRACKS:
+        raise LabkitValueError(f"Unknown track {track!r}: choose one of {', '.join(TRACKS)}.")
+    return track
+
+
+def _tags(cell: nbformat.NotebookNode) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _heading(cell: nbformat.NotebookNode) -> tuple[int, str] | None:
+    """(level, text) when the cell is a markdown cell whose first line is a heading."""
+    if cell.cell_type != "markdown" or not cell.source:
+        return None
+    match = HEADING.match(cell.source.splitlines()[0])
+    return (len(match[1]), match[2]) if match else None
+
+
+def _later_section_headings(cell: nbformat.NotebookNode) -> list[str]:
+    """``## `` headings below a markdown cell's first line (outside code fences): each one should start its own cell."""
+    found, in_fence = [], False
+    for line in cell.source.splitlines()[1:]:
+        if FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and line.startswith("## "):
+            found.append(line.strip())
+    return found
+
+
+def check_extra_tags(path: Path, notebook: nbformat.NotebookNode) -> None:
+    """Raise :class:`LabkitValueError` for an ``extra`` tag on any cell but a ``## `` or ``### `` heading cell.
+
+    Every track checks this, so a misplaced tag shows up in the first copy made, not on the day of a workshop.
+    """
+    for index, cell in enumerate(notebook.cells):
+        heading = _heading(cell)
+        if EXTRA_TAG in _tags(cell) and (heading is None or heading[0] == 1):
+            first = cell.source.splitlines()[0] if cell.source else ""
+            raise LabkitValueError(
+                f"{path.name}, cell {index + 1} ({cell.cell_type}: {first[:60]!r}) is tagged '{EXTRA_TAG}', but that tag marks "
+                "a section: put it on the markdown cell whose first line is the section's '## ' heading (or a '### ' "
+                "heading, to leave out just that subsection)."
+            )
+
+
+def sections_in(path: Path, notebook: nbformat.NotebookNode) -> list[Section]:
+    """Every section and subsection of ``notebook``, in order.
+
+    Raises :class:`LabkitValueError` for a misplaced ``extra`` tag (see
+    :func:`check_extra_tags`) and for a ``## `` heading that is not the first
+    line of its cell (a section would then start in the middle of a cell).
+    """
+    check_extra_tags(path, notebook)
+    headings: list[tuple[int, int, str, bool]] = []  # (cell index, level, text, extra)
+    for index, cell in enumerate(notebook.cells):
+        buried = _later_section_headings(cell) if cell.cell_type == "markdown" else []
+        if buried:
+            raise LabkitValueError(
+                f"{path.name}, cell {index + 1}: the heading {buried[0]!r} is not the first line of its cell, so its section "
+                "would start in the middle of a cell. Split the cell just above that heading (JupyterLab: Edit > Split Cell)."
+            )
+        heading = _heading(cell)
+        if heading is not None:
+            headings.append((index, heading[0], heading[1], EXTRA_TAG in _tags(cell)))
+    sections = []
+    for position, (index, level, text, extra) in enumerate(headings):
+        if level == 1:
+            continue
+        stop = next((i for i, other, _, _ in headings[position + 1 :] if other <= level), len(notebook.cells))
+        sections.append(Section(text, level, index, stop, extra))
+    return sections
+
+
+def left_out(path: Path, notebook: nbformat.NotebookNode, track: str) -> list[Section]:
+    """The sections and subsections ``track`` leaves out of ``notebook`` (not those inside another left-out one)."""
+    if require_track(track) == "all":
+        check_extra_tags(path, notebook)  # sections do not matter here, but a misplaced tag is found early
+        return []
+    dropped: list[Section] = []
+    for section in sections_in(path, notebook):
+        if section.extra and not any(outer.start <= section.start < outer.stop for outer in dropped):
+            dropped.append(section)
+    return dropped
+
+
+def apply_track(path: Path, notebook: nbformat.NotebookNode, track: str) -> nbformat.NotebookNode:
+    """Leave the sections ``track`` does not keep out of ``notebook`` (in place), each replaced by a one-line note.
+
+    Raises :class:`LabkitValueError`, before changing anything, when a kept
+    cell would read a name that only a left-out cell defines.
+    """
+    dropped = left_out(path, notebook, track)
+    if not dropped:
+        return notebook
+    check_kept_names(path, notebook, dropped)
+    cells = []
+    for index, cell in enumerate(notebook.cells):
+        section = next((s for s in dropped if s.start <= index < s.stop), None)
+        if section is None:
+            cells.append(cell)
+        elif index == section.start:
+            cells.append(_left_out_note(cell, section))
+    notebook.cells = cells
+    return notebook
+
+
+def _left_out_note(heading_cell: nbformat.NotebookNode, section: Section) -> nbformat.NotebookNode:
+    """The note that stands where ``section`` was; its id derives from the heading's, so a copy is the same every time."""
+    what = "section" if section.level == 2 else "part"
+    note = nbformat.v4.new_markdown_cell(
+        f"> **Left out of this workshop's core track:** the {what} *{section.title}*. The full edition of this lab has it."
+    )
+    if "id" in heading_cell:
+        note.id = f"left-out-{heading_cell.id}"[:64]
+    else:  # a notebook from before cell ids (nbformat 4.4) must not get one
+        del note["id"]
+    return note
+
+
+# --- the static name check: a kept cell must not need a left-out cell -------------------
+
+
+@dataclass
+class _CellNames:
+    """The module-level names one code cell reads and binds, in the order it runs them."""
+
+    events: list[tuple[str, str]] = field(default_factory=list)  # ("read" | "bind", name)
+    deferred: set[str] = field(default_factory=set)  # read by function bodies: when they are called, not now
+
+    @property
+    def reads(self) -> set[str]:
+        """Names the cell reads before binding them itself: what it needs from earlier cells."""
+        bound: set[str] = set()
+        needed: set[str] = set()
+        for kind, name in self.events:
+            if kind == "bind":
+                bound.add(name)
+            elif name not in bound:
+                needed.add(name)
+        return needed
+
+    @property
+    def binds(self) -> set[str]:
+        return {name for kind, name in self.events if kind == "bind"}
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    """Names a function, lambda, class or comprehension reads but does not bind inside itself (a safe approximation)."""
+    loads: set[str] = set()
+    bound: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            (loads if isinstance(sub.ctx, ast.Load) else bound).add(sub.id)
+        elif isinstance(sub, ast.arg):
+            bound.add(sub.arg)
+        elif isinstance(sub, ast.alias):
+            bound.add((sub.asname or sub.name).split(".")[0])
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+            bound.add(sub.name)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            bound.add(sub.name)
+    return loads - bound
+
+
+class _NameVisitor(ast.NodeVisitor):
+    """Records a cell's module-level reads and bindings in evaluation order (right side before targets)."""
+
+    def __init__(self) -> None:
+        self.names = _CellNames()
+
+    def _read(self, names: set[str]) -> None:
+        self.names.events += [("read", name) for name in sorted(names)]
+
+    def _bind(self, name: str) -> None:
+        self.names.events.append(("bind", name))
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.names.events.append(("bind" if isinstance(node.ctx, ast.Store) else "read", node.id))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        for target in node.targets:
+            self.visit(target)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+        self.visit(node.target)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        if isinstance(node.target, ast.Name):
+            self.names.events.append(("read", node.target.id))
+        self.visit(node.target)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        self.visit(node.target)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self.visit(node.iter)
+        self.visit(node.target)
+        for statement in [*node.body, *node.orelse]:
+            self.visit(statement)
+
+    visit_AsyncFor = visit_For
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name != "*":
+                self._bind((alias.asname or alias.name).split(".")[0])
+
+    visit_ImportFrom = visit_Import
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        self.names.deferred |= _free_names(node)
+        self._bind(node.name)
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.names.deferred |= _free_names(node)
+
+    def visit_ListComp(self, node: ast.expr) -> None:
+        self._read(_free_names(node))  # a comprehension runs at once, in its own scope
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name:
+            self._bind(node.name)
+        for statement in node.body:
+            self.visit(statement)
+
+
+def cell_names(source: str, where: str) -> _CellNames:
+    """What a code cell reads and binds at module level; IPython syntax (``%magic``, ``!cmd``) is allowed."""
+    from IPython.core.inputtransformer2 import TransformerManager  # ipykernel's dependency; a tool-only import
+
+    try:
+        tree = ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError as exc:
+        raise LabkitValueError(f"{where} is not valid Python ({exc.msg}, line {exc.lineno}); fix it first.") from None
+    visitor = _NameVisitor()
+    visitor.visit(tree)
+    return visitor.names
+
+
+def check_kept_names(path: Path, notebook: nbformat.NotebookNode, dropped: list[Section]) -> None:
+    """Refuse a track whose kept cells read a name that a left-out cell defines, listing every such name.
+
+    A kept cell that reads ``x`` before binding it needs the value the last
+    earlier cell to bind ``x`` left there; if that cell is left out, the kept
+    notebook breaks (or computes with another value). A function defined in a
+    kept cell reads its names when called, so those count only when no kept
+    cell binds them at all.
+    """
+    def section_of(index: int) -> Section | None:
+        return next((s for s in dropped if s.start <= index < s.stop), None)
+
+    last_binder: dict[str, int] = {}  # name -> index of the last cell so far that bound it
+    kept_binds: set[str] = set()
+    problems: list[str] = []
+    deferred: list[tuple[int, set[str]]] = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        names = cell_names(cell.source, f"{path.name}, cell {index + 1}")
+        if section_of(index) is None:
+            for name in sorted(names.reads):
+                binder = last_binder.get(name)
+                section = section_of(binder) if binder is not None else None
+                if binder is not None and section is not None:
+                    problems.append(_needs(path, index, name, section, binder))
+            kept_binds |= names.binds
+            deferred.append((index, names.deferred))
+        for name in names.binds:
+            last_binder[name] = index
+    for index, free in deferred:  # no kept cell binds these: only a left-out one can have
+        for name in sorted(free - kept_binds):
+            binder = last_binder.get(name)
+            section = section_of(binder) if binder is not None else None
+            if binder is not None and section is not None:
+                problems.append(_needs(path, index, name, section, binder))
+    if problems:
+        raise LabkitValueError(
+            "The core track would break: " + "; ".join(problems) + ". Keep that section in the core track (remove its "
+            f"'{EXTRA_TAG}' tag), leave out the cells that read the name as well, or define the name in a kept cell."
+        )
+
+
+def _needs(path: Path, reader: int, name: str, section: Section, binder: int) -> str:
+    return (
+        f"{path.name}, cell {reader + 1} reads `{name}`, which cell {binder + 1} defines in the left-out "
+        f"{'section' if section.level == 2 else 'part'} '{section.title}'"
+    )
