@@ -200,3 +200,11 @@ def test_ctrl_c_is_one_line_exit_130_and_leaves_the_site(
     err = capsys.readouterr().err
     assert err.startswith("docs: interrupted") and err.count("\n") == 1
     assert files_in(out) == before
+
+
+def test_no_module_of_labkit_writes_the_sites_html() -> None:
+    """Sphinx builds the site from docs/; the hand-made nbconvert builder and its template stay gone."""
+    package = Path(docs.__file__).resolve().parents[1]
+    assert not (package / "_templates").exists()
+    exporters = [p.name for p in package.rglob("*.py") if "HTMLExporter" in p.read_text() or "import nbconvert" in p.read_text()]
+    assert exporters == []
