@@ -33,7 +33,7 @@ that stops half-way leaves every file whole, and the next run finishes the job.
 
 Tracks: ``--track core`` (``make lab TRACK=core``) gives the workshop's core
 track, without the sections tagged ``extra`` (see
-:mod:`labkit.tools.student_copy`); ``--track all`` every section. The manifest
+:mod:`labkit.tools.tracks`); ``--track all`` every section. The manifest
 records the track (``track``), and a later run without ``--track`` keeps it, so
 a workshop machine set up once stays on its track. Switching tracks is one more
 change of the labs, under the same rules: a notebook the learner never edited
