@@ -15,8 +15,7 @@ class ShapeFlopRecorder(torch.fx.Interpreter):
     - ``recorder.flops`` maps the name of each node that calls an ``nn.Conv2d``
       or an ``nn.Linear`` to its FLOPs as an int, counted the way
       ``torch.utils.flop_counter`` counts them: 2 per multiply-add, bias not
-      counted. A Conv2d does (in_channels / groups) * kernel height * kernel
-      width multiply-adds per output value, a Linear in_features of them.
+      counted.
     """
 
     def __init__(self, module: torch.fx.GraphModule) -> None:
