@@ -10,13 +10,18 @@ WORKSPACE ?= workspace
 # TRACK=core: the workshop's core track (sections tagged extra left out); TRACK=all: every section
 TRACK ?=
 JUPYTER_LAB = $(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
+# the workshop hub (workshop/README.md): JupyterHub from PyPI, its proxy from npm into workshop/node_modules
+WORKSHOP_STAMP := $(VENV)/.labkit-workshop-installed
+PROXY := workshop/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 
-.PHONY: lab lab-reference test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-solutions test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
 	@echo "make lab-reference  start JupyterLab on notebooks/, the solved notebooks"
+	@echo "make workshop   start a JupyterHub for a room on this server (workshop/README.md; TRACK=all for every section)"
+	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
 	@echo "make lint       ruff (line length included) and mypy, as make test runs them"
 	@echo "make nbval-stress  strict nbval on every notebook 3x with all cores busy, then with OMP_NUM_THREADS=1"
@@ -36,13 +41,31 @@ venv: $(STAMP)
 
 # the learner edition: created from the student copy on first use, your edits are never overwritten
 lab: $(STAMP)
-	$(PY) -m labkit workspace $(WORKSPACE) $(if $(TRACK),--track $(TRACK))
-	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in $(WORKSPACE)/ (the token is printed below; Ctrl-C stops it)"
-	$(JUPYTER_LAB) --ServerApp.root_dir=$(WORKSPACE) $(LAB_ARGS)
+	$(PY) -m labkit lab $(WORKSPACE) $(if $(TRACK),--track $(TRACK)) --ip=$(LAB_IP) --port=$(LAB_PORT) --lab-args='$(LAB_ARGS)'
 
 lab-reference: $(STAMP)
 	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in notebooks/, exercises solved (the token is printed below; Ctrl-C stops it)"
 	$(JUPYTER_LAB) --ServerApp.root_dir=notebooks $(LAB_ARGS)
+
+$(WORKSHOP_STAMP): pyproject.toml $(STAMP)
+	$(PY) -m pip install -e '.[workshop]'
+	touch $(WORKSHOP_STAMP)
+
+$(PROXY): workshop/package.json workshop/package-lock.json
+	@command -v npm >/dev/null || { echo "make workshop needs Node.js and npm (Debian: apt-get install nodejs npm)"; exit 1; }
+	npm ci --prefix workshop --no-audit --no-fund
+	touch $(PROXY)
+
+# the hub for a room: learners sign up, you approve them; TRACK=all gives every section (default: core)
+workshop: $(WORKSHOP_STAMP) $(PROXY)
+	@echo "Workshop hub on http://$${LABKIT_WORKSHOP_IP:-127.0.0.1}:$${LABKIT_WORKSHOP_PORT:-8000}/ (Ctrl-C stops it)."
+	@echo "Instructor: sign up there as '$${LABKIT_WORKSHOP_ADMIN:-instructor}' (approved at once), log in, approve learners at /hub/authorize"
+	@echo "(with LABKIT_WORKSHOP_PASSWORD set: learners log in with it, you with LABKIT_WORKSHOP_ADMIN_PASSWORD)."
+	@echo "See who is running and open a learner's server at /hub/admin. Read workshop/README.md first."
+	cd workshop && LABKIT_WORKSHOP_TRACK=$(or $(TRACK),$${LABKIT_WORKSHOP_TRACK:-core}) $(abspath $(VENV))/bin/jupyterhub -f jupyterhub_config.py
+
+workshop-solutions: $(WORKSHOP_STAMP)
+	$(PY) -m labkit workshop hand-out-solutions
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)

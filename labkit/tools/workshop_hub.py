@@ -1,0 +1,139 @@
+"""What ``workshop/jupyterhub_config.py`` needs from labkit: the settings, and each learner's workspace.
+
+Why here and not in the config file: the hub runs this on every server start,
+so it is type-checked and tested like the rest of labkit, and the config file
+stays a list of JupyterHub settings an instructor can read.
+
+Settings are environment variables (``LABKIT_WORKSHOP_*``, see
+``workshop/README.md``), so ``make workshop TRACK=all`` and a systemd unit
+set them the same way. Where each learner's workspace lives depends on who
+runs the servers:
+
+- ``shared-account`` (the default, for a single trusted machine and the
+  tests): every server runs as the account that runs the hub; learner NAME
+  works in ``LABKIT_WORKSHOP_HOMES/NAME/labkit-workspace`` (mode 0700). The
+  server's root folder keeps learners apart in the file browser only: code a
+  learner runs can read every file that account can.
+- ``system-users``: every learner is a Unix account of the same name (the
+  instructor creates them, e.g. ``useradd -m NAME``); their server runs as
+  them and works in ``~NAME/labkit-workspace``. Home folders the others
+  cannot enter (mode 0700) keep learners apart for real.
+
+The workspace is made by ``python -m labkit workspace`` run as the learner
+(never as root inside a learner's home: a learner could plant a link there),
+so it never overwrites a learner's edits (see :mod:`labkit.tools.workspace`).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labkit.core.errors import LabkitValueError
+from labkit.tools.tracks import TRACKS
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKSPACE_NAME = "labkit-workspace"
+SPAWNERS = ("shared-account", "system-users")
+PREFIX = "LABKIT_WORKSHOP_"
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """The workshop's settings, read from ``LABKIT_WORKSHOP_*`` environment variables."""
+
+    ip: str = "127.0.0.1"
+    port: int = 8000
+    track: str = "core"
+    admin: str = "instructor"
+    spawner: str = "shared-account"
+    homes: Path = ROOT / "workshop" / "learners"  # shared-account: one folder per learner
+    state: Path = ROOT / "workshop" / "state"  # the hub's database, cookie secret, proxy pid
+    notebooks: Path = ROOT / "notebooks"
+    mem_limit: str = "2G"
+    cull_after_s: int = 3600
+    password: str = ""  # shared-password log-in when set, else NativeAuthenticator
+    admin_password: str = ""
+
+    @classmethod
+    def from_environment(cls, env: dict[str, str] | None = None) -> HubSettings:
+        env = dict(os.environ if env is None else env)
+        defaults = cls()
+
+        def get(name: str, default: object) -> str:
+            return env.get(PREFIX + name.upper(), str(default))
+
+        settings = cls(
+            ip=get("ip", defaults.ip), port=_integer(PREFIX + "PORT", get("port", defaults.port)),
+            track=get("track", defaults.track), admin=get("admin", defaults.admin),
+            spawner=get("spawner", defaults.spawner), homes=Path(get("homes", defaults.homes)).resolve(),
+            state=Path(get("state", defaults.state)).resolve(), notebooks=Path(get("notebooks", defaults.notebooks)).resolve(),
+            mem_limit=get("mem_limit", defaults.mem_limit),
+            cull_after_s=_integer(PREFIX + "CULL_AFTER_S", get("cull_after_s", defaults.cull_after_s)),
+            password=get("password", ""), admin_password=get("admin_password", ""),
+        )
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Refuse a setting the hub would misread, before it starts."""
+        if self.track not in TRACKS:
+            raise LabkitValueError(f"{PREFIX}TRACK={self.track!r}: choose one of {', '.join(TRACKS)}.")
+        if self.spawner not in SPAWNERS:
+            raise LabkitValueError(f"{PREFIX}SPAWNER={self.spawner!r}: choose one of {', '.join(SPAWNERS)}.")
+        if bool(self.password) != bool(self.admin_password):
+            raise LabkitValueError(
+                f"Set both {PREFIX}PASSWORD (learners) and {PREFIX}ADMIN_PASSWORD (the instructor, 32+ characters), "
+                "or neither (learners then sign up and the instructor approves them)."
+            )
+
+    def workspace(self, username: str) -> Path:
+        """Where learner ``username`` works: the root folder of their server."""
+        if self.spawner == "system-users":
+            return Path(pwd.getpwnam(username).pw_dir) / WORKSPACE_NAME
+        return self.homes / username / WORKSPACE_NAME
+
+
+def _integer(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise LabkitValueError(f"{name}={text!r}: give a whole number.") from None
+
+
+def workspace_command(settings: HubSettings, workspace: Path) -> list[str]:
+    """The command that creates or updates a learner's workspace (run as the learner)."""
+    return [sys.executable, "-m", "labkit", "workspace", str(workspace), "--notebooks", str(settings.notebooks),
+            "--track", settings.track]
+
+
+async def provision_workspace(spawner: Any, settings: HubSettings) -> None:
+    """The spawner's pre-spawn hook: the learner's workspace, created on first log-in and updated after.
+
+    Runs ``python -m labkit workspace`` as the learner (``system-users``) or as
+    the hub's account (``shared-account``), in a subprocess so the hub keeps
+    answering meanwhile. A failure stops the spawn with the tool's message.
+    """
+    username = spawner.user.name
+    workspace = settings.workspace(username)
+    run_as: dict[str, Any] = {}
+    if settings.spawner == "shared-account":
+        workspace.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        workspace.parent.chmod(0o700)  # each learner's folder: the account's own, not the group's or others'
+    else:
+        account = pwd.getpwnam(username)
+        run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if os.geteuid() != account.pw_uid else {}
+    process = await asyncio.create_subprocess_exec(
+        *workspace_command(settings, workspace), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        cwd="/", **run_as,
+    )
+    output, _ = await process.communicate()
+    text = output.decode(errors="replace").strip()
+    if process.returncode != 0:
+        raise RuntimeError(f"labkit could not prepare the workspace of {username}: {text}")
+    spawner.log.info("labkit workspace of %s: %s", username, text)
+    spawner.notebook_dir = str(workspace)

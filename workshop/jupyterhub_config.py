@@ -1,0 +1,69 @@
+"""JupyterHub for a labkit workshop on one server: `make workshop` starts it (see workshop/README.md).
+
+Every setting an instructor changes is a LABKIT_WORKSHOP_* environment variable,
+read by labkit.tools.workshop_hub.HubSettings; this file only turns them into
+JupyterHub configuration.
+"""
+import functools
+import os
+import sys
+from pathlib import Path
+
+from labkit.tools.workshop_hub import HubSettings, provision_workspace
+
+c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
+settings = HubSettings.from_environment()
+settings.state.mkdir(parents=True, exist_ok=True)
+venv_bin = Path(sys.executable).parent
+
+# Where the hub listens (loopback unless LABKIT_WORKSHOP_IP says otherwise), and its state.
+c.JupyterHub.ip = settings.ip
+c.JupyterHub.port = settings.port
+c.JupyterHub.db_url = f"sqlite:///{settings.state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(settings.state / "jupyterhub_cookie_secret")
+c.ConfigurableHTTPProxy.pid_file = str(settings.state / "proxy.pid")
+proxy = Path(__file__).resolve().parent / "node_modules" / ".bin" / "configurable-http-proxy"
+if proxy.exists():  # installed by `make workshop` (npm install --prefix workshop), not globally
+    c.ConfigurableHTTPProxy.command = [str(proxy)]
+
+# Log-in: never an open hub. Learners sign up, the instructor approves them (NativeAuthenticator),
+# or everyone uses one workshop password (LABKIT_WORKSHOP_PASSWORD) and the instructor their own.
+c.Authenticator.admin_users = {settings.admin}
+if settings.password:
+    c.JupyterHub.authenticator_class = "shared-password"
+    c.SharedPasswordAuthenticator.user_password = settings.password
+    c.SharedPasswordAuthenticator.admin_password = settings.admin_password
+    c.Authenticator.allow_all = True  # anyone with the password: the password is the gate
+else:
+    c.JupyterHub.authenticator_class = "nativeauthenticator.NativeAuthenticator"
+    c.NativeAuthenticator.open_signup = False  # a sign-up waits for the instructor's approval at /hub/authorize
+    c.Authenticator.allow_all = True  # NativeAuthenticator lets in only approved users: its approval is the gate
+# Admins (the instructor) see every server at /hub/admin and may open it (JupyterHub's admin role
+# includes access:servers; the old JupyterHub.admin_access switch is gone since JupyterHub 2).
+
+# Each learner's server: JupyterLab in their own workspace, made on first log-in, kept after.
+if settings.spawner == "system-users":
+    c.JupyterHub.spawner_class = "localprocess"  # runs as the learner's Unix account
+else:
+    c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"  # one account for all: trusted rooms
+    c.SimpleLocalProcessSpawner.home_dir_template = str(settings.homes / "{username}")
+c.Spawner.pre_spawn_hook = functools.partial(provision_workspace, settings=settings)
+c.Spawner.cmd = [str(venv_bin / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner; LocalProcessSpawner only reports it (MEM_LIMIT)
+c.Spawner.http_timeout = 120  # a busy two-core machine starts JupyterLab slowly
+c.Spawner.start_timeout = 180
+c.Spawner.environment = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin"}
+c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+if settings.spawner == "shared-account" and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
+    c.Spawner.args += ["--allow-root"]
+
+# Idle servers stop after LABKIT_WORKSHOP_CULL_AFTER_S seconds (their workspaces stay).
+c.JupyterHub.services = [
+    {"name": "idle-culler",
+     "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_after_s}"]},
+]
+c.JupyterHub.load_roles = [
+    {"name": "idle-culler", "services": ["idle-culler"],
+     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
+]
