@@ -22,6 +22,10 @@ RENDER_TIMEOUT_MS = 30_000
 STEMS = [path.stem for path in find_notebooks(NOTEBOOKS)]
 API_PAGES = sorted(f"api/{page.stem}" for page in (docs.DOCS_SOURCE / "api").glob("*.md"))
 PAGES = ["index", "running", "api", *API_PAGES, *[f"notebooks/{stem}" for stem in STEMS]]
+# No box of a widget holds more than it shows: a row of controls wider than the column would be cut off.
+FITS_THE_COLUMN = """(widget) => [widget, ...widget.querySelectorAll(".widget-box")].every(
+    (box) => box.clientWidth === 0 || box.scrollWidth <= box.clientWidth + 1
+)"""
 WIDGET_VIEW = "script[type='application/vnd.jupyter.widget-view+json']"
 
 
@@ -72,6 +76,7 @@ def check_stored_widgets(page, stem: str) -> None:
         )
         assert shown_w <= pixels_w, f"{name}: its image is scaled up ({pixels_w} px shown {shown_w} px wide), so blurry"
         assert shown_w / shown_h == pytest.approx(pixels_w / pixels_h, rel=0.02), f"{name}: its image is stretched"
+        assert widget.evaluate(FITS_THE_COLUMN), f"{name}: part of it runs past the text column, cut off"
         readouts = [text.strip() for text in widget.locator(".widget-readout").all_inner_texts()]
         assert all(readouts), f"{name}: a slider shows no value: {readouts}"
     if stem == "00_start_here":
