@@ -41,7 +41,7 @@ exclude_patterns = ["**/.ipynb_checkpoints"]
 # MyST-NB: show what is stored, run nothing.
 nb_execution_mode = "off"
 nb_merge_streams = True
-myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 # The stored widget state is rendered by the vendored @jupyter-widgets/html-manager (no CDN, no RequireJS).
 nb_ipywidgets_js = {"vendor/html-manager/embed.js": {}}
