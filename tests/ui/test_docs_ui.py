@@ -7,6 +7,7 @@ participant's laptop.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +27,7 @@ PAGES = ["index", "running", "api", *API_PAGES, *[f"notebooks/{stem}" for stem i
 FITS_THE_COLUMN = """(widget) => [widget, ...widget.querySelectorAll(".widget-box")].every(
     (box) => box.clientWidth === 0 || box.scrollWidth <= box.clientWidth + 1
 )"""
+RAW_MARKUP = re.compile(r"</?(?:b|i|em|strong|code|span|div|br)\s*/?>")  # HTML printed as text, not rendered
 WIDGET_VIEW = "script[type='application/vnd.jupyter.widget-view+json']"
 
 
@@ -96,6 +98,8 @@ def test_page_opens_offline_without_console_errors(page, site_url: str, screensh
     assert page.locator("nav.bd-links").is_visible() and page.locator("form.bd-search, .search-button").count() > 0
     if name.startswith("notebooks/"):
         check_stored_widgets(page, name.removeprefix("notebooks/"))
+        raw_markup = [text for text in page.locator(".cell_output").all_inner_texts() if RAW_MARKUP.search(text)]
+        assert raw_markup == [], f"an output shows HTML tags as text: {raw_markup[:3]}"
     aligned = page.locator(".bd-article td:not([style]), .bd-article th:not([style])").evaluate_all(
         "(cells) => cells.map((c) => getComputedStyle(c).textAlign)"
     )
