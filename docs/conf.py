@@ -1,10 +1,13 @@
-"""Sphinx configuration of the labkit docs site: ``make docs`` (or ``sphinx-build -W docs build/site``).
+"""Sphinx configuration of the labkit docs site, built by ``make docs`` (``python -m labkit docs``).
+
+That command copies this folder and ``notebooks/*.ipynb`` (as ``notebooks/``) into one
+source folder and runs ``sphinx-build -W`` on it (see :mod:`labkit.tools.docs`).
 
 Why these choices:
 
-- The notebooks in ``notebooks/`` (linked here as ``docs/notebooks``) are rendered by MyST-NB
-  with the outputs and widget state they were committed with, and never executed: nbval
-  already re-runs them and compares every output, so the page shows what was verified.
+- The notebooks are rendered by MyST-NB with the outputs and widget state they were
+  committed with, and never executed: nbval already re-runs them and compares every
+  output, so the page shows what was verified.
 - Nothing is loaded from a CDN. The widget manager and MathJax are vendored under
   ``_static/vendor`` (provenance in its README), so the site works offline and from
   ``file://``.
@@ -35,7 +38,7 @@ extensions = [
 
 root_doc = "index"
 # Only the pages of the site: the notebooks folder also holds solutions/ and nbval's sanitize.cfg.
-include_patterns = ["index.md", "running.md", "api.md", "api/*.md", "notebooks/[0-9][0-9]_*.ipynb"]
+include_patterns = ["*.md", "api/*.md", "notebooks/[0-9][0-9]_*.ipynb"]
 exclude_patterns = ["**/.ipynb_checkpoints"]
 
 # MyST-NB: show what is stored, run nothing.
