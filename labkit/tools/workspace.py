@@ -71,8 +71,8 @@ README = """\
 # Your labkit workspace
 
 Your own copy of the labkit labs: every exercise is blank and nothing has run
-yet. `make lab`, in the labkit repository, opens this folder in JupyterLab.
-Work through the notebooks in order, starting with `00_start_here.ipynb`
+yet. `make lab` (or `python -m labkit lab`) in the labkit repository opens
+this folder in JupyterLab; on a workshop hub, logging in opens it. Work through the notebooks in order, starting with `00_start_here.ipynb`
 (*Run > Run All Cells*: its preflight must say READY):
 
 {notebook_list}
@@ -87,8 +87,9 @@ exercise cell after each change, then the checker again.
 
 ## Your work is safe
 
-`make lab` brings this folder up to date each time it starts, and never
-overwrites your work:
+This folder is brought up to date each time the labs start (`make lab`,
+`python -m labkit lab`, or logging in to a workshop hub), and your work is
+never overwritten:
 
 - a notebook you have not changed is refreshed when the labs change;
 - a notebook you changed (running it and saving counts) is kept as it is.
@@ -96,18 +97,21 @@ overwrites your work:
   `02_memory_format.labkit-new.ipynb`, and `make lab` says so. Copy over what
   you want, then delete that file: it comes back only if the labs change again;
 - files you add are never touched, and nothing here is ever deleted;
-- to start a notebook over, delete or rename it and run `make lab` again;
+- to start a notebook over, delete or rename it and start the labs again;
 - `{manifest}` records what labkit wrote here; leave it in place.
 
 ## Track
 {track_text}
 ## Solutions
 
-Stuck? `make lab-reference` opens the solved notebooks (the same labs, every
-exercise solved and run). Each exercise's solution is also a file in
-`{solutions}` (exercise 2.1 is `02_1_<name>.py`): to load one into an
-exercise cell, replace the cell's content with `%load {solutions}/<file>.py`
-and run the cell twice.
+Stuck? In the labkit repository, `make lab-reference` opens the solved
+notebooks (the same labs, every exercise solved and run); in a workshop, your
+instructor hands the solutions out when it is time. Each exercise's solution
+is a file in
+`{solutions}` (exercise 2.1 is `02_1_<name>.py`; on a workshop hub, in
+`solutions/` here once handed out): to load one into an exercise cell,
+replace the cell's content with `%load {solutions}/<file>.py` and run the
+cell twice.
 """
 
 
