@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import stat
 import sys
@@ -94,8 +95,19 @@ def execute_notebook(path: str | Path, *, timeout: int = 600, write: bool = True
     notebook = read_notebook(path, write=write)
     seconds = _execute(Path(path), notebook, timeout=timeout)
     if write:
+        notebook.metadata["labkit"] = run_record(seconds)
         _store(Path(path), notebook)
     return seconds
+
+
+def run_record(seconds: float) -> dict[str, Any]:
+    """What the stored outputs were measured on, kept in the notebook's metadata (``labkit``).
+
+    Why: a run time is a measurement, so the docs site states the one this run
+    took, with the machine it took it on, instead of a promise that another
+    machine would contradict.
+    """
+    return {"run_seconds": round(seconds, 1), "cpu_count": os.cpu_count()}
 
 
 def _execute(path: Path, notebook: nbformat.NotebookNode, *, timeout: int) -> float:

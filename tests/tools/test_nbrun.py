@@ -35,6 +35,7 @@ def test_execute_stores_outputs_in_the_notebooks_folder(tmp_path):
     assert seconds > 0
     assert nb.cells[0].outputs[0].text.strip() == "hello from the notebook's folder"
     assert [c.execution_count for c in nb.cells] == [1, 2]
+    assert nb.metadata.labkit == {"run_seconds": round(seconds, 1), "cpu_count": os.cpu_count()}  # what the docs state
     assert path.stat().st_mode & 0o777 == 0o644, "a rewritten notebook stays readable by everyone"
     assert link.is_symlink(), "a notebook reached through a symlink is written through it"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "link.ipynb", "ok.ipynb"]
