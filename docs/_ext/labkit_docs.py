@@ -2,9 +2,10 @@
 
 - ``{learning-path}``: a directive for the landing page that lists every notebook of the
   learning path, in the registry's order (:data:`labkit.labs.LABS`), with its learning
-  goals (the list under "Learning goals" in its first cells) and the most it may take to
-  run (its budget, which ``make bench`` checks). Read from the notebooks on every build,
-  so the landing page never disagrees with them.
+  goals (the list under "Learning goals" in its first cells) and its run time: the one
+  ``make notebooks`` measured and stored in the notebook's metadata, or else the most it
+  may take (its budget, which ``make bench`` checks). Read from the notebooks on every
+  build, so the landing page never disagrees with them.
 - A note above every widget: on the static page a widget is the snapshot stored when the
   notebook was executed, and nothing moves when a reader drags a slider.
 - In docstrings, ``|x|`` is an absolute value (``Largest |difference|``), not a
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
+from nbformat import NotebookNode
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -31,21 +33,30 @@ FROZEN_NOTE = "A frozen snapshot of this widget, stored when the notebook was ru
 
 
 class LearningPath(SphinxDirective):
-    """Each notebook as a link, how long it runs at most, and its learning goals."""
+    """Each notebook as a link, how long it runs, and its learning goals."""
 
     def run(self) -> list[nodes.Node]:
         folder = Path(self.env.srcdir) / NOTEBOOKS_FOLDER
         lines: list[str] = []
         for path in find_notebooks(folder):
             self.env.note_dependency(str(path))
-            page = describe_notebook(path, read_notebook(path, write=False))
-            lab = lab_for(path)
-            budget = f" · runs in under {lab.budget_s:.0f} s on a 2-core CPU" if lab else ""
-            lines += [f"**[{page.title}]({NOTEBOOKS_FOLDER}/{path.name})**{budget}", ""]
+            notebook = read_notebook(path, write=False)
+            page = describe_notebook(path, notebook)
+            lines += [f"**[{page.title}]({NOTEBOOKS_FOLDER}/{path.name})**{run_time(path, notebook)}", ""]
             lines += [page.goals_markdown or "(no learning goals listed)", ""]
         container = nodes.container(classes=["labkit-learning-path"])
         self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, container)
         return [container]
+
+
+def run_time(path: Path, notebook: NotebookNode) -> str:
+    """The run that stored the outputs (``make notebooks`` records it), else the lab's budget."""
+    record = notebook.metadata.get("labkit", {})
+    if "run_seconds" in record:
+        cores = f" on a {record['cpu_count']}-core machine" if record.get("cpu_count") else ""
+        return f" · ran in {record['run_seconds']:.0f} s{cores} when its outputs were stored"
+    lab = lab_for(path)
+    return f" · runs in under {lab.budget_s:.0f} s on a 2-core CPU" if lab else ""
 
 
 def add_frozen_widget_notes(app: Sphinx, doctree: nodes.document) -> None:

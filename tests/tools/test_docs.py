@@ -37,6 +37,9 @@ def make_two_notebooks(folder: Path) -> Path:
     write_notebook(folder / "00_intro.ipynb", title="00 · Intro", goals=["read `code`", "count"],
                    link="[next](01_more.ipynb)")
     write_notebook(folder / "01_more.ipynb", title="01 · More", goals=["go further"])
+    more = nbformat.read(folder / "01_more.ipynb", as_version=4)
+    more.metadata["labkit"] = {"run_seconds": 12.3, "cpu_count": 4}  # what make notebooks records
+    nbformat.write(more, folder / "01_more.ipynb")
     (folder / "scratch.ipynb").write_text("not a lab notebook, ignored")
     return folder
 
@@ -80,6 +83,7 @@ def test_site_has_the_learning_path_a_page_per_notebook_and_the_api(built_site: 
     path = index[index.index("labkit-learning-path"):]
     assert path.index('href="notebooks/00_intro.html"') < path.index('href="notebooks/01_more.html"')
     assert "<code" in path and "go further" in path  # the goals, Markdown rendered
+    assert "ran in 12 s on a 4-core machine" in path  # the measured run time, from the notebook's metadata
     intro = (built_site / "notebooks" / "00_intro.html").read_text()
     assert "42" in intro  # the stored output is shown
     assert 'href="01_more.html"' in intro  # a link to a notebook points to its page
