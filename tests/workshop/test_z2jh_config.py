@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,17 @@ def test_the_workspace_is_made_from_the_learners_image_on_their_volume(config, c
     assert WORKSPACE.startswith(home + "/")
     assert singleuser["defaultUrl"] == "/lab/tree/" + WORKSPACE.removeprefix(home + "/")
     assert init["securityContext"]["runAsUser"] == chart_defaults["singleuser"]["uid"], "made as the learner, never as root"
+
+
+def test_the_solutions_hook_is_off_until_the_instructor_turns_it_on_and_is_valid_shell(config):
+    singleuser = config["singleuser"]
+    shell, flag, script = singleuser["lifecycleHooks"]["postStart"]["exec"]["command"]
+    assert (shell, flag) == ("sh", "-c")
+    assert singleuser["extraEnv"]["LABKIT_HAND_OUT_SOLUTIONS"] == "no"
+    assert f"hand-out-solutions {WORKSPACE} " in script
+    assert script.rstrip().endswith("|| true; fi"), "a failed hand-out must not stop the learner's server"
+    syntax = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True, timeout=30)
+    assert syntax.returncode == 0, syntax.stderr
 
 
 def test_resources_guarantee_no_more_than_they_limit(config):
