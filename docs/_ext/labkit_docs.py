@@ -3,9 +3,9 @@
 - ``{learning-path}``: a directive for the landing page that lists every notebook of the
   learning path, in the registry's order (:data:`labkit.labs.LABS`), with its learning
   goals (the list under "Learning goals" in its first cells) and its run time: the one
-  ``make notebooks`` measured and stored in the notebook's metadata, or else the most it
-  may take (its budget, which ``make bench`` checks). Read from the notebooks on every
-  build, so the landing page never disagrees with them.
+  ``make notebooks`` measured and stored in the notebook's metadata, never a promise
+  (a reader's machine would contradict it). Read from the notebooks on every build, so
+  the landing page never disagrees with them.
 - A note above every widget: on the static page a widget is the snapshot stored when the
   notebook was executed, and nothing moves when a reader drags a slider.
 - In docstrings, ``|x|`` is an absolute value (``Largest |difference|``), not a
@@ -22,7 +22,7 @@ from nbformat import NotebookNode
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from labkit.labs import find_notebooks, lab_for
+from labkit.labs import find_notebooks
 from labkit.tools.docs import describe_notebook
 from labkit.tools.nbrun import read_notebook
 
@@ -42,21 +42,20 @@ class LearningPath(SphinxDirective):
             self.env.note_dependency(str(path))
             notebook = read_notebook(path, write=False)
             page = describe_notebook(path, notebook)
-            lines += [f"**[{page.title}]({NOTEBOOKS_FOLDER}/{path.name})**{run_time(path, notebook)}", ""]
+            lines += [f"**[{page.title}]({NOTEBOOKS_FOLDER}/{path.name})**{run_time(notebook)}", ""]
             lines += [page.goals_markdown or "(no learning goals listed)", ""]
         container = nodes.container(classes=["labkit-learning-path"])
         self.state.nested_parse(StringList(lines, source=self.get_source_info()[0]), self.content_offset, container)
         return [container]
 
 
-def run_time(path: Path, notebook: NotebookNode) -> str:
-    """The run that stored the outputs (``make notebooks`` records it), else the lab's budget."""
+def run_time(notebook: NotebookNode) -> str:
+    """The run that stored the outputs (``make notebooks`` records it); nothing for a notebook without one."""
     record = notebook.metadata.get("labkit", {})
     if "run_seconds" in record:
         cores = f" on a {record['cpu_count']}-core machine" if record.get("cpu_count") else ""
         return f" · ran in {record['run_seconds']:.0f} s{cores} when its outputs were stored"
-    lab = lab_for(path)
-    return f" · runs in under {lab.budget_s:.0f} s on a 2-core CPU" if lab else ""
+    return ""
 
 
 def add_frozen_widget_notes(app: Sphinx, doctree: nodes.document) -> None:

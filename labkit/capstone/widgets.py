@@ -16,7 +16,7 @@ X_LABEL = "median time per forward pass (ms)\nerror bars span the IQR (the middl
 
 
 def variant_bars(comparison: VariantComparison) -> Figure:
-    """Horizontal bars of each variant's median time, IQR as error bars, speedup as labels.
+    """Horizontal bars of each variant's median time, IQR as error bars, speedup as labels right of the whiskers.
 
     The x label is centred on the figure, not on the axes: long variant names push the axes
     to the right, and a label centred there ran past the figure's right edge.
@@ -34,7 +34,9 @@ def variant_bars(comparison: VariantComparison) -> Figure:
     positions = list(range(len(results)))[::-1]
     axes.barh(positions, medians, xerr=half_iqrs, color="tab:blue", alpha=0.85, capsize=3)
     axes.set_yticks(positions, names)
-    for y, result in zip(positions, results, strict=True):
-        axes.text(0, y, f" {result.speedup:.2f}x", va="center", color="white", fontweight="bold")
+    whisker_ends = [median + half for median, half in zip(medians, half_iqrs, strict=True)]
+    for y, result, end in zip(positions, results, whisker_ends, strict=True):
+        axes.text(end, y, f"  {result.speedup:.2f}x", va="center", color="black", fontweight="bold")
+    axes.set_xlim(0, max(whisker_ends) * 1.2)  # room for the labels right of the whiskers
     figure.supxlabel(X_LABEL, fontsize="medium")
     return figure
