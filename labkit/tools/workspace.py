@@ -72,8 +72,9 @@ README = """\
 
 Your own copy of the labkit labs: every exercise is blank and nothing has run
 yet. `make lab` (or `python -m labkit lab`) in the labkit repository opens
-this folder in JupyterLab; on a workshop hub, logging in opens it. Work through the notebooks in order, starting with `00_start_here.ipynb`
-(*Run > Run All Cells*: its preflight must say READY):
+this folder in JupyterLab; on a workshop hub, logging in opens it. Work
+through the notebooks in order, starting with `00_start_here.ipynb` (*Run >
+Run All Cells*: its preflight must say READY):
 
 {notebook_list}
 
