@@ -95,7 +95,6 @@ def execute_notebook(path: str | Path, *, timeout: int = 600, write: bool = True
     notebook = read_notebook(path, write=write)
     seconds = _execute(Path(path), notebook, timeout=timeout)
     if write:
-        notebook.metadata["labkit"] = run_record(seconds)
         _store(Path(path), notebook)
     return seconds
 
@@ -111,7 +110,7 @@ def run_record(seconds: float) -> dict[str, Any]:
 
 
 def _execute(path: Path, notebook: nbformat.NotebookNode, *, timeout: int) -> float:
-    """Execute ``notebook`` in place, in ``path``'s folder; wall seconds."""
+    """Execute ``notebook`` in place, in ``path``'s folder, recording the run in its metadata; wall seconds."""
     client = NotebookClient(
         notebook,
         timeout=timeout,
@@ -127,7 +126,9 @@ def _execute(path: Path, notebook: nbformat.NotebookNode, *, timeout: int) -> fl
         raise
     except BaseException as exc:  # nbclient raises CellExecutionError, DeadKernelError, ...
         raise LabkitError(f"{path.name} failed while executing; nothing was written.\n{exc}") from exc
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    notebook.metadata["labkit"] = run_record(seconds)
+    return seconds
 
 
 def _store(path: Path, notebook: nbformat.NotebookNode) -> None:
