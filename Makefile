@@ -15,13 +15,14 @@ WORKSHOP_STAMP := $(VENV)/.labkit-workshop-installed
 PROXY := workshop/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 
-.PHONY: lab lab-reference workshop workshop-solutions test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-solutions workshop-loadtest test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
 	@echo "make lab-reference  start JupyterLab on notebooks/, the solved notebooks"
 	@echo "make workshop   start a JupyterHub for a room on this server (workshop/README.md; TRACK=all for every section)"
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
+	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
 	@echo "make lint       ruff (line length included) and mypy, as make test runs them"
 	@echo "make nbval-stress  strict nbval on every notebook 3x with all cores busy, then with OMP_NUM_THREADS=1"
@@ -66,6 +67,10 @@ workshop: $(WORKSHOP_STAMP) $(PROXY)
 
 workshop-solutions: $(WORKSHOP_STAMP)
 	$(PY) -m labkit workshop hand-out-solutions
+
+# a benchmark, not a test: the hub on loopback, N learners run the solved core track at once (workshop/README.md)
+workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
+	$(PY) -m labkit.tools.workshop_load --learners $(or $(N),8) --json build/workshop-loadtest.json
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workshop.hub import Hub, request, run_notebook, workshop_hub
+from tests.workshop.hub import Hub, request, require_proxy, run_notebook, workshop_hub
 
 LEARNERS = ("ada", "grace")
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
@@ -19,6 +19,7 @@ def _server(hub: Hub, name: str) -> str:
 
 
 def test_two_learners_get_separate_workspaces_and_run_notebook_00(tmp_path: Path):
+    require_proxy()
     with workshop_hub(tmp_path) as hub:
         hub.api("users", "POST", {"usernames": list(LEARNERS)})
         for name in LEARNERS:
@@ -46,5 +47,5 @@ def test_two_learners_get_separate_workspaces_and_run_notebook_00(tmp_path: Path
 
         with ThreadPoolExecutor(len(LEARNERS)) as pool:
             errors = dict(zip(LEARNERS, pool.map(
-                lambda name: run_notebook(_server(hub, name), tokens[name], "00_start_here.ipynb"), LEARNERS)))
+                lambda name: run_notebook(_server(hub, name), tokens[name], "00_start_here.ipynb").errors, LEARNERS)))
         assert errors == {name: [] for name in LEARNERS}, f"notebook 00 failed:\n{hub.log()}"

@@ -1,0 +1,629 @@
+"""Load test of the workshop hub: ``make workshop-loadtest N=8`` (a benchmark, never collected by pytest).
+
+Why: "how big a server for N learners?" needs figures from the real thing, so
+this drives ``workshop/jupyterhub_config.py`` as a room would. It starts the
+hub on free loopback ports (the dummy authenticator and an API token for a
+load-test service, set by this module's own config file, never by the real
+one), creates N learners through the Hub's REST API, and, for all N at once,
+starts each learner's server and runs every notebook of the solved core track
+cell by cell through that learner's own server and kernel websocket behind the
+hub's proxy, as JupyterLab in a browser does. Then it stops the hub and checks
+that no process it started is left.
+
+What runs: the learner workspace the hub makes holds stubs that raise
+``NotImplementedError``, so its exercises (and the cells that use their
+results) do no work. A learner who has solved them is the full load, so each
+learner uploads the reference notebooks (``notebooks/``) with the core track
+applied and outputs cleared, through the contents API, into
+``labkit-loadtest/`` of their workspace, and runs those. No cell may fail.
+
+What it reports (a table, and JSON with ``--json``): per learner, the peak
+RSS of each kernel's process tree, its CPU seconds per notebook, the time from
+asking for the server to the first executed cell, and the server's own peak
+RSS and CPU; the hub's and the proxy's CPU seconds and peak RSS; the total wall
+time; every failed cell. Memory is sampled with psutil every
+``SAMPLE_SECONDS``; a kernel's peak also counts its kernel-recorded high-water
+mark (``VmHWM``), so a spike between two samples is not missed.
+
+``tests/workshop/test_hub.py`` starts the hub and runs notebooks with the same
+functions (:func:`workshop_hub`, :func:`run_notebook`).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import psutil  # type: ignore[import-untyped]  # no types published; not in the mypy overrides
+import websocket
+
+from labkit.core.errors import LabkitError, require_count
+from labkit.core.files import write_text
+from labkit.core.tables import Table
+from labkit.labs import find_notebooks
+from labkit.tools.nbrun import read_notebook
+from labkit.tools.tracks import apply_track
+from labkit.tools.workshop_hub import ROOT
+
+WORKSHOP = ROOT / "workshop"
+PROXY = WORKSHOP / "node_modules" / ".bin" / "configurable-http-proxy"
+START_SECONDS = 180  # hub, proxy and JupyterLab start slowly on two busy cores
+CELL_SECONDS = 300  # the longest one cell may take before it counts as failed
+REQUEST_SECONDS = 30
+SAMPLE_SECONDS = 0.25
+UPLOAD_FOLDER = "labkit-loadtest"
+TRACK = "core"
+
+HUB_CONFIG = """\
+c = get_config()  # noqa: F821
+load_subconfig({workshop_config!r})  # noqa: F821
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.authenticator_class = "dummy"  # tests and the load test only: the real config never allows it
+c.JupyterHub.port = {port}
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = {hub_port}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api_port}"
+c.JupyterHub.services.append({{"name": "labkit-test", "api_token": {token!r}}})
+c.JupyterHub.load_roles.append(
+    {{"name": "labkit-test", "services": ["labkit-test"], "scopes": ["admin:users", "admin:servers", "tokens"]}}
+)
+"""
+
+
+class HubError(LabkitError):
+    """The hub, a learner's server or a kernel did not do what the load test (or the hub test) needs."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def request(url: str, method: str = "GET", body: object = None, token: str = "") -> Any:
+    """One REST call with a token; the JSON reply, or None for an empty one."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    with urllib.request.urlopen(urllib.request.Request(url, data, headers, method=method), timeout=REQUEST_SECONDS) as reply:
+        text = reply.read()
+    return json.loads(text) if text else None
+
+
+@dataclass
+class Hub:
+    """A running workshop hub: its URL, the service token, its folder and the processes it started."""
+
+    url: str
+    token: str  # the load-test service's: creates learners, starts servers, makes their tokens
+    folder: Path
+    pid: int
+    seen: set[int] = field(default_factory=set)  # processes to check are gone once the hub stops
+
+    def api(self, path: str, method: str = "GET", body: object = None, token: str | None = None) -> Any:
+        return request(f"{self.url}/hub/api/{path}", method, body, token or self.token)
+
+    def server_url(self, name: str) -> str:
+        return f"{self.url}/user/{name}"
+
+    def learner_token(self, name: str) -> str:
+        reply = self.api(f"users/{name}/tokens", "POST", {"note": "labkit load test", "expires_in": 3600})
+        return str(reply["token"])
+
+    def start_server(self, name: str) -> None:
+        self.api(f"users/{name}/server", "POST")
+
+    def wait_until_ready(self, name: str) -> None:
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            server = self.api(f"users/{name}")["servers"].get("")
+            if server and server["ready"]:
+                return
+            time.sleep(1)
+        raise HubError(f"the server of {name} was not ready after {START_SECONDS} s:\n{self.log()}")
+
+    def processes(self) -> list[psutil.Process]:
+        """Every live process the hub started (proxy, culler, servers, kernels); each is remembered in ``seen``."""
+        try:
+            found = psutil.Process(self.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        self.seen |= {process.pid for process in found}
+        return found
+
+    def log(self) -> str:
+        return (self.folder / "hub.log").read_text(errors="replace")[-4000:]
+
+
+def require_proxy() -> Path:
+    if not PROXY.exists():
+        raise HubError(f"{PROXY} is missing: run `make workshop` once (it installs the proxy from npm).")
+    return PROXY
+
+
+@contextlib.contextmanager
+def workshop_hub(folder: Path) -> Iterator[Hub]:
+    """Start the hub in ``folder``; on the way out stop it and every process it started, and fail if one had to be killed."""
+    require_proxy()
+    port, token = free_port(), secrets.token_hex(16)
+    config = folder / "loopback_jupyterhub_config.py"
+    config.write_text(HUB_CONFIG.format(
+        workshop_config=str(WORKSHOP / "jupyterhub_config.py"), port=port, hub_port=free_port(),
+        proxy_api_port=free_port(), token=token,
+    ))
+    env = {**os.environ, "LABKIT_WORKSHOP_HOMES": str(folder / "learners"), "LABKIT_WORKSHOP_STATE": str(folder / "state"),
+           "LABKIT_WORKSHOP_TRACK": TRACK, "LABKIT_WORKSHOP_IP": "127.0.0.1",
+           "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
+           "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "JUPYTER_DATA_DIR": str(folder / "jupyter-data")}
+    jupyterhub = Path(sys.executable).parent / "jupyterhub"
+    with open(folder / "hub.log", "w") as log:
+        process = subprocess.Popen([str(jupyterhub), "-f", str(config)], cwd=folder, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    hub = Hub(f"http://127.0.0.1:{port}", token, folder, process.pid)
+    try:
+        _wait_for_hub(hub, process)
+        yield hub
+        hub.processes()
+    finally:
+        hub.processes()
+        leftovers = _stop(process, hub.seen)
+    if leftovers:
+        raise HubError(f"processes still running after the hub stopped (killed now): {leftovers}\n{hub.log()}")
+
+
+def _wait_for_hub(hub: Hub, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_SECONDS
+    while True:
+        try:
+            hub.api("")
+            return
+        except (OSError, urllib.error.HTTPError):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise HubError(f"the workshop hub did not answer on {hub.url}/hub/api/:\n{hub.log()}") from None
+            time.sleep(1)
+
+
+def _stop(process: subprocess.Popen[bytes], started: set[int]) -> list[str]:
+    """SIGTERM the hub (it stops the learners' servers and the proxy); kill whatever is left, and name it."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    deadline = time.monotonic() + 30
+    alive = [p for p in _processes(started) if _running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.5)
+        alive = [p for p in alive if _running(p)]
+    leftovers = []
+    for leftover in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            leftovers.append(" ".join(leftover.cmdline())[:200])
+            leftover.kill()
+    return leftovers
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _processes(pids: set[int]) -> list[psutil.Process]:
+    found = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found.append(psutil.Process(pid))
+    return found
+
+
+@dataclass
+class NotebookRun:
+    """One notebook run through a learner's server: its failed cells and when its first cell replied."""
+
+    path: str
+    errors: list[str] = field(default_factory=list)  # "ename: evalue" per failed cell
+    cells: int = 0
+    first_reply_at: float | None = None  # time.monotonic() of the first execute_reply
+    seconds: float = 0.0
+
+
+KernelWatch = Callable[[str], contextlib.AbstractContextManager[object]]  # entered with the kernel id while it runs
+
+
+def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | None = None) -> NotebookRun:
+    """Run every code cell of the notebook at ``path`` in a new kernel of that server, as JupyterLab does.
+
+    Over the server's REST API (the notebook, a session) and the kernel's
+    websocket. ``watch(kernel_id)``, if given, is a context manager held
+    while the kernel runs (from its start to just before its shutdown).
+    """
+    started = time.monotonic()
+    run = NotebookRun(path)
+    notebook = request(f"{server_url}/api/contents/{path}?content=1", token=token)["content"]
+    session = request(f"{server_url}/api/sessions", "POST",
+                      {"path": path, "type": "notebook", "kernel": {"name": "python3"}}, token)
+    kernel_id = session["kernel"]["id"]
+    ws_url = server_url.replace("http://", "ws://") + f"/api/kernels/{kernel_id}/channels"
+    try:
+        with watch(kernel_id) if watch else contextlib.nullcontext():
+            connection = websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=CELL_SECONDS)
+            try:
+                for cell in notebook["cells"]:
+                    if cell["cell_type"] == "code" and cell["source"].strip():
+                        run.errors += _execute(connection, cell["source"])
+                        run.cells += 1
+                        run.first_reply_at = run.first_reply_at or time.monotonic()
+            finally:
+                connection.close()
+    finally:
+        request(f"{server_url}/api/sessions/{session['id']}", "DELETE", token=token)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def _execute(connection: websocket.WebSocket, code: str) -> list[str]:
+    msg_id, errors = uuid.uuid4().hex, []
+    connection.send(json.dumps({
+        "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "labkit", "session": uuid.uuid4().hex,
+                   "version": "5.3", "date": ""},
+        "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+        "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False,
+                    "stop_on_error": True},
+    }))
+    deadline = time.monotonic() + CELL_SECONDS
+    while time.monotonic() < deadline:
+        frame = connection.recv()
+        if isinstance(frame, bytes):  # a message with binary buffers (widget state): never a reply or an error
+            continue
+        message = json.loads(frame)
+        if message.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        if message["msg_type"] == "error":
+            errors.append(f"{message['content']['ename']}: {message['content']['evalue']}")
+        if message["msg_type"] == "execute_reply":
+            return errors
+    return errors + [f"no reply within {CELL_SECONDS} s to:\n{code[:200]}"]
+
+
+# --- measuring: process trees sampled in a thread ---------------------------------------------------------------------
+
+
+def _tree(process: psutil.Process) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return [process, *process.children(recursive=True)]
+    return []
+
+
+def rss_bytes(process: psutil.Process, tree: bool) -> int:
+    """Resident memory of ``process`` (and, with ``tree``, of all its descendants), 0 once gone."""
+    total = 0
+    for member in _tree(process) if tree else [process]:
+        with contextlib.suppress(psutil.Error):
+            total += member.memory_info().rss
+    return total
+
+
+def peak_rss_bytes(process: psutil.Process) -> int:
+    """The kernel-recorded high-water mark of one process's resident memory (Linux ``VmHWM``), 0 where unknown."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def cpu_seconds(process: psutil.Process, tree: bool) -> float:
+    """User + system CPU seconds of ``process`` (with ``tree``: its descendants too, finished ones included)."""
+    total = 0.0
+    for member in _tree(process) if tree else [process]:
+        with contextlib.suppress(psutil.Error):
+            times = member.cpu_times()
+            total += times.user + times.system + (times.children_user + times.children_system if tree else 0.0)
+    return total
+
+
+class PeakSampler:
+    """Samples the resident memory of named processes (or process trees) every ``interval`` seconds; keeps each peak."""
+
+    def __init__(self, interval: float = SAMPLE_SECONDS) -> None:
+        self.interval = interval
+        self.peaks: dict[str, int] = {}
+        self._watched: dict[str, tuple[psutil.Process, bool]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample_until_stopped, name="labkit-peak-sampler", daemon=True)
+
+    def watch(self, name: str, process: psutil.Process, tree: bool = False) -> None:
+        with self._lock:
+            self._watched[name] = (process, tree)
+        self.sample(name)
+
+    def forget(self, name: str) -> int:
+        """Stop watching ``name``; its peak, one last sample included."""
+        self.sample(name)
+        with self._lock:
+            self._watched.pop(name, None)
+            return self.peaks.get(name, 0)
+
+    def sample(self, name: str) -> None:
+        with self._lock:
+            watched = self._watched.get(name)
+        if watched:
+            rss = rss_bytes(*watched)
+            with self._lock:
+                self.peaks[name] = max(self.peaks.get(name, 0), rss)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample_until_stopped(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                names = list(self._watched)
+            for name in names:
+                self.sample(name)
+
+
+# --- the report --------------------------------------------------------------------------------------------------------
+
+MIB = 2**20
+
+
+@dataclass
+class NotebookFigures:
+    """One learner's run of one notebook."""
+
+    notebook: str
+    seconds: float
+    kernel_cpu_s: float
+    kernel_peak_rss_mib: float
+    cells: int
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LearnerFigures:
+    """One learner: their server, and each notebook they ran."""
+
+    name: str
+    server_start_s: float = 0.0  # from asking for the server to the hub reporting it ready
+    first_cell_s: float | None = None  # from asking for the server to the first cell's reply
+    server_cpu_s: float = 0.0
+    server_peak_rss_mib: float = 0.0
+    notebooks: list[NotebookFigures] = field(default_factory=list)
+    failure: str = ""  # what stopped this learner before every notebook ran (their server, a request)
+
+    @property
+    def kernel_peak_rss_mib(self) -> float:
+        return max((run.kernel_peak_rss_mib for run in self.notebooks), default=0.0)
+
+    @property
+    def kernel_cpu_s(self) -> float:
+        return sum(run.kernel_cpu_s for run in self.notebooks)
+
+    @property
+    def failures(self) -> list[str]:
+        failed = [f"{self.name}: {self.failure}"] if self.failure else []
+        return failed + [f"{self.name} {run.notebook}: {error}" for run in self.notebooks for error in run.errors]
+
+
+@dataclass
+class LoadReport:
+    """What one load test measured; ``table()`` prints it, ``to_json()`` keeps it."""
+
+    learners: list[LearnerFigures]
+    wall_s: float = 0.0
+    hub_cpu_s: float = 0.0  # during the load (from creating the learners to the last notebook)
+    hub_peak_rss_mib: float = 0.0
+    proxy_cpu_s: float = 0.0
+    proxy_peak_rss_mib: float = 0.0
+    cpu_count: int = field(default_factory=lambda: os.cpu_count() or 1)
+    memory_mib: float = field(default_factory=lambda: psutil.virtual_memory().total / MIB)
+    leftovers: str = ""  # processes that outlived the hub (killed), or why the hub failed to stop cleanly
+    stopped_cleanly: bool = False  # the hub stopped and no process it started was left running
+
+    @property
+    def failures(self) -> list[str]:
+        failed = [failure for learner in self.learners for failure in learner.failures]
+        return failed + ([f"after the hub stopped: {self.leftovers}"] if self.leftovers else [])
+
+    def notebook_names(self) -> list[str]:
+        return list(dict.fromkeys(run.notebook for learner in self.learners for run in learner.notebooks))
+
+    def learner_table(self) -> Table:
+        names = self.notebook_names()
+        headers = ["learner", "first cell (s)", "server start (s)", "kernel peak RSS (MiB)", "server peak RSS (MiB)",
+                   "server CPU (s)", *[f"CPU {name.split('_')[0]} (s)" for name in names], "kernel CPU (s)", "failed cells"]
+        rows = []
+        for learner in self.learners:
+            by_name = {run.notebook: run.kernel_cpu_s for run in learner.notebooks}
+            rows.append([learner.name, learner.first_cell_s, learner.server_start_s, learner.kernel_peak_rss_mib,
+                         learner.server_peak_rss_mib, learner.server_cpu_s, *[by_name.get(name) for name in names],
+                         learner.kernel_cpu_s, len(learner.failures)])
+        return Table(headers, rows, title=f"{len(self.learners)} learners, solved {TRACK} track", floatfmt=".1f")
+
+    def hub_table(self) -> Table:
+        rows = [["hub", self.hub_cpu_s, self.hub_peak_rss_mib], ["proxy", self.proxy_cpu_s, self.proxy_peak_rss_mib]]
+        title = f"total wall time {self.wall_s:.0f} s on {self.cpu_count} cores, {self.memory_mib / 1024:.1f} GiB"
+        return Table(["process", "CPU during the load (s)", "peak RSS (MiB)"], rows, title=title, floatfmt=".1f")
+
+    def to_text(self) -> str:
+        failures = self.failures
+        verdict = f"{len(failures)} failures:\n" + "\n".join(failures) if failures else "no failures: every cell ran"
+        stopped = "stopped: no process the hub started is left running" if self.stopped_cleanly else "not stopped cleanly"
+        return f"{self.learner_table().to_text()}\n\n{self.hub_table().to_text()}\n\n{verdict}\n{stopped}"
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        for learner, figures in zip(data["learners"], self.learners):
+            learner.update(kernel_peak_rss_mib=figures.kernel_peak_rss_mib, kernel_cpu_s=figures.kernel_cpu_s)
+        return json.dumps({**data, "failures": self.failures}, indent=2) + "\n"
+
+
+# --- the load test -----------------------------------------------------------------------------------------------------
+
+
+def solved_core_track(notebooks: Path) -> dict[str, dict[str, Any]]:
+    """Each reference notebook in ``notebooks/``, core track applied, outputs cleared: what a learner who solved it runs."""
+    solved = {}
+    for path in find_notebooks(notebooks):
+        notebook = apply_track(path, read_notebook(path, write=False), TRACK)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        solved[path.name] = json.loads(nbformat.writes(notebook))
+    return solved
+
+
+def _server_process(hub: Hub, name: str) -> psutil.Process:
+    """The learner's ``jupyterhub-singleuser`` process (its environment names the learner)."""
+    for process in hub.processes():
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get("JUPYTERHUB_USER") == name and "jupyterhub-singleuser" in " ".join(process.cmdline()):
+                return process
+    raise HubError(f"found no jupyterhub-singleuser process of {name} among the hub's processes")
+
+
+def _proxy_process(hub: Hub) -> psutil.Process:
+    for process in hub.processes():
+        with contextlib.suppress(psutil.Error):
+            if "configurable-http-proxy" in " ".join(process.cmdline()):
+                return process
+    raise HubError(f"found no configurable-http-proxy process among the hub's processes:\n{hub.log()}")
+
+
+def _kernel_process(server: psutil.Process, kernel_id: str) -> psutil.Process:
+    """The kernel's process: a child of the learner's server started with ``kernel-<id>.json``."""
+    deadline = time.monotonic() + REQUEST_SECONDS
+    while time.monotonic() < deadline:
+        for child in server.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if f"kernel-{kernel_id}.json" in " ".join(child.cmdline()):
+                    return child
+        time.sleep(0.2)
+    raise HubError(f"kernel {kernel_id} has no process under its server (pid {server.pid})")
+
+
+@contextlib.contextmanager
+def _measured_kernel(server: psutil.Process, sampler: PeakSampler, into: dict[str, float], kernel_id: str) -> Iterator[None]:
+    """While the kernel runs: sample its tree's memory; at the end put its CPU seconds and peak RSS (MiB) ``into``."""
+    kernel = _kernel_process(server, kernel_id)
+    key = f"kernel {kernel_id}"
+    sampler.watch(key, kernel, tree=True)
+    try:
+        yield
+    finally:
+        into["cpu_s"] = cpu_seconds(kernel, tree=True)
+        into["peak_rss_mib"] = max(sampler.forget(key), peak_rss_bytes(kernel)) / MIB
+
+
+def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], sampler: PeakSampler) -> LearnerFigures:
+    """One learner, as in the room: ask for a server, upload the solved notebooks, run each in a fresh kernel."""
+    figures = LearnerFigures(name)
+    asked = time.monotonic()
+    server: psutil.Process | None = None
+    try:
+        hub.start_server(name)
+        hub.wait_until_ready(name)
+        figures.server_start_s = time.monotonic() - asked
+        server = _server_process(hub, name)
+        sampler.watch(f"server {name}", server)
+        url, token = hub.server_url(name), hub.learner_token(name)
+        request(f"{url}/api/contents/{UPLOAD_FOLDER}", "PUT", {"type": "directory"}, token)
+        for notebook_name, content in notebooks.items():
+            request(f"{url}/api/contents/{UPLOAD_FOLDER}/{notebook_name}", "PUT",
+                    {"type": "notebook", "format": "json", "content": content}, token)
+        for notebook_name in notebooks:
+            kernel: dict[str, float] = {}
+            run = run_notebook(url, token, f"{UPLOAD_FOLDER}/{notebook_name}",
+                               functools.partial(_measured_kernel, server, sampler, kernel))
+            if figures.first_cell_s is None and run.first_reply_at is not None:
+                figures.first_cell_s = run.first_reply_at - asked
+            figures.notebooks.append(NotebookFigures(notebook_name, run.seconds, kernel.get("cpu_s", 0.0),
+                                                     kernel.get("peak_rss_mib", 0.0), run.cells, run.errors))
+    except (LabkitError, OSError, websocket.WebSocketException, KeyError) as exc:
+        figures.failure = f"{type(exc).__name__}: {exc}"
+    finally:
+        if server is not None:
+            figures.server_cpu_s = cpu_seconds(server, tree=False)
+            figures.server_peak_rss_mib = sampler.forget(f"server {name}") / MIB
+    return figures
+
+
+def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
+    """Start the hub in ``folder``, run the solved core track for ``learners`` learners at once, stop everything."""
+    require_count("learners", learners, 1, "give the number of learners, e.g. N=8")
+    solved = solved_core_track(notebooks)
+    names = [f"learner{number:02d}" for number in range(1, learners + 1)]
+    report = LoadReport([])
+    started = time.monotonic()
+    try:
+        with workshop_hub(folder) as hub, PeakSampler() as sampler:
+            main = psutil.Process(hub.pid)
+            proxy = _proxy_process(hub)
+            sampler.watch("hub", main)
+            sampler.watch("proxy", proxy)
+            hub_cpu, proxy_cpu = cpu_seconds(main, tree=False), cpu_seconds(proxy, tree=False)
+            hub.api("users", "POST", {"usernames": names})
+            with ThreadPoolExecutor(learners) as pool:
+                report.learners = list(pool.map(lambda name: _run_learner(hub, name, solved, sampler), names))
+            report.hub_cpu_s = cpu_seconds(main, tree=False) - hub_cpu
+            report.proxy_cpu_s = cpu_seconds(proxy, tree=False) - proxy_cpu
+            report.hub_peak_rss_mib = sampler.forget("hub") / MIB
+            report.proxy_peak_rss_mib = sampler.forget("proxy") / MIB
+        report.stopped_cleanly = True
+    except HubError as exc:
+        if not report.learners:
+            raise
+        report.leftovers = str(exc)
+    report.wall_s = time.monotonic() - started
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.tools.workshop_load", description=__doc__.split("\n")[0])
+    parser.add_argument("--learners", "-n", type=int, default=8, help="how many learners at once (default 8)")
+    parser.add_argument("--json", type=Path, default=ROOT / "build" / "workshop-loadtest.json",
+                        help="where to write the figures (default build/workshop-loadtest.json)")
+    parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks", help="the solved reference notebooks")
+    args = parser.parse_args(argv)
+    try:
+        with tempfile.TemporaryDirectory(prefix="labkit-loadtest-") as folder:
+            report = run_load_test(args.learners, Path(folder), args.notebooks)
+    except LabkitError as exc:
+        print(f"workshop-loadtest: {exc}", file=sys.stderr)
+        return 2
+    print(report.to_text())
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    print(f"figures written to {write_text(args.json, report.to_json())}")
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The load test's report and inputs, without a hub (the hub itself runs in test_hub.py and `make workshop-loadtest`)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import psutil
+
+from labkit.tools.workshop_load import (
+    LearnerFigures,
+    LoadReport,
+    NotebookFigures,
+    cpu_seconds,
+    peak_rss_bytes,
+    rss_bytes,
+    solved_core_track,
+)
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def _learner(name: str, runs: list[tuple[str, float, float, list[str]]], failure: str = "") -> LearnerFigures:
+    notebooks = [NotebookFigures(notebook, 1.0, cpu, rss, 3, errors) for notebook, cpu, rss, errors in runs]
+    return LearnerFigures(name, server_start_s=2.0, first_cell_s=5.0, notebooks=notebooks, failure=failure)
+
+
+def test_a_learner_peak_is_the_largest_kernel_and_cpu_the_sum_over_notebooks():
+    learner = _learner("ada", [("00_a.ipynb", 1.5, 300.0, []), ("01_b.ipynb", 2.0, 700.0, []), ("02_c.ipynb", 0.5, 200.0, [])])
+    assert learner.kernel_peak_rss_mib == 700.0
+    assert learner.kernel_cpu_s == 4.0
+    assert learner.failures == []
+
+
+def test_every_failed_cell_and_stopped_learner_is_named_once():
+    report = LoadReport([
+        _learner("ada", [("00_a.ipynb", 1.0, 1.0, ["ValueError: no"]), ("01_b.ipynb", 1.0, 1.0, ["KeyError: 'x'"])]),
+        _learner("grace", [], failure="HubError: not ready"),
+    ], leftovers="node configurable-http-proxy")
+    assert report.failures == ["ada 00_a.ipynb: ValueError: no", "ada 01_b.ipynb: KeyError: 'x'", "grace: HubError: not ready",
+                               "after the hub stopped: node configurable-http-proxy"]
+    assert "4 failures" in report.to_text()
+    assert "not stopped cleanly" in report.to_text()
+
+
+def test_the_table_has_one_cpu_column_per_notebook_in_run_order_and_a_gap_where_one_did_not_run():
+    report = LoadReport([_learner("ada", [("00_a.ipynb", 1.0, 1.0, []), ("01_b.ipynb", 2.0, 1.0, [])]),
+                         _learner("grace", [("00_a.ipynb", 3.0, 1.0, [])], failure="timeout")])
+    table = report.learner_table()
+    assert [h for h in table.headers if h.startswith("CPU ")] == ["CPU 00 (s)", "CPU 01 (s)"]
+    assert table.column("CPU 01 (s)") == [2.0, None]
+    assert table.column("kernel CPU (s)") == [3.0, 3.0]
+
+
+def test_the_json_keeps_every_figure_and_the_derived_ones():
+    report = LoadReport([_learner("ada", [("00_a.ipynb", 1.5, 300.0, [])])], wall_s=12.0, hub_cpu_s=0.5)
+    data = json.loads(report.to_json())
+    assert data["wall_s"] == 12.0 and data["hub_cpu_s"] == 0.5 and data["failures"] == []
+    assert data["learners"][0]["kernel_peak_rss_mib"] == 300.0
+    assert data["learners"][0]["notebooks"][0]["kernel_cpu_s"] == 1.5
+
+
+def test_process_figures_of_this_process():
+    me = psutil.Process(os.getpid())
+    rss = rss_bytes(me, tree=False)
+    assert rss > 0
+    assert rss_bytes(me, tree=True) >= rss
+    assert peak_rss_bytes(me) >= rss
+    assert cpu_seconds(me, tree=True) >= cpu_seconds(me, tree=False) > 0
+
+
+def test_the_learners_run_solved_notebooks_without_outputs():
+    solved = solved_core_track(NOTEBOOKS)
+    assert list(solved)[0] == "00_start_here.ipynb"
+    code = [cell for notebook in solved.values() for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    assert not any('NotImplementedError("Exercise' in "".join(cell["source"]) for cell in code), "a stub, not a solution"
+    assert any("solution" in cell["metadata"].get("tags", []) for cell in code)
+    assert all(cell["outputs"] == [] and cell["execution_count"] is None for cell in code)
