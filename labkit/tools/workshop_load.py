@@ -21,7 +21,11 @@ What it reports (a table, and JSON with ``--json``): per learner, the peak
 RSS of each kernel's process tree, its CPU seconds per notebook, the time from
 asking for the server to the first executed cell, and the server's own peak
 RSS and CPU; the hub's and the proxy's CPU seconds and peak RSS; the total wall
-time; every failed cell. Memory is sampled with psutil every
+time; every failed cell; and the machine's memory in use (total less available)
+at its peak, above what was in use before the hub started. RSS counts torch's
+shared library pages in every kernel, so per-kernel RSS summed over a room
+overstates what it needs; the machine's figure is what a server must have.
+Memory is sampled with psutil every
 ``SAMPLE_SECONDS``; a kernel's peak also counts its kernel-recorded high-water
 mark (``VmHWM``), so a spike between two samples is not missed.
 
@@ -343,12 +347,19 @@ def cpu_seconds(process: psutil.Process, tree: bool) -> float:
     return total
 
 
+def machine_memory_in_use() -> int:
+    """Bytes of memory the machine cannot hand out now (total less available: page cache that can be dropped is free)."""
+    memory = psutil.virtual_memory()
+    return int(memory.total - memory.available)
+
+
 class PeakSampler:
-    """Samples the resident memory of named processes (or process trees) every ``interval`` seconds; keeps each peak."""
+    """Samples the resident memory of named processes (or process trees), and the machine's, every ``interval`` seconds."""
 
     def __init__(self, interval: float = SAMPLE_SECONDS) -> None:
         self.interval = interval
         self.peaks: dict[str, int] = {}
+        self.machine_peak = machine_memory_in_use()
         self._watched: dict[str, tuple[psutil.Process, bool]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -384,6 +395,7 @@ class PeakSampler:
 
     def _sample_until_stopped(self) -> None:
         while not self._stop.wait(self.interval):
+            self.machine_peak = max(self.machine_peak, machine_memory_in_use())
             with self._lock:
                 names = list(self._watched)
             for name in names:
@@ -445,6 +457,7 @@ class LoadReport:
     proxy_peak_rss_mib: float = 0.0
     cpu_count: int = field(default_factory=lambda: os.cpu_count() or 1)
     memory_mib: float = field(default_factory=lambda: psutil.virtual_memory().total / MIB)
+    machine_peak_mib: float = 0.0  # the machine's memory in use at its peak, above its use before the hub started
     leftovers: str = ""  # processes that outlived the hub (killed), or why the hub failed to stop cleanly
     stopped_cleanly: bool = False  # the hub stopped and no process it started was left running
 
@@ -470,7 +483,9 @@ class LoadReport:
 
     def hub_table(self) -> Table:
         rows = [["hub", self.hub_cpu_s, self.hub_peak_rss_mib], ["proxy", self.proxy_cpu_s, self.proxy_peak_rss_mib]]
-        title = f"total wall time {self.wall_s:.0f} s on {self.cpu_count} cores, {self.memory_mib / 1024:.1f} GiB"
+        title = (f"total wall time {self.wall_s:.0f} s on {self.cpu_count} cores, {self.memory_mib / 1024:.1f} GiB; "
+                 f"peak memory in use {self.machine_peak_mib:.0f} MiB above before the hub "
+                 f"({self.machine_peak_mib / max(len(self.learners), 1):.0f} MiB per learner)")
         return Table(["process", "CPU during the load (s)", "peak RSS (MiB)"], rows, title=title, floatfmt=".1f")
 
     def to_text(self) -> str:
@@ -582,6 +597,7 @@ def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
     solved = solved_core_track(notebooks)
     names = [f"learner{number:02d}" for number in range(1, learners + 1)]
     report = LoadReport([])
+    before = machine_memory_in_use()
     started = time.monotonic()
     try:
         with workshop_hub(folder) as hub, PeakSampler() as sampler:
@@ -597,6 +613,7 @@ def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
             report.proxy_cpu_s = cpu_seconds(proxy, tree=False) - proxy_cpu
             report.hub_peak_rss_mib = sampler.forget("hub") / MIB
             report.proxy_peak_rss_mib = sampler.forget("proxy") / MIB
+            report.machine_peak_mib = (sampler.machine_peak - before) / MIB
         report.stopped_cleanly = True
     except HubError as exc:
         if not report.learners:

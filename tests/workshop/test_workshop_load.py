@@ -76,3 +76,9 @@ def test_the_learners_run_solved_notebooks_without_outputs():
     assert not any('NotImplementedError("Exercise' in "".join(cell["source"]) for cell in code), "a stub, not a solution"
     assert any("solution" in cell["metadata"].get("tags", []) for cell in code)
     assert all(cell["outputs"] == [] and cell["execution_count"] is None for cell in code)
+
+
+def test_the_machine_peak_is_reported_in_total_and_per_learner():
+    report = LoadReport([_learner("ada", []), _learner("grace", [])], machine_peak_mib=3000.0)
+    assert "peak memory in use 3000 MiB above before the hub (1500 MiB per learner)" in report.hub_table().title
+    assert json.loads(report.to_json())["machine_peak_mib"] == 3000.0
