@@ -14,8 +14,12 @@ JUPYTER_LAB = $(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT
 WORKSHOP_STAMP := $(VENV)/.labkit-workshop-installed
 PROXY := workshop/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
+# the oldest torch the labs are tested on (labkit.tools.doctor.TESTED_RANGE; pyproject's floor): its own venv
+FLOOR_VENV ?= .venv-torch-floor
+TORCH_FLOOR := torch==2.6.0 torchvision==0.21.0
+FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-solutions workshop-loadtest test lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-solutions workshop-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
@@ -24,6 +28,7 @@ help:
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
 	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
+	@echo "make test-torch-floor  unit tests and every notebook (run, outputs not compared) on the oldest tested torch"
 	@echo "make lint       ruff (line length included) and mypy, as make test runs them"
 	@echo "make nbval-stress  strict nbval on every notebook 3x with all cores busy, then with OMP_NUM_THREADS=1"
 	@echo "make notebooks  re-execute every notebook in place, storing outputs and widget state"
@@ -74,6 +79,20 @@ workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)
+
+# CI's second job: the tested floor in its own venv (a few GB: PyPI's torch 2.6 is a CUDA build). Strict nbval
+# stays on the newest release; here each notebook must only run without an error (labkit notebooks --no-write).
+$(FLOOR_STAMP): pyproject.toml
+	test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install --upgrade pip
+	printf '%s\n' $(TORCH_FLOOR) > $(FLOOR_VENV)/torch-floor.txt
+	$(FLOOR_VENV)/bin/python -m pip install -c $(FLOOR_VENV)/torch-floor.txt -e '.[dev]'
+	touch $(FLOOR_STAMP)
+
+test-torch-floor: $(FLOOR_STAMP)
+	$(FLOOR_VENV)/bin/python -m labkit doctor
+	$(FLOOR_VENV)/bin/python -m pytest -o addopts=-ra -m 'not ui' tests --ignore=tests/workshop $(TEST_ARGS)
+	$(FLOOR_VENV)/bin/python -m labkit notebooks --no-write $(NOTEBOOKS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check labkit tests conftest.py

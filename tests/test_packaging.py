@@ -33,3 +33,15 @@ def test_import_labkit_is_headless_and_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert json.loads(out) == []
 
+
+
+def test_the_declared_floor_the_doctor_and_the_floor_ci_job_name_the_same_releases():
+    from labkit.tools.doctor import TESTED_RANGE
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    floors = {Requirement(r).name: str(Requirement(r).specifier) for r in pyproject["project"]["dependencies"]}
+    makefile = (ROOT / "Makefile").read_text()
+    pins = next(line for line in makefile.splitlines() if line.startswith("TORCH_FLOOR :=")).split(":=")[1].split()
+    assert sorted(pins) == sorted(f"{dist}=={oldest}" for dist, (oldest, _) in TESTED_RANGE.items())
+    for dist, (oldest, _) in TESTED_RANGE.items():
+        assert floors[dist] == f">={oldest.removesuffix('.0')}", f"pyproject's {dist} floor is not the tested {oldest}"

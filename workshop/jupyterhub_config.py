@@ -53,8 +53,12 @@ c.Spawner.default_url = "/lab"
 c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner; LocalProcessSpawner only reports it (MEM_LIMIT)
 c.Spawner.http_timeout = 120  # a busy two-core machine starts JupyterLab slowly
 c.Spawner.start_timeout = 180
-c.Spawner.environment = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin"}
-c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+# torch starts one thread per core by default: thirty kernels on a 16-core server would run 480 threads.
+c.Spawner.environment = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads)}
+c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                  # learners rarely shut a kernel down: the previous notebook's would keep its memory all day
+                  f"--MappingKernelManager.cull_idle_timeout={settings.kernel_cull_after_s}",
+                  "--MappingKernelManager.cull_interval=300"]
 if settings.spawner == "shared-account" and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
     c.Spawner.args += ["--allow-root"]
 

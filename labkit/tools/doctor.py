@@ -48,6 +48,11 @@ HELPER_PACKAGES = {
     "jupyter_core": "jupyter_core",
     "jupyter_client": "jupyter_client",
 }
+# The releases the test suite runs on: strict nbval stores the notebooks' outputs on the newest, and
+# `make test-torch-floor` (a CI job) runs the unit tests and executes every notebook on the oldest, which is
+# also pyproject's floor (tests/test_packaging.py keeps the three in step). A newer release gets a warning:
+# the labs may well work on it, but nothing has checked that they do.
+TESTED_RANGE = {"torch": ("2.6.0", "2.14.1"), "torchvision": ("0.21.0", "0.29.1")}
 WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
 MIN_PYTHON = (3, 10)
 TIMEOUT_ENV = "LABKIT_DOCTOR_TIMEOUT"
@@ -58,12 +63,16 @@ _RESULT_MARK = "@@labkit-doctor-result@@ "
 
 @dataclass(frozen=True)
 class Probe:
-    """One line of the preflight: what was probed, whether it passed, how to fix it."""
+    """One line of the preflight: what was probed, whether it passed, how to fix it.
+
+    A ``warning`` passes (the labs can run) but names something the learner should know.
+    """
 
     name: str
     ok: bool
     detail: str
     fix: str = ""
+    warning: str = ""
 
 
 @dataclass
@@ -75,21 +84,29 @@ class DoctorReport:
         return [p for p in self.probes if not p.ok]
 
     @property
+    def warnings(self) -> list[Probe]:
+        return [p for p in self.probes if p.ok and p.warning]
+
+    @property
     def ok(self) -> bool:
         return not self.problems
 
     def verdict(self) -> str:
         if self.ok:
-            return f"doctor: READY - all {len(self.probes)} probes passed; open notebooks/00_start_here.ipynb"
+            warned = f", {len(self.warnings)} with a warning ({', '.join(p.name for p in self.warnings)})" \
+                if self.warnings else ""
+            return f"doctor: READY - all {len(self.probes)} probes passed{warned}; open notebooks/00_start_here.ipynb"
         names = ", ".join(c.name for c in self.problems)
         return (f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. "
                 "Run the fix command(s) above, then `python -m labkit doctor` again.")
 
     def to_text(self) -> str:
-        rows = [("ok" if p.ok else "PROBLEM", p.name, p.detail) for p in self.probes]
+        rows = [("PROBLEM" if not p.ok else "WARNING" if p.warning else "ok", p.name, p.detail) for p in self.probes]
         lines = [_plain_table(["status", "probe", "detail"], rows), ""]
         for problem in self.problems:
             lines.append(f"To fix {problem.name}: {problem.fix}")
+        for warned in self.warnings:
+            lines.append(f"Warning on {warned.name}: {warned.warning}")
         lines.append(self.verdict())
         return "\n".join(lines)
 
@@ -307,7 +324,20 @@ def package_probe(dist: str, module: str, result: ProbeResult, spec: str = "",
     version = facts["version"]
     if spec and satisfies is not None and not satisfies(version, spec):  # an unparsable version satisfies nothing
         return Probe(dist, False, f"{version} installed, labkit needs {spec}", install)
-    return Probe(dist, True, version)
+    return Probe(dist, True, version, warning=untested_warning(dist, version, satisfies))
+
+
+def untested_warning(dist: str, version: str, satisfies: Callable[[str, str], bool] | None) -> str:
+    """Why ``version`` of ``dist`` is newer than the newest release series labkit is tested on, or ``""``."""
+    if dist not in TESTED_RANGE or satisfies is None:
+        return ""
+    oldest, newest = TESTED_RANGE[dist]
+    major, minor = (int(part) for part in newest.split(".")[:2])
+    if satisfies(version, f"<{major}.{minor + 1}"):  # 2.14.x counts as tested when 2.14.1 is
+        return ""
+    return (f"{dist} {version} is newer than labkit's tested range ({oldest} to {newest}): the labs may work, "
+            f"but no test has run on it. If a lab breaks, {_python()} -m pip install "
+            f"{shlex.quote(f'{dist}=={newest}')} gives the tested release.")
 
 
 def _version_tools() -> tuple[dict[str, str], Callable[[str, str], bool]]:

@@ -55,7 +55,9 @@ class HubSettings:
     state: Path = ROOT / "workshop" / "state"  # the hub's database, cookie secret, proxy pid
     notebooks: Path = ROOT / "notebooks"
     mem_limit: str = "2G"
+    threads: int = 2  # torch's threads per kernel: its default, one per core, oversubscribes a shared server
     cull_after_s: int = 3600
+    kernel_cull_after_s: int = 1800  # a kernel left idle (the previous notebook's) is shut down, freeing its memory
     password: str = ""  # shared-password log-in when set, else NativeAuthenticator
     admin_password: str = ""
 
@@ -73,7 +75,10 @@ class HubSettings:
             spawner=get("spawner", defaults.spawner), homes=Path(get("homes", defaults.homes)).resolve(),
             state=Path(get("state", defaults.state)).resolve(), notebooks=Path(get("notebooks", defaults.notebooks)).resolve(),
             mem_limit=get("mem_limit", defaults.mem_limit),
+            threads=_integer(PREFIX + "THREADS", get("threads", defaults.threads)),
             cull_after_s=_integer(PREFIX + "CULL_AFTER_S", get("cull_after_s", defaults.cull_after_s)),
+            kernel_cull_after_s=_integer(PREFIX + "KERNEL_CULL_AFTER_S",
+                                         get("kernel_cull_after_s", defaults.kernel_cull_after_s)),
             password=get("password", ""), admin_password=get("admin_password", ""),
         )
         settings.validate()
@@ -85,6 +90,10 @@ class HubSettings:
             raise LabkitValueError(f"{PREFIX}TRACK={self.track!r}: choose one of {', '.join(TRACKS)}.")
         if self.spawner not in SPAWNERS:
             raise LabkitValueError(f"{PREFIX}SPAWNER={self.spawner!r}: choose one of {', '.join(SPAWNERS)}.")
+        for name, value in (("THREADS", self.threads), ("CULL_AFTER_S", self.cull_after_s),
+                            ("KERNEL_CULL_AFTER_S", self.kernel_cull_after_s)):
+            if value < 1:
+                raise LabkitValueError(f"{PREFIX}{name}={value}: give a whole number of at least 1.")
         if bool(self.password) != bool(self.admin_password):
             raise LabkitValueError(
                 f"Set both {PREFIX}PASSWORD (learners) and {PREFIX}ADMIN_PASSWORD (the instructor, 32+ characters), "

@@ -144,3 +144,21 @@ def test_an_unusable_device_override_is_a_named_problem_not_a_crash(monkeypatch)
     assert [p.name for p in report.problems] == ["device"]
     assert "unset LABKIT_DEVICE" in report.to_text()
     assert report.to_text().splitlines()[-1].startswith("doctor: NOT READY - 1 problem(s): device.")
+
+
+def test_a_release_newer_than_the_tested_range_passes_with_a_warning():
+    _, satisfies = doctor._version_tools()
+    oldest, newest = doctor.TESTED_RANGE["torch"]
+    for tested in (oldest, newest, newest + "+cu130", newest.rsplit(".", 1)[0] + ".9"):
+        probe = doctor.package_probe("torch", "torch", doctor.ProbeResult({"version": tested}), f">={oldest}", satisfies)
+        assert probe.ok and probe.warning == "", tested
+    major, minor = (int(part) for part in newest.split(".")[:2])
+    newer = f"{major}.{minor + 1}.0"
+    probe = doctor.package_probe("torch", "torch", doctor.ProbeResult({"version": newer}), f">={oldest}", satisfies)
+    assert probe.ok and f"torch {newer} is newer than labkit's tested range ({oldest} to {newest})" in probe.warning
+    assert f"pip install torch=={newest}" in probe.warning
+    report = doctor.DoctorReport([doctor.Probe("python", True, "3.11"), probe])
+    text = report.to_text()
+    assert "WARNING  torch" in text and f"Warning on torch: torch {newer} is newer" in text
+    assert report.ok and text.splitlines()[-1].startswith("doctor: READY - all 2 probes passed, 1 with a warning (torch);")
+

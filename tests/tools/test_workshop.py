@@ -84,6 +84,9 @@ def test_the_command_says_when_it_finds_no_workspace(tmp_path: Path, monkeypatch
     ("SPAWNER", "docker", "choose one of shared-account, system-users"),
     ("PORT", "eighty", "give a whole number"),
     ("PASSWORD", "only-the-learners-one", "Set both"),
+    ("THREADS", "0", "at least 1"),
+    ("THREADS", "two", "give a whole number"),
+    ("KERNEL_CULL_AFTER_S", "-5", "at least 1"),
 ])
 def test_bad_settings_are_refused_with_what_to_do(name: str, value: str, message: str):
     with pytest.raises(LabkitValueError, match=message):
@@ -94,6 +97,7 @@ def test_defaults_are_loopback_core_track_and_no_shared_password():
     settings = HubSettings.from_environment({})
     assert (settings.ip, settings.track, settings.password, settings.spawner) == ("127.0.0.1", "core", "", "shared-account")
     assert settings.workspace("ada") == settings.homes / "ada" / "labkit-workspace"
+    assert (settings.threads, settings.kernel_cull_after_s) == (2, 1800)
     command = workspace_command(settings, settings.workspace("ada"))
     assert command[-2:] == ["--track", "core"] and "workspace" in command
 
