@@ -5,7 +5,8 @@ Why: strict nbval compares stderr too, and a learner who sees a red
 message, so a real warning still reaches the learner. Seen with torch 2.14.1:
 
 - ``torch.utils.cpp_extension`` (imported by ``torch.utils.benchmark``) logs
-  "No CUDA runtime is found" on a CUDA build without a GPU;
+  "No CUDA runtime is found" on a CUDA build without a GPU (torch 2.6, the
+  tested floor, prints it to ``sys.stderr`` instead, where CUDA_HOME exists);
 - ``torch.jit.script`` is deprecated (FutureWarning) and some torch.func /
   autograd.functional paths call it on first use; ``optimize_for_inference``
   calls the equally deprecated ``torch.jit.script_method``;
@@ -15,6 +16,7 @@ message, so a real warning still reaches the learner. Seen with torch 2.14.1:
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import re
@@ -57,11 +59,12 @@ def import_benchmark():
 
 @contextlib.contextmanager
 def filtered_native_stderr(pattern: re.Pattern[str] = KNOWN_NATIVE_LINES) -> Iterator[None]:
-    """Capture file descriptor 2 for the block; re-emit every line not matching ``pattern``.
+    """Capture file descriptor 2 and ``sys.stderr`` for the block; re-emit every line not matching ``pattern``.
 
     Native libraries write to fd 2 directly, so ``contextlib.redirect_stderr``
-    cannot see them. Lines that do not match are written back to ``sys.stderr``
-    afterwards, so nothing unexpected is hidden.
+    cannot see them; Python code prints to ``sys.stderr``, which in a Jupyter
+    kernel is not fd 2. Lines that do not match are written back to
+    ``sys.stderr`` afterwards, so nothing unexpected is hidden.
     """
     try:
         stderr_fd = sys.__stderr__.fileno() if sys.__stderr__ else 2
@@ -69,10 +72,12 @@ def filtered_native_stderr(pattern: re.Pattern[str] = KNOWN_NATIVE_LINES) -> Ite
         stderr_fd = 2
     sys.stderr.flush()
     saved_fd = os.dup(stderr_fd)
+    printed = io.StringIO()
     with tempfile.TemporaryFile(mode="w+b") as capture:
         os.dup2(capture.fileno(), stderr_fd)
         try:
-            yield
+            with contextlib.redirect_stderr(printed):
+                yield
         finally:
             try:
                 sys.stderr.flush()
@@ -81,10 +86,7 @@ def filtered_native_stderr(pattern: re.Pattern[str] = KNOWN_NATIVE_LINES) -> Ite
             os.dup2(saved_fd, stderr_fd)
             os.close(saved_fd)
             capture.seek(0)
-            kept = [
-                line
-                for line in capture.read().decode("utf-8", "replace").splitlines(keepends=True)
-                if line.strip() and not pattern.match(line)
-            ]
+            written = capture.read().decode("utf-8", "replace") + printed.getvalue()
+            kept = [line for line in written.splitlines(keepends=True) if line.strip() and not pattern.match(line)]
             if kept:
                 sys.stderr.write("".join(kept))
