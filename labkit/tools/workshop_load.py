@@ -516,7 +516,7 @@ def solved_core_track(notebooks: Path) -> dict[str, dict[str, Any]]:
     return solved
 
 
-def _server_process(hub: Hub, name: str) -> psutil.Process:
+def server_process(hub: Hub, name: str) -> psutil.Process:
     """The learner's ``jupyterhub-singleuser`` process (its environment names the learner)."""
     for process in hub.processes():
         with contextlib.suppress(psutil.Error):
@@ -567,7 +567,7 @@ def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], samp
         hub.start_server(name)
         hub.wait_until_ready(name)
         figures.server_start_s = time.monotonic() - asked
-        server = _server_process(hub, name)
+        server = server_process(hub, name)
         sampler.watch(f"server {name}", server)
         url, token = hub.server_url(name), hub.learner_token(name)
         request(f"{url}/api/contents/{UPLOAD_FOLDER}", "PUT", {"type": "directory"}, token)

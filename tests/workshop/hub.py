@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from labkit.tools.workshop_load import PROXY, WORKSHOP, Hub, request, run_notebook, workshop_hub
+from labkit.tools.workshop_load import PROXY, WORKSHOP, Hub, request, run_notebook, server_process, workshop_hub
 
-__all__ = ["Hub", "request", "require_proxy", "run_notebook", "workshop_hub"]
+__all__ = ["Hub", "request", "require_proxy", "run_notebook", "server_process", "workshop_hub"]
 
 
 def require_proxy() -> Path:

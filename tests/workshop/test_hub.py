@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workshop.hub import Hub, request, require_proxy, run_notebook, workshop_hub
+from tests.workshop.hub import Hub, request, require_proxy, run_notebook, server_process, workshop_hub
 
 LEARNERS = ("ada", "grace")
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
@@ -35,6 +35,9 @@ def test_two_learners_get_separate_workspaces_and_run_notebook_00(tmp_path: Path
             assert "00_start_here.ipynb" in names, f"{name}'s server does not serve a workspace: {names}"
             assert (workspace / "00_start_here.ipynb").is_file()
             assert stat.S_IMODE(workspace.parent.stat().st_mode) == 0o700, "a learner's folder must be theirs alone"
+            server = server_process(hub, name)  # torch's threads capped, idle kernels shut down (workshop settings)
+            assert server.environ().get("OMP_NUM_THREADS") == "2"
+            assert "--MappingKernelManager.cull_idle_timeout=1800" in server.cmdline()
 
         # Separate: what ada saves is in her workspace only, and her token does not open grace's server.
         request(f"{_server(hub, 'ada')}/api/contents/mine.txt", "PUT",
