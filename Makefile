@@ -16,7 +16,7 @@ PROXY := workshop/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 # the oldest torch the labs are tested on (labkit.tools.doctor.TESTED_RANGE; pyproject's floor): its own venv
 FLOOR_VENV ?= .venv-torch-floor
-TORCH_FLOOR := torch==2.6.0 torchvision==0.21.0
+TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
 .PHONY: lab lab-reference workshop workshop-solutions workshop-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
@@ -80,7 +80,7 @@ workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)
 
-# CI's second job: the tested floor in its own venv (a few GB: PyPI's torch 2.6 is a CUDA build). Strict nbval
+# CI's second job: the tested floor in its own venv (a few GB: PyPI's torch 2.4 is a CUDA build). Strict nbval
 # stays on the newest release; here each notebook must only run without an error (labkit notebooks --no-write).
 # Left out: the browser and hub tests (they test JupyterLab and JupyterHub, the same on any torch) and lint
 # (mypy reads each torch release's own type hints).

@@ -5,8 +5,8 @@ Why: strict nbval compares stderr too, and a learner who sees a red
 message, so a real warning still reaches the learner. Seen with torch 2.14.1:
 
 - ``torch.utils.cpp_extension`` (imported by ``torch.utils.benchmark``) logs
-  "No CUDA runtime is found" on a CUDA build without a GPU (torch 2.6, the
-  tested floor, prints it to ``sys.stderr`` instead, where CUDA_HOME exists);
+  "No CUDA runtime is found" on a CUDA build without a GPU (torch 2.4, the
+  tested floor, and 2.6 print it to ``sys.stderr`` instead, where CUDA_HOME exists);
 - ``torch.jit.script`` is deprecated (FutureWarning) and some torch.func /
   autograd.functional paths call it on first use; ``optimize_for_inference``
   calls the equally deprecated ``torch.jit.script_method``;

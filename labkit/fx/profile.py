@@ -165,9 +165,10 @@ def _stamp_function(device: torch.device) -> Callable[[list[float]], None]:
     return {"cuda": _cuda_stamp, "mps": _mps_stamp}.get(device.type, _perf_counter_stamp)
 
 
-# ``name = stamp(_labkit_stamps);  name = None`` (possibly with other dead names) as fx writes it.
+# ``name = stamp(_labkit_stamps);  name = None`` (possibly with other dead names) as fx writes it; torch
+# 2.4 frees no name for a node nothing uses: ``name = stamp(_labkit_stamps)``, perhaps ``;  other = None``.
 _STAMP_LINE = re.compile(
-    rf"^(?P<indent>\s*)(?P<name>\w+) = (?P<call>\w+\({_STAMPS_ATTR}\));  (?P<dead>\w+(?: = \w+)*) = None$"
+    rf"^(?P<indent>\s*)(?P<name>\w+) = (?P<call>\w+\({_STAMPS_ATTR}\))(?:;  (?P<dead>\w+(?: = \w+)*) = None)?$"
 )
 
 
@@ -184,9 +185,10 @@ def _drop_stamp_variables(body: list[str]) -> list[str]:
     lines = "".join(body).split("\n")
     for index, line in enumerate(lines):
         match = _STAMP_LINE.match(line)
-        if match is None or match["name"] not in match["dead"].split(" = "):
+        if match is None:
             continue
-        dead = [name for name in match["dead"].split(" = ") if name != match["name"]]
+        # a stamp's value is never used, so its name goes; the other names freed on this line stay freed
+        dead = [name for name in (match["dead"] or "").split(" = ") if name and name != match["name"]]
         lines[index] = match["indent"] + match["call"] + (f";  {' = '.join(dead)} = None" if dead else "")
     return ["\n".join(lines)]
 

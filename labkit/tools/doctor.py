@@ -52,7 +52,7 @@ HELPER_PACKAGES = {
 # `make test-torch-floor` (a CI job) runs the unit tests and executes every notebook on the oldest, which is
 # also pyproject's floor (tests/test_packaging.py keeps the three in step). A newer release gets a warning:
 # the labs may well work on it, but nothing has checked that they do.
-TESTED_RANGE = {"torch": ("2.6.0", "2.14.1"), "torchvision": ("0.21.0", "0.29.1")}
+TESTED_RANGE = {"torch": ("2.4.1", "2.14.1"), "torchvision": ("0.19.1", "0.29.1")}
 WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
 MIN_PYTHON = (3, 10)
 TIMEOUT_ENV = "LABKIT_DOCTOR_TIMEOUT"

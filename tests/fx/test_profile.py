@@ -22,6 +22,7 @@ from labkit.fx.profile import (
     ProfilingInterpreter,
     TraceFailedError,
     TrainModeWarning,
+    _drop_stamp_variables,
     profile_model,
     require_count,
     require_profilable,
@@ -597,3 +598,17 @@ def test_a_torchvision_video_model_has_one_conv3d_type():
     types = {t for t, *_ in report.by_op_type().rows}
     assert "Conv3d" in types and "conv3d" not in types and "get_attr" not in types
     assert {r.module_class for r in report.rows if r.op_type == "Conv3d"} == {"Conv3DSimple", "Conv3d"}
+
+
+STAMP = "labkit_fx_profile__perf_counter_stamp(_labkit_stamps)"
+
+
+@pytest.mark.parametrize("written, bare", [
+    (f"    s_1 = {STAMP};  s_1 = None", f"    {STAMP}"),  # torch 2.6 and later free the unused value at once
+    (f"    s_1 = {STAMP}", f"    {STAMP}"),  # torch 2.4 frees nothing for a value nobody uses
+    (f"    s_6 = {STAMP};  _labkit_stamps = None", f"    {STAMP};  _labkit_stamps = None"),  # 2.4, last stamp
+    (f"    s_6 = {STAMP};  _labkit_stamps = s_6 = None", f"    {STAMP};  _labkit_stamps = None"),
+    ("    conv1 = self.conv1(x);  x = None", "    conv1 = self.conv1(x);  x = None"),  # not a stamp: untouched
+])
+def test_each_torch_releases_stamp_line_becomes_a_bare_call(written: str, bare: str):
+    assert _drop_stamp_variables([f"\n{written}\n"]) == [f"\n{bare}\n"]
