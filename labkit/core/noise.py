@@ -86,7 +86,8 @@ def filtered_native_stderr(pattern: re.Pattern[str] = KNOWN_NATIVE_LINES) -> Ite
             os.dup2(saved_fd, stderr_fd)
             os.close(saved_fd)
             capture.seek(0)
-            written = capture.read().decode("utf-8", "replace") + printed.getvalue()
-            kept = [line for line in written.splitlines(keepends=True) if line.strip() and not pattern.match(line)]
+            written = [*capture.read().decode("utf-8", "replace").splitlines(keepends=True),
+                       *printed.getvalue().splitlines(keepends=True)]  # apart: a native line without "\n" stays whole
+            kept = [line for line in written if line.strip() and not pattern.match(line)]
             if kept:
                 sys.stderr.write("".join(kept))
