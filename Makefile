@@ -75,7 +75,7 @@ workshop-solutions: $(WORKSHOP_STAMP)
 
 # a benchmark, not a test: the hub on loopback, N learners run the solved core track at once (workshop/README.md)
 workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
-	$(PY) -m labkit.tools.workshop_load --learners $(or $(N),8) --json build/workshop-loadtest.json
+	$(PY) -m labkit.workshop.load --learners $(or $(N),8) --json build/workshop-loadtest.json
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)

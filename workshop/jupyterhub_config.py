@@ -1,7 +1,7 @@
 """JupyterHub for a labkit workshop on one server: `make workshop` starts it (see workshop/README.md).
 
 Every setting an instructor changes is a LABKIT_WORKSHOP_* environment variable,
-read by labkit.tools.workshop_hub.HubSettings; this file only turns them into
+read by labkit.workshop.settings.HubSettings; this file only turns them into
 JupyterHub configuration.
 """
 import functools
@@ -9,7 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from labkit.tools.workshop_hub import HubSettings, provision_workspace
+from labkit.workshop.provision import provision_workspace
+from labkit.workshop.settings import HubSettings
 
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
 settings = HubSettings.from_environment()

@@ -1,4 +1,4 @@
-"""The workshop hub for tests: :mod:`labkit.tools.workshop_load`'s hub, with the proxy installed or the test skipped.
+"""The workshop hub for tests: :mod:`labkit.workshop.load`'s hub, with the proxy installed or the test skipped.
 
 The load test (``make workshop-loadtest``) and the hub test share one
 implementation: ``workshop/jupyterhub_config.py`` on free loopback ports, the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.tools.workshop_load import PROXY, WORKSHOP, Hub, request, run_notebook, server_process, workshop_hub
+from labkit.workshop.load import PROXY, WORKSHOP, Hub, request, run_notebook, server_process, workshop_hub
 
 __all__ = ["Hub", "request", "require_proxy", "run_notebook", "server_process", "workshop_hub"]
 

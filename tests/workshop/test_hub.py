@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.tools.workshop_hub import HubSettings
+from labkit.workshop.settings import HubSettings
 from tests.workshop.hub import request, require_proxy, run_notebook, server_process, workshop_hub
 
 LEARNERS = ("ada", "grace")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from labkit.core.errors import LabkitValueError
 from labkit.tools.output_folder import MANIFEST
-from labkit.tools.workshop_hub import WORKSPACE_NAME, HubSettings
+from labkit.workshop.settings import WORKSPACE_NAME, HubSettings
 
 SOLUTIONS = "solutions"
 _OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psutil
 
-from labkit.tools.workshop_load import (
+from labkit.workshop.load import (
     LearnerFigures,
     LoadReport,
     NotebookFigures,

@@ -1,4 +1,4 @@
-"""hand-out-solutions and the hub's settings (labkit.tools.workshop, workshop_hub); the hub itself: tests/workshop/."""
+"""hand-out-solutions and the hub's settings (labkit.workshop.handout, workshop_hub); the hub itself: tests/workshop/."""
 from __future__ import annotations
 
 import pwd
@@ -9,8 +9,9 @@ import pytest
 from labkit.__main__ import main
 from labkit.core.errors import LabkitValueError
 from labkit.tools.output_folder import MANIFEST
-from labkit.tools.workshop import hand_out_solutions, learner_workspaces
-from labkit.tools.workshop_hub import HubSettings, workspace_command
+from labkit.workshop.handout import hand_out_solutions, learner_workspaces
+from labkit.workshop.provision import workspace_command
+from labkit.workshop.settings import HubSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "notebooks" / "solutions"

@@ -66,7 +66,7 @@ from labkit.core.tables import Table
 from labkit.labs import find_notebooks
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.tracks import apply_track
-from labkit.tools.workshop_hub import ROOT
+from labkit.workshop.settings import ROOT
 
 WORKSHOP = ROOT / "workshop"
 PROXY = WORKSHOP / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -624,7 +624,7 @@ def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.tools.workshop_load", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m labkit.workshop.load", description=__doc__.split("\n")[0])
     parser.add_argument("--learners", "-n", type=int, default=8, help="how many learners at once (default 8)")
     parser.add_argument("--json", type=Path, default=ROOT / "build" / "workshop-loadtest.json",
                         help="where to write the figures (default build/workshop-loadtest.json)")
