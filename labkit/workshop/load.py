@@ -81,8 +81,7 @@ HUB_CONFIG = """\
 c = get_config()  # noqa: F821
 load_subconfig({workshop_config!r})  # noqa: F821
 c.JupyterHub.ip = "127.0.0.1"
-c.JupyterHub.authenticator_class = "dummy"  # tests and the load test only: the real config never allows it
-c.JupyterHub.port = {port}
+{authenticator}c.JupyterHub.port = {port}
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = {hub_port}
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api_port}"
@@ -164,19 +163,26 @@ def require_proxy() -> Path:
 
 
 @contextlib.contextmanager
-def workshop_hub(folder: Path) -> Iterator[Hub]:
-    """Start the hub in ``folder``; on the way out stop it and every process it started, and fail if one had to be killed."""
+def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str, str] | None = None) -> Iterator[Hub]:
+    """Start the hub in ``folder``; on the way out stop it and every process it started, and fail if one had to be killed.
+
+    ``real_log_in`` keeps the workshop's own authenticator (the attack tests);
+    otherwise the dummy one lets the load test create learners at will.
+    ``settings`` are more ``LABKIT_WORKSHOP_*`` variables for the hub.
+    """
     require_proxy()
     port, token = free_port(), secrets.token_hex(16)
     config = folder / "loopback_jupyterhub_config.py"
+    dummy = 'c.JupyterHub.authenticator_class = "dummy"  # tests and the load test only: the real config never allows it\n'
     config.write_text(HUB_CONFIG.format(
         workshop_config=str(WORKSHOP / "jupyterhub_config.py"), port=port, hub_port=free_port(),
-        proxy_api_port=free_port(), token=token,
+        proxy_api_port=free_port(), token=token, authenticator="" if real_log_in else dummy,
     ))
     env = {**os.environ, "LABKIT_WORKSHOP_HOMES": str(folder / "learners"), "LABKIT_WORKSHOP_STATE": str(folder / "state"),
            "LABKIT_WORKSHOP_TRACK": TRACK, "LABKIT_WORKSHOP_IP": "127.0.0.1",
            "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
-           "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "JUPYTER_DATA_DIR": str(folder / "jupyter-data")}
+           "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "JUPYTER_DATA_DIR": str(folder / "jupyter-data"),
+           **(settings or {})}
     jupyterhub = Path(sys.executable).parent / "jupyterhub"
     with open(folder / "hub.log", "w") as log:
         process = subprocess.Popen([str(jupyterhub), "-f", str(config)], cwd=folder, env=env, stdout=log,
