@@ -37,6 +37,12 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE_NAME = "labkit-workspace"
 SPAWNERS = ("shared-account", "system-users")
 PREFIX = "LABKIT_WORKSHOP_"
+# The names a learner may sign up with: a lowercase letter, then up to 23 lowercase letters, digits, "-" or "_".
+# No whitespace, no markup, nothing a page or a shell could misread; short enough that ACCOUNT_PREFIX + name
+# is a valid Unix account name (32 characters at most).
+USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,23}$"
+USERNAME_RULE = "a lowercase letter, then up to 23 lowercase letters, digits, '-' or '_'"
+ACCOUNT_PREFIX = "labkit-"  # learner NAME's Unix account (system-users): never collides with a system account
 
 
 @dataclass(frozen=True)
