@@ -1,32 +1,29 @@
-"""What ``workshop/jupyterhub_config.py`` needs from labkit: the settings, and each learner's workspace.
+"""What ``workshop/jupyterhub_config.py`` reads: the workshop's settings, checked before the hub starts.
 
-Why here and not in the config file: the hub runs this on every server start,
-so it is type-checked and tested like the rest of labkit, and the config file
-stays a list of JupyterHub settings an instructor can read.
+Why here and not in the config file: the hub runs as root and trusts this
+code, so it is type-checked and tested like the rest of labkit, and the config
+file stays a list of JupyterHub settings an instructor can read.
 
 Settings are environment variables (``LABKIT_WORKSHOP_*``, see
 ``workshop/README.md``), so ``make workshop TRACK=all`` and a systemd unit
-set them the same way. Where each learner's workspace lives depends on who
-runs the servers:
+set them the same way. Who runs each learner's server (``SPAWNER``):
 
-- ``shared-account`` (the default, for a single trusted machine and the
-  tests): every server runs as the account that runs the hub; learner NAME
-  works in ``LABKIT_WORKSHOP_HOMES/NAME/labkit-workspace`` (mode 0700). The
-  server's root folder keeps learners apart in the file browser only: code a
-  learner runs can read every file that account can.
-- ``system-users``: every learner is a Unix account of the same name (the
-  instructor creates them, e.g. ``useradd -m NAME``); their server runs as
-  them and works in ``~NAME/labkit-workspace``. Home folders the others
-  cannot enter (mode 0700) keep learners apart for real.
-
-The workspace is made by ``python -m labkit workspace`` run as the learner
-(never as root inside a learner's home: a learner could plant a link there),
-so it never overwrites a learner's edits (see :mod:`labkit.tools.workspace`).
+- ``system-users`` (the default for a room: whenever the hub runs as root or
+  listens beyond loopback): learner NAME's server runs as the Unix account
+  ``labkit-NAME``, created on their first log-in (:mod:`labkit.workshop.accounts`),
+  from the learner venv of ``labkit workshop install`` (:mod:`labkit.workshop.install`),
+  which learners can read but not change. Each home is 0700.
+- ``shared-account`` (a single trusted machine, and the tests): every server
+  runs as the hub's own account, so code a learner runs can read and change
+  every other workspace and the hub's state. It refuses to listen beyond
+  loopback unless ``UNSAFE_SHARED_ACCOUNT_BEYOND_LOOPBACK=yes`` says the room
+  is trusted.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
-import pwd
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +40,11 @@ PREFIX = "LABKIT_WORKSHOP_"
 USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,23}$"
 USERNAME_RULE = "a lowercase letter, then up to 23 lowercase letters, digits, '-' or '_'"
 ACCOUNT_PREFIX = "labkit-"  # learner NAME's Unix account (system-users): never collides with a system account
+ACCOUNT_PREFIX_PATTERN = r"^[a-z][a-z0-9-]{0,7}$"  # at most 8 characters: with a 24-character name, 32 in all
+UNSAFE_SHARED = "UNSAFE_SHARED_ACCOUNT_BEYOND_LOOPBACK"  # the one way to put the shared account in a room
+LEARNER_PASSWORD_MIN = 8  # JupyterHub's own minimum for the shared learner password
+INSTRUCTOR_PASSWORD_MIN = 12
+SHARED_ADMIN_PASSWORD_MIN = 32  # JupyterHub's SharedPasswordAuthenticator refuses a shorter admin password
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,13 @@ class HubSettings:
     port: int = 8000
     track: str = "core"
     admin: str = "instructor"
-    spawner: str = "shared-account"
-    homes: Path = ROOT / "workshop" / "learners"  # shared-account: one folder per learner
-    state: Path = ROOT / "workshop" / "state"  # the hub's database, cookie secret, proxy pid
-    notebooks: Path = ROOT / "notebooks"
+    spawner: str = "system-users"  # from_environment picks shared-account only for a non-root hub on loopback
+    homes: Path = Path("/home")  # system-users: ACCOUNT_PREFIX + NAME here; shared-account: workshop/learners/NAME
+    state: Path = ROOT / "workshop" / "state"  # the hub's database, cookie secret, proxy pid: 0700, the hub's only
+    notebooks: Path = ROOT / "notebooks"  # the solved labs: in a room, the instructor's alone until hand-out
+    install: Path = Path("/opt/labkit")  # system-users: the learner venv and the learner edition (read-only to learners)
+    account_prefix: str = ACCOUNT_PREFIX
+    unsafe_shared_account: bool = False  # shared-account beyond loopback: every learner can read every workspace
     mem_limit: str = "2G"
     threads: int = 2  # torch's threads per kernel: its default, one per core, oversubscribes a shared server
     cull_after_s: int = 3600
@@ -65,18 +70,25 @@ class HubSettings:
     admin_password: str = ""
 
     @classmethod
-    def from_environment(cls, env: dict[str, str] | None = None) -> HubSettings:
+    def from_environment(cls, env: dict[str, str] | None = None, euid: int | None = None) -> HubSettings:
+        """The settings from ``env`` (default: this process's); ``euid`` is the hub's user id (default: this process's)."""
         env = dict(os.environ if env is None else env)
+        euid = os.geteuid() if euid is None else euid
         defaults = cls()
+        ip = env.get(PREFIX + "IP", defaults.ip)
+        spawner = env.get(PREFIX + "SPAWNER") or ("system-users" if euid == 0 or not is_loopback(ip) else "shared-account")
+        homes = defaults.homes if spawner == "system-users" else ROOT / "workshop" / "learners"
 
         def get(name: str, default: object) -> str:
             return env.get(PREFIX + name.upper(), str(default))
 
         settings = cls(
-            ip=get("ip", defaults.ip), port=_integer(PREFIX + "PORT", get("port", defaults.port)),
+            ip=ip, port=_integer(PREFIX + "PORT", get("port", defaults.port)),
             track=get("track", defaults.track), admin=get("admin", defaults.admin),
-            spawner=get("spawner", defaults.spawner), homes=Path(get("homes", defaults.homes)).resolve(),
+            spawner=spawner, homes=Path(get("homes", homes)).resolve(),
             state=Path(get("state", defaults.state)).resolve(), notebooks=Path(get("notebooks", defaults.notebooks)).resolve(),
+            install=Path(get("install", defaults.install)).resolve(), account_prefix=get("account_prefix", ACCOUNT_PREFIX),
+            unsafe_shared_account=_yes(PREFIX + UNSAFE_SHARED, get(UNSAFE_SHARED.lower(), "no")),
             mem_limit=get("mem_limit", defaults.mem_limit),
             threads=_integer(PREFIX + "THREADS", get("threads", defaults.threads)),
             cull_after_s=_integer(PREFIX + "CULL_AFTER_S", get("cull_after_s", defaults.cull_after_s)),
@@ -84,11 +96,12 @@ class HubSettings:
                                          get("kernel_cull_after_s", defaults.kernel_cull_after_s)),
             password=get("password", ""), admin_password=get("admin_password", ""),
         )
-        settings.validate()
+        settings.validate(euid)
         return settings
 
-    def validate(self) -> None:
-        """Refuse a setting the hub would misread, before it starts."""
+    def validate(self, euid: int | None = None) -> None:
+        """Refuse a setting the hub would misread, or one that gives the room away, before it starts."""
+        euid = os.geteuid() if euid is None else euid
         if self.track not in TRACKS:
             raise LabkitValueError(f"{PREFIX}TRACK={self.track!r}: choose one of {', '.join(TRACKS)}.")
         if self.spawner not in SPAWNERS:
@@ -97,17 +110,86 @@ class HubSettings:
                             ("KERNEL_CULL_AFTER_S", self.kernel_cull_after_s)):
             if value < 1:
                 raise LabkitValueError(f"{PREFIX}{name}={value}: give a whole number of at least 1.")
+        if not re.fullmatch(USERNAME_PATTERN, self.admin):
+            raise LabkitValueError(f"{PREFIX}ADMIN={self.admin!r}: an account name is {USERNAME_RULE}.")
+        if not re.fullmatch(ACCOUNT_PREFIX_PATTERN, self.account_prefix):
+            raise LabkitValueError(f"{PREFIX}ACCOUNT_PREFIX={self.account_prefix!r}: give a lowercase letter, then up to "
+                                   "7 lowercase letters, digits or '-' (the default is labkit-).")
+        self._validate_separation(euid)
+        self._validate_passwords()
+
+    def _validate_separation(self, euid: int) -> None:
+        if self.spawner == "system-users" and euid != 0:
+            raise LabkitValueError(
+                f"{PREFIX}SPAWNER=system-users runs each learner's server as their own Unix account, which only a hub "
+                "running as root can do: start it as root (sudo make workshop), or, on a trusted machine only, "
+                f"set {PREFIX}SPAWNER=shared-account."
+            )
+        if self.spawner == "shared-account" and not is_loopback(self.ip) and not self.unsafe_shared_account:
+            raise LabkitValueError(
+                f"{PREFIX}SPAWNER=shared-account with {PREFIX}IP={self.ip}: every learner's code would run as one account "
+                "and could read every workspace and the hub's secrets, so it listens on loopback only. Run the hub as "
+                f"root for a room (system-users), or, if you trust every learner, set {PREFIX}{UNSAFE_SHARED}=yes."
+            )
+
+    def _validate_passwords(self) -> None:
         if bool(self.password) != bool(self.admin_password):
             raise LabkitValueError(
-                f"Set both {PREFIX}PASSWORD (learners) and {PREFIX}ADMIN_PASSWORD (the instructor, 32+ characters), "
-                "or neither (learners then sign up and the instructor approves them)."
+                f"Set both {PREFIX}PASSWORD (learners) and {PREFIX}ADMIN_PASSWORD (the instructor, "
+                f"{SHARED_ADMIN_PASSWORD_MIN}+ characters), or neither (learners then sign up and the instructor approves them)."
             )
+        if self.password and len(self.password) < LEARNER_PASSWORD_MIN:
+            raise LabkitValueError(f"{PREFIX}PASSWORD is {len(self.password)} characters: give at least {LEARNER_PASSWORD_MIN}.")
+        if self.admin_password and len(self.admin_password) < SHARED_ADMIN_PASSWORD_MIN:
+            raise LabkitValueError(
+                f"{PREFIX}ADMIN_PASSWORD is {len(self.admin_password)} characters: JupyterHub asks for at least "
+                f"{SHARED_ADMIN_PASSWORD_MIN} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))')."
+            )
+        if self.password and self.password == self.admin_password:
+            raise LabkitValueError(f"{PREFIX}ADMIN_PASSWORD must differ from {PREFIX}PASSWORD, which every learner knows.")
+
+    @property
+    def separated(self) -> bool:
+        """Whether each learner's code runs as their own account (a room), not as the hub's."""
+        return self.spawner == "system-users"
+
+    def account(self, username: str) -> str:
+        """The Unix account of learner ``username`` (system-users)."""
+        return self.account_prefix + username
+
+    def home(self, username: str) -> Path:
+        """The home folder of learner ``username``: their account's (system-users), or their folder in ``homes``."""
+        return self.homes / (self.account(username) if self.separated else username)
 
     def workspace(self, username: str) -> Path:
         """Where learner ``username`` works: the root folder of their server."""
-        if self.spawner == "system-users":
-            return Path(pwd.getpwnam(username).pw_dir) / WORKSPACE_NAME
-        return self.homes / username / WORKSPACE_NAME
+        return self.home(username) / WORKSPACE_NAME
+
+    @property
+    def learner_python(self) -> Path:
+        """The interpreter learners' servers and kernels run (system-users: the installed learner venv)."""
+        return self.install / "venv" / "bin" / "python"
+
+    @property
+    def edition(self) -> Path:
+        """The learner edition of this track that every workspace is made from (system-users)."""
+        return self.install / "edition" / self.track
+
+
+def is_loopback(ip: str) -> bool:
+    """Whether a hub listening on ``ip`` is reachable from this machine only ("" and 0.0.0.0 mean every address)."""
+    if ip == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(ip).is_loopback
+    except ValueError:
+        return False
+
+
+def _yes(name: str, text: str) -> bool:
+    if text.lower() in ("yes", "no", ""):
+        return text.lower() == "yes"
+    raise LabkitValueError(f"{name}={text!r}: give yes or no.")
 
 
 def _integer(name: str, text: str) -> int:
