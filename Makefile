@@ -19,12 +19,13 @@ FLOOR_VENV ?= .venv-torch-floor
 TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-solutions workshop-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
 	@echo "make lab-reference  start JupyterLab on notebooks/, the solved notebooks"
 	@echo "make workshop   start a JupyterHub for a room on this server (workshop/README.md; TRACK=all for every section)"
+	@echo "make workshop-install  (root) the learner venv of a room under /opt/labkit: learners run it, never change it"
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
 	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
@@ -62,8 +63,15 @@ $(PROXY): workshop/package.json workshop/package-lock.json
 	npm ci --prefix workshop --no-audit --no-fund
 	touch $(PROXY)
 
+# a room (the hub as root): the learner venv every learner's server runs, readable by them, writable by root only
+INSTALL_IF_ROOT = $(if $(filter 0,$(shell id -u)),$(PY) -m labkit workshop install --if-stale)
+
+workshop-install: $(WORKSHOP_STAMP)
+	$(PY) -m labkit workshop install
+
 # the hub for a room: learners sign up, you approve them; TRACK=all gives every section (default: core)
 workshop: $(WORKSHOP_STAMP) $(PROXY)
+	$(INSTALL_IF_ROOT)
 	@echo "Workshop hub on http://$${LABKIT_WORKSHOP_IP:-127.0.0.1}:$${LABKIT_WORKSHOP_PORT:-8000}/ (Ctrl-C stops it)."
 	@echo "Instructor: sign up there as '$${LABKIT_WORKSHOP_ADMIN:-instructor}' (approved at once), log in, approve learners at /hub/authorize"
 	@echo "(with LABKIT_WORKSHOP_PASSWORD set: learners log in with it, you with LABKIT_WORKSHOP_ADMIN_PASSWORD)."
@@ -75,6 +83,7 @@ workshop-solutions: $(WORKSHOP_STAMP)
 
 # a benchmark, not a test: the hub on loopback, N learners run the solved core track at once (workshop/README.md)
 workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
+	$(INSTALL_IF_ROOT)
 	$(PY) -m labkit.workshop.load --learners $(or $(N),8) --json build/workshop-loadtest.json
 
 test: $(STAMP)

@@ -9,13 +9,18 @@ import os
 import sys
 from pathlib import Path
 
-from labkit.workshop.provision import provision_workspace
+import labkit
+from labkit.workshop.install import learner_environment
+from labkit.workshop.provision import provision_workspace, write_room_edition
+from labkit.workshop.room import check_room, prepare_state
 from labkit.workshop.settings import HubSettings
 
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
-settings = HubSettings.from_environment()
-settings.state.mkdir(parents=True, exist_ok=True)
-venv_bin = Path(sys.executable).parent
+settings = HubSettings.from_environment()  # refuses the shared account beyond loopback, a room without root
+# A room refuses to start if a learner could read the solutions or change the code the hub runs.
+check_room(settings, hub_code=[Path(labkit.__file__).parent, Path(__file__).resolve(), Path(sys.executable)])
+prepare_state(settings)  # the cookie secret and the database: the hub's account's alone (0700 folder, 0600 files)
+learner_bin = settings.learner_python.parent if settings.separated else Path(sys.executable).parent
 
 # Where the hub listens (loopback unless LABKIT_WORKSHOP_IP says otherwise), and its state.
 c.JupyterHub.ip = settings.ip
@@ -36,31 +41,38 @@ if settings.password:
     c.SharedPasswordAuthenticator.admin_password = settings.admin_password
     c.Authenticator.allow_all = True  # anyone with the password: the password is the gate
 else:
-    c.JupyterHub.authenticator_class = "nativeauthenticator.NativeAuthenticator"
+    c.JupyterHub.authenticator_class = "labkit.workshop.auth.WorkshopAuthenticator"  # NativeAuthenticator, hardened
     c.NativeAuthenticator.open_signup = False  # a sign-up waits for the instructor's approval at /hub/authorize
     c.Authenticator.allow_all = True  # NativeAuthenticator lets in only approved users: its approval is the gate
 # Admins (the instructor) see every server at /hub/admin and may open it (JupyterHub's admin role
 # includes access:servers; the old JupyterHub.admin_access switch is gone since JupyterHub 2).
 
 # Each learner's server: JupyterLab in their own workspace, made on first log-in, kept after.
-if settings.spawner == "system-users":
-    c.JupyterHub.spawner_class = "localprocess"  # runs as the learner's Unix account
+if settings.separated:  # a room: learner NAME's server runs as the Unix account labkit-NAME, from the learner venv
+    c.JupyterHub.spawner_class = "labkit.workshop.spawner.LearnerSpawner"
+    c.LearnerSpawner.account_prefix = settings.account_prefix
+    write_room_edition(settings)  # the blank labs every workspace is made from, readable without the solutions
 else:
+    print(f"labkit: LABKIT_WORKSHOP_SPAWNER=shared-account: every learner's code runs as this hub's own account, so it can "
+          "read and change every workspace, the solutions and the hub's state. For a trusted machine only; for a room, "
+          "start the hub as root (workshop/README.md, Security).", file=sys.stderr)
     c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"  # one account for all: trusted rooms
     c.SimpleLocalProcessSpawner.home_dir_template = str(settings.homes / "{username}")
 c.Spawner.pre_spawn_hook = functools.partial(provision_workspace, settings=settings)
-c.Spawner.cmd = [str(venv_bin / "jupyterhub-singleuser")]
+c.Spawner.cmd = [str(learner_bin / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner; LocalProcessSpawner only reports it (MEM_LIMIT)
 c.Spawner.http_timeout = 120  # a busy two-core machine starts JupyterLab slowly
 c.Spawner.start_timeout = 180
 # torch starts one thread per core by default: thirty kernels on a 16-core server would run 480 threads.
-c.Spawner.environment = {"PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads)}
+c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
+                         **(learner_environment(settings.install) if settings.separated else {})}
+c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment (it holds the instructor's settings)
 c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                   # learners rarely shut a kernel down: the previous notebook's would keep its memory all day
                   f"--MappingKernelManager.cull_idle_timeout={settings.kernel_cull_after_s}",
                   "--MappingKernelManager.cull_interval=300"]
-if settings.spawner == "shared-account" and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
+if not settings.separated and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
     c.Spawner.args += ["--allow-root"]
 
 # Idle servers stop after LABKIT_WORKSHOP_CULL_AFTER_S seconds (their workspaces stay).

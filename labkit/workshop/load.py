@@ -40,6 +40,7 @@ import functools
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -66,7 +67,8 @@ from labkit.core.tables import Table
 from labkit.labs import find_notebooks
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.tracks import apply_track
-from labkit.workshop.settings import ROOT
+from labkit.workshop.accounts import remove_accounts
+from labkit.workshop.settings import PREFIX, ROOT, HubSettings
 
 WORKSHOP = ROOT / "workshop"
 PROXY = WORKSHOP / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -119,7 +121,9 @@ class Hub:
     token: str  # the load-test service's: creates learners, starts servers, makes their tokens
     folder: Path
     pid: int
+    settings: HubSettings  # as the hub read them
     seen: set[int] = field(default_factory=set)  # processes to check are gone once the hub stops
+    removed_accounts: list[str] = field(default_factory=list)  # a room's learner accounts, removed once it stopped
 
     def api(self, path: str, method: str = "GET", body: object = None, token: str | None = None) -> Any:
         return request(f"{self.url}/hub/api/{path}", method, body, token or self.token)
@@ -168,7 +172,12 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
 
     ``real_log_in`` keeps the workshop's own authenticator (the attack tests);
     otherwise the dummy one lets the load test create learners at will.
-    ``settings`` are more ``LABKIT_WORKSHOP_*`` variables for the hub.
+    ``settings`` are more ``LABKIT_WORKSHOP_*`` variables for the hub. A hub
+    run as root is a room (``system-users``): its learners get accounts of a
+    prefix of their own (``lt`` and four hex digits, unless ``settings`` names
+    one), which are removed with their homes when the hub stops, and the hub
+    reads a private copy of the solved notebooks in ``folder`` (which must be
+    the hub account's alone, as a temporary folder is).
     """
     require_proxy()
     port, token = free_port(), secrets.token_hex(16)
@@ -178,25 +187,38 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
         workshop_config=str(WORKSHOP / "jupyterhub_config.py"), port=port, hub_port=free_port(),
         proxy_api_port=free_port(), token=token, authenticator="" if real_log_in else dummy,
     ))
-    env = {**os.environ, "LABKIT_WORKSHOP_HOMES": str(folder / "learners"), "LABKIT_WORKSHOP_STATE": str(folder / "state"),
-           "LABKIT_WORKSHOP_TRACK": TRACK, "LABKIT_WORKSHOP_IP": "127.0.0.1",
-           "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
+    env = {**os.environ, "LABKIT_WORKSHOP_STATE": str(folder / "state"), "LABKIT_WORKSHOP_TRACK": TRACK,
+           "LABKIT_WORKSHOP_IP": "127.0.0.1", "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
            "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "JUPYTER_DATA_DIR": str(folder / "jupyter-data"),
            **(settings or {})}
+    room = HubSettings.from_environment(env)
+    if room.separated:
+        env.setdefault(PREFIX + "ACCOUNT_PREFIX", f"lt{secrets.token_hex(2)}-")
+        if PREFIX + "NOTEBOOKS" not in env:
+            shutil.copytree(room.notebooks, folder / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            env[PREFIX + "NOTEBOOKS"] = str(folder / "notebooks")
+        room = HubSettings.from_environment(env)
+    else:
+        env.setdefault(PREFIX + "HOMES", str(folder / "learners"))
     jupyterhub = Path(sys.executable).parent / "jupyterhub"
-    with open(folder / "hub.log", "w") as log:
-        process = subprocess.Popen([str(jupyterhub), "-f", str(config)], cwd=folder, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-    hub = Hub(f"http://127.0.0.1:{port}", token, folder, process.pid)
+    hub = Hub(f"http://127.0.0.1:{port}", token, folder, 0, room)
     try:
-        _wait_for_hub(hub, process)
-        yield hub
-        hub.processes()
+        with open(folder / "hub.log", "w") as log:
+            process = subprocess.Popen([str(jupyterhub), "-f", str(config)], cwd=folder, env=env, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        hub.pid = process.pid
+        try:
+            _wait_for_hub(hub, process)
+            yield hub
+            hub.processes()
+        finally:
+            hub.processes()
+            leftovers = _stop(process, hub.seen)
     finally:
-        hub.processes()
-        leftovers = _stop(process, hub.seen)
+        accounts = remove_accounts(room.account_prefix) if room.separated else []
     if leftovers:
         raise HubError(f"processes still running after the hub stopped (killed now): {leftovers}\n{hub.log()}")
+    hub.removed_accounts = accounts
 
 
 def _wait_for_hub(hub: Hub, process: subprocess.Popen[bytes]) -> None:
@@ -281,7 +303,7 @@ def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | No
             try:
                 for cell in notebook["cells"]:
                     if cell["cell_type"] == "code" and cell["source"].strip():
-                        run.errors += _execute(connection, cell["source"])
+                        run.errors += _execute(connection, cell["source"]).errors
                         run.cells += 1
                         run.first_reply_at = run.first_reply_at or time.monotonic()
             finally:
@@ -292,8 +314,30 @@ def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | No
     return run
 
 
-def _execute(connection: websocket.WebSocket, code: str) -> list[str]:
-    msg_id, errors = uuid.uuid4().hex, []
+@dataclass
+class CellReply:
+    """What one executed cell gave: its stdout, and "ename: evalue" per error."""
+
+    stdout: str = ""
+    errors: list[str] = field(default_factory=list)
+
+
+def run_code(server_url: str, token: str, code: str) -> CellReply:
+    """Run ``code`` in a new kernel of that server, as a learner's cell would, and shut the kernel down."""
+    kernel = request(f"{server_url}/api/kernels", "POST", {"name": "python3"}, token)
+    ws_url = server_url.replace("http://", "ws://") + f"/api/kernels/{kernel['id']}/channels"
+    try:
+        connection = websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=CELL_SECONDS)
+        try:
+            return _execute(connection, code)
+        finally:
+            connection.close()
+    finally:
+        request(f"{server_url}/api/kernels/{kernel['id']}", "DELETE", token=token)
+
+
+def _execute(connection: websocket.WebSocket, code: str) -> CellReply:
+    msg_id, reply = uuid.uuid4().hex, CellReply()
     connection.send(json.dumps({
         "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "labkit", "session": uuid.uuid4().hex,
                    "version": "5.3", "date": ""},
@@ -309,11 +353,14 @@ def _execute(connection: websocket.WebSocket, code: str) -> list[str]:
         message = json.loads(frame)
         if message.get("parent_header", {}).get("msg_id") != msg_id:
             continue
+        if message["msg_type"] == "stream" and message["content"].get("name") == "stdout":
+            reply.stdout += message["content"]["text"]
         if message["msg_type"] == "error":
-            errors.append(f"{message['content']['ename']}: {message['content']['evalue']}")
+            reply.errors.append(f"{message['content']['ename']}: {message['content']['evalue']}")
         if message["msg_type"] == "execute_reply":
-            return errors
-    return errors + [f"no reply within {CELL_SECONDS} s to:\n{code[:200]}"]
+            return reply
+    reply.errors.append(f"no reply within {CELL_SECONDS} s to:\n{code[:200]}")
+    return reply
 
 
 # --- measuring: process trees sampled in a thread ---------------------------------------------------------------------

@@ -3,44 +3,68 @@
 The workspace is made by ``python -m labkit workspace`` run as the learner
 (never as root inside a learner's home: a learner could plant a link there),
 so it never overwrites a learner's edits (see :mod:`labkit.tools.workspace`).
+In a room (``system-users``) the hook first makes the learner's Unix account
+(:mod:`labkit.workshop.accounts`), and the workspace comes from the learner
+edition the hub wrote at start (:func:`write_room_edition`): the learner's
+account never reads the solved notebooks. The command gets a bare
+environment: the hub's holds the instructor's settings, passwords included,
+and a process running as the learner is the learner's to inspect.
 """
 from __future__ import annotations
 
 import asyncio
-import os
-import pwd
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
+from labkit.tools.workspace import write_learner_edition
+from labkit.workshop.accounts import ensure_account
+from labkit.workshop.install import learner_environment
 from labkit.workshop.settings import HubSettings
+
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def write_room_edition(settings: HubSettings) -> Path:
+    """The learner edition of the room's track, written by the hub (root) where every learner can read it."""
+    edition = settings.edition
+    write_learner_edition(settings.notebooks, edition, settings.track, room=True)
+    edition.parent.chmod(0o755)
+    for path in [edition, *edition.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return edition
 
 
 def workspace_command(settings: HubSettings, workspace: Path) -> list[str]:
     """The command that creates or updates a learner's workspace (run as the learner)."""
+    if settings.separated:
+        return [str(settings.learner_python), "-m", "labkit", "workspace", str(workspace), "--edition",
+                str(settings.edition), "--room"]
     return [sys.executable, "-m", "labkit", "workspace", str(workspace), "--notebooks", str(settings.notebooks),
-            "--track", settings.track]
+            "--track", settings.track, "--room"]
 
 
 async def provision_workspace(spawner: Any, settings: HubSettings) -> None:
-    """The spawner's pre-spawn hook: the learner's workspace, created on first log-in and updated after.
+    """The spawner's pre-spawn hook: the learner's account (a room) and workspace, made on first log-in, updated after.
 
-    Runs ``python -m labkit workspace`` as the learner (``system-users``) or as
-    the hub's account (``shared-account``), in a subprocess so the hub keeps
-    answering meanwhile. A failure stops the spawn with the tool's message.
+    A subprocess, so the hub keeps answering meanwhile. A failure stops the
+    spawn with the tool's message.
     """
     username = spawner.user.name
     workspace = settings.workspace(username)
+    env = {"PATH": SAFE_PATH, "LANG": "C.UTF-8", "HOME": str(workspace.parent)}
     run_as: dict[str, Any] = {}
-    if settings.spawner == "shared-account":
+    if settings.separated:
+        account = await asyncio.to_thread(ensure_account, settings, username)
+        run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+        env.update(HOME=account.pw_dir, **learner_environment(settings.install))
+    else:
         workspace.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         workspace.parent.chmod(0o700)  # each learner's folder: the account's own, not the group's or others'
-    else:
-        account = pwd.getpwnam(username)
-        run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if os.geteuid() != account.pw_uid else {}
     process = await asyncio.create_subprocess_exec(
         *workspace_command(settings, workspace), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        cwd="/", **run_as,
+        cwd=env["HOME"], env=env, **run_as,
     )
     output, _ = await process.communicate()
     text = output.decode(errors="replace").strip()
@@ -48,3 +72,5 @@ async def provision_workspace(spawner: Any, settings: HubSettings) -> None:
         raise RuntimeError(f"labkit could not prepare the workspace of {username}: {text}")
     spawner.log.info("labkit workspace of %s: %s", username, text)
     spawner.notebook_dir = str(workspace)
+    if stat.S_IMODE(workspace.parent.stat().st_mode) & 0o077:
+        raise RuntimeError(f"the home of {username} is open to other accounts; chmod 0700 {workspace.parent}")

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from labkit.workshop.load import PROXY, WORKSHOP, Hub, request, run_notebook, server_process, workshop_hub
+from labkit.workshop.install import install
+from labkit.workshop.load import PROXY, WORKSHOP, Hub, request, run_code, run_notebook, server_process, workshop_hub
 
-__all__ = ["Hub", "request", "require_proxy", "run_notebook", "server_process", "workshop_hub"]
+__all__ = ["Hub", "learner_install", "request", "require_proxy", "run_code", "run_notebook", "server_process", "workshop_hub"]
+TEST_INSTALL = Path("/opt/labkit-tests")  # the tests' learner venv: kept between runs, remade when labkit changes
 
 
 def require_proxy() -> Path:
@@ -30,3 +32,14 @@ def require_proxy() -> Path:
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
     return PROXY
+
+
+def learner_install() -> Path:
+    """The learner venv a room's servers run (``labkit workshop install``), under :data:`TEST_INSTALL`; root only."""
+    if os.geteuid() != 0:
+        reason = "a room runs each learner as their own Unix account: only root can start one"
+        if os.environ.get("CI"):
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    install(TEST_INSTALL, if_stale=True)
+    return TEST_INSTALL

@@ -1,0 +1,69 @@
+"""What must hold before a room's hub starts: private state, private solutions, code no learner can change.
+
+Why checked at every start, not documented only: one ``chmod`` or a checkout
+moved to ``/srv`` is enough to hand the room the solutions or the hub's
+cookie secret, and nothing would look wrong until a learner used it. The hub
+refuses to start instead, saying what to change. These checks assume what a
+learner account is: no special rights, a group of its own (see
+:mod:`labkit.workshop.accounts`), so "others" permission bits are what it has.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from labkit.core.errors import LabkitError
+from labkit.workshop.install import is_current, others_can_run
+from labkit.workshop.settings import PREFIX, HubSettings
+
+STATE_FILES = ("jupyterhub.sqlite",)  # created 0600 before JupyterHub opens it (it writes the cookie secret 0600 itself)
+
+
+class RoomError(LabkitError):
+    """The hub would give a learner something that must stay the instructor's."""
+
+
+def prepare_state(settings: HubSettings) -> None:
+    """The hub's state folder: the hub account's alone (0700), its database and cookie secret 0600."""
+    settings.state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    owner = settings.state.lstat()
+    if stat.S_ISLNK(owner.st_mode) or owner.st_uid != os.geteuid():
+        raise RoomError(f"{settings.state} is not a folder of the hub's own account: set {PREFIX}STATE to one it owns.")
+    settings.state.chmod(0o700)
+    for name in STATE_FILES:
+        path = settings.state / name
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))  # an empty file: JupyterHub fills it
+        path.chmod(0o600)
+
+
+def writable_by_others(path: Path) -> Path | None:
+    """The first of ``path`` and the folders above it that an account other than its owner could change, if any."""
+    path = path.resolve()
+    for entry in [*reversed(path.parents), path]:
+        info = entry.stat()
+        sticky_folder = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX  # /tmp: nobody replaces our entry
+        if info.st_mode & stat.S_IWOTH and not sticky_folder or info.st_mode & stat.S_IWGRP and info.st_gid != 0:
+            return entry
+        if info.st_uid not in (0, os.geteuid()):
+            return entry
+    return None
+
+
+def check_room(settings: HubSettings, hub_code: list[Path]) -> None:
+    """Refuse to start a room (``system-users``) whose learners could read the solutions or change the hub's code."""
+    if not settings.separated:
+        return
+    if not settings.learner_python.exists() or not is_current(settings.install):
+        raise RoomError(f"the learner venv in {settings.install} is missing or older than this labkit: "
+                        "run `sudo make workshop-install` (python -m labkit workshop install) first.")
+    if others_can_run(settings.notebooks):
+        raise RoomError(
+            f"learners could read the solved notebooks and solutions in {settings.notebooks}: make a folder above "
+            f"it private (e.g. chmod 0700 the checkout), or set {PREFIX}NOTEBOOKS to a private copy."
+        )
+    for path in [*hub_code, settings.install]:
+        exposed = writable_by_others(path)
+        if exposed is not None:
+            raise RoomError(f"a learner could change {exposed}, which the hub runs: make it root's and not "
+                            f"group- or world-writable (chmod go-w {exposed}).")

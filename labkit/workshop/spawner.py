@@ -1,0 +1,36 @@
+"""The room's spawner: JupyterHub's LocalProcessSpawner, with learner NAME's server run as ``labkit-NAME``.
+
+Why a subclass: LocalProcessSpawner runs each server as the Unix account named
+exactly like the hub user. labkit's accounts carry a prefix (so a learner who
+signs up as ``root`` or ``www-data`` gets ``labkit-root``, never that system
+account), and only two methods name the account: the one that switches to it
+before the server starts, and the one that sets its environment.
+"""
+from __future__ import annotations
+
+import pwd
+from collections.abc import Callable
+from typing import Any
+
+from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
+from traitlets import Unicode
+
+from labkit.workshop.settings import ACCOUNT_PREFIX
+
+
+class LearnerSpawner(LocalProcessSpawner):
+    """Each learner's server as their own ``account_prefix + name`` account."""
+
+    account_prefix = Unicode(ACCOUNT_PREFIX, help="the prefix of every learner's Unix account").tag(config=True)
+
+    @property
+    def account(self) -> str:
+        return f"{self.account_prefix}{self.user.name}"
+
+    def make_preexec_fn(self, name: str) -> Callable[[], None]:
+        return set_user_setuid(self.account)
+
+    def user_env(self, env: dict[str, Any]) -> dict[str, Any]:
+        entry = pwd.getpwnam(self.account)
+        env.update(USER=self.account, HOME=entry.pw_dir, SHELL=entry.pw_shell)
+        return env

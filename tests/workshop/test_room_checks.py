@@ -1,0 +1,115 @@
+"""What a room's hub checks before it starts (labkit.workshop.room), and the learner accounts (labkit.workshop.accounts)."""
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from labkit.core.errors import LabkitValueError
+from labkit.workshop.accounts import AccountError, ensure_account, learner_accounts, remove_accounts
+from labkit.workshop.install import others_can_run
+from labkit.workshop.room import RoomError, check_room, prepare_state, writable_by_others
+from labkit.workshop.settings import HubSettings
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="makes Unix accounts: root only")
+
+
+def test_state_is_the_hubs_alone(tmp_path: Path):
+    settings = HubSettings(state=tmp_path / "state")
+    (tmp_path / "state").mkdir(mode=0o755)
+    (tmp_path / "state" / "jupyterhub.sqlite").write_bytes(b"")
+    (tmp_path / "state" / "jupyterhub.sqlite").chmod(0o644)  # as JupyterHub left it under umask 022
+    prepare_state(settings)
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state" / "jupyterhub.sqlite").stat().st_mode) == 0o600
+
+
+def test_state_behind_a_link_is_refused(tmp_path: Path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "state").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(RoomError, match="not a folder of the hub's own account"):
+        prepare_state(HubSettings(state=tmp_path / "state"))
+
+
+def test_reachable_means_every_folder_above_lets_others_through():
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:  # pytest's tmp_path sits in a folder of mode 0700
+        Path(top).chmod(0o755)
+        inner = Path(top) / "open" / "notebooks"
+        inner.mkdir(parents=True, mode=0o755)
+        assert others_can_run(inner)
+        (Path(top) / "open").chmod(0o700)
+        assert not others_can_run(inner)
+
+
+def test_a_group_or_world_writable_folder_above_the_code_is_found(tmp_path: Path):
+    code = tmp_path / "venv" / "labkit"
+    code.mkdir(parents=True)
+    assert writable_by_others(code) is None
+    (tmp_path / "venv").chmod(0o777)
+    assert writable_by_others(code) == tmp_path / "venv"
+
+
+def _room(tmp_path: Path, notebooks: Path) -> HubSettings:
+    return HubSettings(spawner="system-users", install=tmp_path / "install", notebooks=notebooks, state=tmp_path / "state")
+
+
+def test_a_room_without_the_learner_venv_is_refused(tmp_path: Path):
+    with pytest.raises(RoomError, match="make workshop-install"):
+        check_room(_room(tmp_path, tmp_path), hub_code=[])
+
+
+def test_a_room_whose_learners_could_read_the_solutions_is_refused(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("labkit.workshop.room.is_current", lambda prefix: True)
+    settings = _room(tmp_path, tmp_path / "notebooks")
+    settings.learner_python.parent.mkdir(parents=True)
+    settings.learner_python.touch()
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.setattr("labkit.workshop.room.others_can_run", lambda path: path == settings.notebooks)
+    with pytest.raises(RoomError, match="learners could read the solved notebooks"):
+        check_room(settings, hub_code=[])
+    monkeypatch.setattr("labkit.workshop.room.others_can_run", lambda path: False)
+    check_room(settings, hub_code=[])
+    (tmp_path / "install").chmod(0o777)
+    with pytest.raises(RoomError, match="a learner could change"):
+        check_room(settings, hub_code=[])
+
+
+def test_a_trusted_shared_account_hub_is_not_checked(tmp_path: Path):
+    check_room(HubSettings(spawner="shared-account", install=tmp_path / "none"), hub_code=[])
+
+
+def test_account_names_are_checked_before_any_command(tmp_path: Path):
+    with pytest.raises(LabkitValueError, match="not a learner name"):
+        ensure_account(HubSettings(homes=tmp_path), "root; rm -rf /")
+
+
+@needs_root
+def test_an_account_is_made_once_private_and_removed_with_its_home(tmp_path: Path):
+    prefix = f"lu{secrets.token_hex(2)}-"
+    tmp_path.chmod(0o755)
+    settings = HubSettings(homes=tmp_path / "homes", account_prefix=prefix)
+    try:
+        entry = ensure_account(settings, "ada")
+        assert entry.pw_name == f"{prefix}ada" and Path(entry.pw_dir) == settings.home("ada")
+        assert stat.S_IMODE(Path(entry.pw_dir).stat().st_mode) == 0o700 and Path(entry.pw_dir).stat().st_uid == entry.pw_uid
+        assert ensure_account(settings, "ada").pw_uid == entry.pw_uid  # the next log-in finds it
+        assert learner_accounts(prefix) == [f"{prefix}ada"]
+    finally:
+        removed = remove_accounts(prefix)
+    assert removed == [f"{prefix}ada"] and learner_accounts(prefix) == []
+    assert not settings.home("ada").exists()
+    with pytest.raises(KeyError):
+        pwd.getpwnam(f"{prefix}ada")
+
+
+@needs_root
+def test_an_account_labkit_did_not_make_is_never_taken_or_removed():
+    settings = HubSettings(account_prefix="r", homes=Path("/nonexistent"))  # learner "oot" would be the account root
+    with pytest.raises(AccountError, match="is not a labkit learner's"):
+        ensure_account(settings, "oot")
+    assert remove_accounts("r") == []  # root's GECOS is not labkit's
