@@ -61,7 +61,7 @@ else:
 c.Spawner.pre_spawn_hook = functools.partial(provision_workspace, settings=settings)
 c.Spawner.cmd = [str(learner_bin / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
-c.Spawner.mem_limit = settings.mem_limit  # enforced by SystemdSpawner; LocalProcessSpawner only reports it (MEM_LIMIT)
+c.Spawner.mem_limit = settings.mem_limit  # a room: a cgroup per server where the machine allows (labkit.workshop.memory)
 c.Spawner.http_timeout = 120  # a busy two-core machine starts JupyterLab slowly
 c.Spawner.start_timeout = 180
 # torch starts one thread per core by default: thirty kernels on a 16-core server would run 480 threads.

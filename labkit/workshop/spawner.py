@@ -4,7 +4,9 @@ Why a subclass: LocalProcessSpawner runs each server as the Unix account named
 exactly like the hub user. labkit's accounts carry a prefix (so a learner who
 signs up as ``root`` or ``www-data`` gets ``labkit-root``, never that system
 account), and only two methods name the account: the one that switches to it
-before the server starts, and the one that sets its environment.
+before the server starts, and the one that sets its environment. It also
+bounds each server's memory (``mem_limit``) with a cgroup where the machine
+allows (:mod:`labkit.workshop.memory`), which LocalProcessSpawner never does.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Unicode
 
+from labkit.workshop.memory import memory_cgroups
 from labkit.workshop.settings import ACCOUNT_PREFIX
 
 
@@ -34,3 +37,23 @@ class LearnerSpawner(LocalProcessSpawner):
         entry = pwd.getpwnam(self.account)
         env.update(USER=self.account, HOME=entry.pw_dir, SHELL=entry.pw_shell)
         return env
+
+    async def start(self) -> tuple[str, int]:
+        address: tuple[str, int] = await super().start()
+        cgroups = memory_cgroups()
+        if isinstance(cgroups, str):
+            self.log.warning("labkit: the memory of %s's server is not bounded: %s", self.user.name, cgroups)
+        elif self.mem_limit:
+            try:
+                group = cgroups.bound(self.account, self.pid, self.mem_limit)
+            except OSError as exc:
+                await super().stop(now=True)
+                raise RuntimeError(f"labkit could not bound the memory of {self.user.name}'s server: {exc}") from None
+            self.log.info("labkit: %s's server is in %s, at most %d bytes", self.user.name, group, self.mem_limit)
+        return address
+
+    async def stop(self, now: bool = False) -> None:
+        await super().stop(now=now)
+        cgroups = memory_cgroups()
+        if not isinstance(cgroups, str):
+            cgroups.release(self.account)

@@ -25,6 +25,7 @@ import pytest
 import labkit
 from labkit.workshop.accounts import learner_accounts
 from labkit.workshop.handout import hand_out_solutions
+from labkit.workshop.memory import memory_cgroups
 from labkit.workshop.settings import PREFIX, ROOT, HubSettings
 from tests.workshop.hub import Hub, learner_install, request, require_proxy, run_code, run_notebook, server_process, workshop_hub
 
@@ -177,6 +178,19 @@ def test_notebook_00_runs_for_both_learners_at_once(room: Room):
         errors = dict(zip(LEARNERS, pool.map(
             lambda name: run_notebook(room.hub.server_url(name), room.tokens[name], "00_start_here.ipynb").errors, LEARNERS)))
     assert errors == {name: [] for name in LEARNERS}, f"notebook 00 failed:\n{room.hub.log()}"
+
+
+def test_a_learners_memory_is_bounded(room: Room):
+    cgroups = memory_cgroups()
+    if isinstance(cgroups, str):
+        pytest.skip(cgroups)
+    group = cgroups.parent / room.settings.account("ada")
+    assert int((group / cgroups.limit_file).read_text()) == 2 * 2**30  # LABKIT_WORKSHOP_MEM_LIMIT's default, 2G
+    assert server_process(room.hub, "ada").pid in {int(pid) for pid in (group / "cgroup.procs").read_text().split()}
+    code = ("import subprocess, sys\n"
+            "print(subprocess.run([sys.executable, '-c', 'b = bytearray(3 * 2**30)'], capture_output=True).returncode)")
+    reply = run_code(room.hub.server_url("ada"), room.tokens["ada"], code)
+    assert reply.errors == [] and reply.stdout.strip() == "-9", "a 3 GiB allocation beyond the 2 GiB bound was not stopped"
 
 
 def test_no_process_runs_as_a_learner_but_the_hubs(room: Room):

@@ -1,0 +1,62 @@
+"""A memory bound per learner: each server (and every kernel it starts) in a memory cgroup of its own.
+
+Why: JupyterHub's local spawners only pass ``mem_limit`` on as ``MEM_LIMIT``;
+one learner's runaway cell could then take the whole server's memory and the
+room with it. SystemdSpawner does this with systemd; a hub run as root on a
+machine without systemd (a container, say) can still do it with the kernel's
+cgroup files, which is all this module does: make ``labkit-NAME`` below the
+hub's own memory cgroup, set its limit, move the server into it (its kernels,
+started later, are born there), and remove it once the server has stopped.
+Where neither cgroup v2 with the memory controller nor cgroup v1's memory
+hierarchy is writable, :func:`memory_cgroups` says why and the hub starts
+without a bound (the README names the spawners that bound memory there).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class MemoryCgroups:
+    """Where learners' cgroups go (below the hub's own) and which file holds a limit there."""
+
+    parent: Path
+    limit_file: str  # memory.max (v2) or memory.limit_in_bytes (v1)
+
+    def bound(self, name: str, pid: int, limit: int) -> Path:
+        """Put process ``pid`` in cgroup ``name`` with at most ``limit`` bytes of memory."""
+        group = self.parent / name
+        group.mkdir(exist_ok=True)
+        (group / self.limit_file).write_text(str(limit))
+        (group / "cgroup.procs").write_text(str(pid))
+        return group
+
+    def release(self, name: str) -> None:
+        """Remove cgroup ``name`` once its processes are gone (a cgroup with a process in it stays)."""
+        with contextlib.suppress(OSError):
+            (self.parent / name).rmdir()
+
+
+def memory_cgroups(cgroups: Path = CGROUPS, own: str | None = None) -> MemoryCgroups | str:
+    """The learners' cgroups below this process's memory cgroup, or why memory cannot be bounded here."""
+    own = Path("/proc/self/cgroup").read_text() if own is None else own
+    paths = dict(line.split(":", 2)[1:] for line in own.splitlines() if line.count(":") >= 2)
+    if (cgroups / "cgroup.controllers").is_file():  # v2 alone, at the root
+        v2: Path | None = cgroups
+    else:
+        v2 = cgroups / "unified" if (cgroups / "unified" / "cgroup.controllers").is_file() else None
+    if v2 is not None and "" in paths:
+        parent = v2 / paths[""].lstrip("/")
+        if "memory" in (parent / "cgroup.subtree_control").read_text(errors="replace").split() and os.access(parent, os.W_OK):
+            return MemoryCgroups(parent, "memory.max")
+    for controllers, path in paths.items():
+        if "memory" in controllers.split(","):
+            parent = cgroups / "memory" / path.lstrip("/")
+            if (parent / "memory.limit_in_bytes").is_file() and os.access(parent, os.W_OK):
+                return MemoryCgroups(parent, "memory.limit_in_bytes")
+    return "no writable memory cgroup (cgroup v2 with the memory controller, or v1's memory hierarchy) for the hub"
