@@ -197,9 +197,9 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
         if PREFIX + "NOTEBOOKS" not in env:
             shutil.copytree(room.notebooks, folder / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
             env[PREFIX + "NOTEBOOKS"] = str(folder / "notebooks")
-        room = HubSettings.from_environment(env)
     else:
         env.setdefault(PREFIX + "HOMES", str(folder / "learners"))
+    room = HubSettings.from_environment(env)
     jupyterhub = Path(sys.executable).parent / "jupyterhub"
     hub = Hub(f"http://127.0.0.1:{port}", token, folder, 0, room)
     try:
