@@ -16,10 +16,13 @@ written), and on the next run:
 - never follows a symbolic link inside the folder: a link is the user's and is
   kept as it is; a link where the tool needs a folder is refused.
 
-A folder from before manifests holds only the tool's marker file (the old
-tools wrote it last). There, a file at a path the tool writes that is not newer
-than the marker is the tool's own; a newer one was edited and is kept; files
-the tool no longer writes are kept, since their origin is unknown.
+A folder from before manifests holds only the tool's marker file. Nothing
+there says which files the old tool wrote, and a modification time proves
+nothing (``cp -p``, ``rsync -a``, ``tar`` and ``unzip`` restore an old one on
+an edited file), so only contents count: a file holding exactly the bytes the
+tool writes now is the tool's; any other file at a path the tool writes is kept
+as the user's, with the new version beside it; files the tool no longer writes
+are kept, since their origin is unknown.
 
 Safety: the new files are built in a staging folder inside the output folder;
 every validation runs before anything moves; each move is journalled and undone if
@@ -57,6 +60,7 @@ class UpdateReport:
     changed_stale: list[str] = field(default_factory=list)  # changed files the tool no longer writes, kept
     removed: list[str] = field(default_factory=list)  # unchanged files the tool no longer writes
     leftovers: list[str] = field(default_factory=list)  # staging folders of killed runs, left alone
+    legacy: bool = False  # a folder from before manifests: a kept file may be the old tool's, not the user's
 
     def lines(self) -> list[str]:
         """One sentence per kind of file the user should know about; empty when there is nothing to say."""
@@ -65,7 +69,11 @@ class UpdateReport:
             lines.append(f"kept {_files(self.added)} you added: {', '.join(self.added)}")
         if self.changed:
             pairs = ", ".join(f"{kept} (new version: {new})" for kept, new in self.changed)
-            lines.append(f"kept {_files(self.changed)} you changed; the new versions are beside them: {pairs}")
+            why = (
+                "that differ from labkit's (this folder is from before labkit kept a manifest, so it cannot tell "
+                "your edits from its older output)" if self.legacy else "you changed"
+            )
+            lines.append(f"kept {_files(self.changed)} {why}; the new versions are beside them: {pairs}")
         if self.changed_stale:
             lines.append(
                 f"kept {_files(self.changed_stale)} you changed that "
@@ -234,14 +242,13 @@ class _Update:
 
     def __init__(self, folder: OutputFolder, state: str, staging: Path) -> None:
         self.folder, self.root, self.staging = folder, Path(folder.path), staging
-        self.old = folder.read_manifest() if state == "ours" else {}
-        marker = self.root / folder.marker
-        self.legacy_time = marker.lstat().st_mtime_ns if state == "legacy" else None
+        self.old = folder.read_manifest() if state == "ours" else {}  # a legacy folder: nothing known to be the tool's
+        self.legacy = state == "legacy"
         self.undo: list[Callable[[], None]] = []
 
     def run(self) -> UpdateReport:
         new = self._staged_files()
-        report = UpdateReport()
+        report = UpdateReport(legacy=self.legacy)
         moves: list[tuple[str, str]] = []  # (path in staging, path in the folder)
         manifest: dict[str, str] = {}
         for rel, digest in sorted(new.items()):
@@ -323,17 +330,13 @@ class _Update:
         return found is not None and stat.S_ISREG(found.st_mode) and _digest(self.root / rel) == digest
 
     def _may_write(self, rel: str, digest: str) -> bool:
-        """Nothing there, the same bytes, or the tool's own unchanged file."""
+        """Nothing there, the same bytes, or the tool's own unchanged file (by content: times are never trusted)."""
         found = self._lstat_inside(rel)
         if found is None:
             return True
         if not stat.S_ISREG(found.st_mode):
             return False  # a link, a folder or a special file is the user's
-        if rel in self.old:
-            return _digest(self.root / rel) in (self.old[rel], digest)
-        if self.legacy_time is not None and found.st_mtime_ns <= self.legacy_time:
-            return True
-        return _digest(self.root / rel) == digest
+        return _digest(self.root / rel) in (self.old.get(rel), digest)
 
     def _apply(self, moves: list[tuple[str, str]], removals: list[str]) -> None:
         backups = self.staging / "old"

@@ -27,9 +27,21 @@ refuse this folder) records, per file, the SHA-256 of the bytes labkit wrote
 there (``files``: changed means edited) and of the latest version it has
 delivered, in place or beside (``delivered``: a new version means the labs
 changed). A notebook converts the same way every time, so an unchanged lab
-gives the same bytes. Every notebook converts before anything is written;
-each file is replaced atomically and the manifest is written last, so a run
-that stops half-way leaves every file whole, and the next run finishes the job.
+gives the same bytes. Every notebook converts before anything is written, and
+each file is replaced atomically, so a run that stops half way (Ctrl-C, a full
+disk, a killed process) leaves every file whole. A new folder gets its manifest
+first, before any notebook (marked ``creating`` until the run ends), and each
+file is recorded as soon as it is written: a run never refuses a folder it
+started itself, and the next run finishes the job under the same rules (a file
+holding exactly labkit's bytes is labkit's; anything else is kept).
+
+A workshop room: the learners' own accounts make their workspaces, and must
+not read ``notebooks/`` (the solved notebooks, ``solutions/``). The hub builds
+the learner edition once (:func:`write_learner_edition`, ``--write-edition
+DIR --room``; see :mod:`labkit.tools.edition`) and each workspace is made from
+it (``--edition DIR``), under the same rules. A room's README (``--room``)
+names no path outside the workspace: the solutions appear in its own
+``solutions/`` when the instructor hands them out.
 
 Tracks: ``--track core`` (``make lab TRACK=core``) gives the workshop's core
 track, without the sections tagged ``extra`` (see
@@ -46,8 +58,10 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,22 +71,23 @@ from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.labs import find_notebooks
 from labkit.tools.docs import describe_notebook
+from labkit.tools.edition import Edition, read_edition, write_edition
 from labkit.tools.nbrun import read_notebook
-from labkit.tools.output_folder import MANIFEST, OutputFolder, new_version_name
+from labkit.tools.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
 from labkit.tools.student_copy import student_notebook
 from labkit.tools.tracks import DEFAULT_TRACK, TRACKS, require_track
 
 TOOL = "workspace"  # the tool named in the manifest
 DEFAULT_FOLDER = Path("workspace")
 README_NAME = "README.md"
+CREATING = "creating"  # in the manifest while a new workspace is being written: the next run finishes it
 _FORMAT = 1
 
 README = """\
 # Your labkit workspace
 
 Your own copy of the labkit labs: every exercise is blank and nothing has run
-yet. `make lab` (or `python -m labkit lab`) in the labkit repository opens
-this folder in JupyterLab; on a workshop hub, logging in opens it. Work
+yet. {opens} Work
 through the notebooks in order, starting with `00_start_here.ipynb` (*Run >
 Run All Cells*: its preflight must say READY):
 
@@ -88,14 +103,13 @@ exercise cell after each change, then the checker again.
 
 ## Your work is safe
 
-This folder is brought up to date each time the labs start (`make lab`,
-`python -m labkit lab`, or logging in to a workshop hub), and your work is
+This folder is brought up to date each time {labs_start}, and your work is
 never overwritten:
 
 - a notebook you have not changed is refreshed when the labs change;
 - a notebook you changed (running it and saving counts) is kept as it is.
   When the labs change, the new version is written beside it, e.g.
-  `02_memory_format.labkit-new.ipynb`, and `make lab` says so. Copy over what
+  `02_memory_format.labkit-new.ipynb`{says_so}. Copy over what
   you want, then delete that file: it comes back only if the labs change again;
 - files you add are never touched, and nothing here is ever deleted;
 - to start a notebook over, delete or rename it and start the labs again;
@@ -105,6 +119,21 @@ never overwritten:
 {track_text}
 ## Solutions
 
+{solutions_text}"""
+
+# The README's parts that differ in a workshop room, whose learners have only this folder: self-learners' first.
+OPENS = (
+    "`make lab` (or `python -m labkit lab`) in the labkit repository opens\n"
+    "this folder in JupyterLab; on a workshop hub, logging in opens it.",
+    "Logging in to the workshop hub opens this folder in JupyterLab.",
+)
+LABS_START = (
+    "the labs start (`make lab`,\n`python -m labkit lab`, or logging in to a workshop hub)",
+    "you log in to the workshop hub",
+)
+SAYS_SO = (", and `make lab` says so", "")
+
+SOLUTIONS_TEXT = """\
 Stuck? In the labkit repository, `make lab-reference` opens the solved
 notebooks (the same labs, every exercise solved and run); in a workshop, your
 instructor hands the solutions out when it is time. Each exercise's solution
@@ -115,25 +144,35 @@ replace the cell's content with `%load {solutions}/<file>.py` and run the
 cell twice.
 """
 
+# Names no path outside this folder: in a room, learners cannot read the labs' solutions until they are handed out.
+ROOM_SOLUTIONS_TEXT = """\
+Stuck? Your instructor hands the solutions out when it is time. They then
+appear in `solutions/` in this workspace, one file per exercise (exercise 2.1
+is `02_1_<name>.py`): to load one into an exercise cell, replace the cell's
+content with `%load solutions/<file>.py` and run the cell twice.
+"""
+
 
 @dataclass
 class WorkspaceResult:
     """What one run did, in paths relative to the workspace."""
 
     folder: Path
-    created: bool = False  # the folder was new (missing or empty)
+    created: bool = False  # the folder was new (missing or empty), or an interrupted run had begun creating it
+    resumed: bool = False  # this run finished a creation that an interrupted run had begun
     added: list[str] = field(default_factory=list)  # written where nothing was
     refreshed: list[str] = field(default_factory=list)  # unchanged by the learner; the labs' new version replaced it
     beside: list[tuple[str, str]] = field(default_factory=list)  # (the learner's changed file, kept; the new version)
     left_alone: list[tuple[str, str]] = field(default_factory=list)  # (file, why labkit did not deliver it)
     track: str = DEFAULT_TRACK  # the track the workspace now holds
+    notebooks: int = 0  # how many notebooks the labs give
     previous_track: str | None = None  # the track it held before, when this run switched
 
     def lines(self) -> list[str]:
         """One sentence per change the learner should know about, or one saying that nothing changed."""
         if self.created:
-            notebooks = sum(name.endswith(".ipynb") for name in self.added)
-            lines = [f"created {self.folder}: {notebooks} notebooks with blank exercises, and {README_NAME}"]
+            finished = ", finishing what an interrupted run had begun" if self.resumed else ""
+            lines = [f"created {self.folder}{finished}: {self.notebooks} notebooks with blank exercises, and {README_NAME}"]
         else:
             lines = [f"added {name} (new in the labs)" for name in self.added]
         if self.previous_track is not None:
@@ -163,18 +202,58 @@ every section, run `make lab TRACK=all`; notebooks you edited are kept as
 always, and the full version goes beside them.
 """,
 }
+ROOM_TRACK_TEXT = {
+    "all": """
+This workspace holds every section of every lab.
+""",
+    "core": """
+This workspace holds the workshop's core track: the sections planned for the
+time you have. Where a section was left out, a one-line note says so.
+""",
+}
 
 
-def learner_edition(notebooks_dir: Path, folder: Path, track: str = DEFAULT_TRACK) -> dict[str, str]:
-    """The files workspace ``folder`` holds (name -> text): each notebook as students get it, and the README."""
+def learner_edition(
+    notebooks_dir: Path, folder: Path | None, track: str = DEFAULT_TRACK, room: bool = False
+) -> dict[str, str]:
+    """The files workspace ``folder`` holds (name -> text): each notebook as students get it, and the README.
+
+    ``room``: a workshop room's README, which names no path outside the
+    workspace (the solutions appear in its ``solutions/`` once handed out).
+    Otherwise the README points at ``notebooks_dir/solutions``: relative to
+    ``folder``, or by its absolute path when ``folder`` is None (an edition,
+    which does not know where its workspaces will be).
+    """
     sources = find_notebooks(notebooks_dir)
     files = {path.name: _notebook_text(path, student_notebook(path, track=track)) for path in sources}
     titles = [f"- `{path.name}`: {describe_notebook(path, read_notebook(path, write=False)).title}" for path in sources]
-    solutions = Path(os.path.relpath(notebooks_dir / "solutions", folder)).as_posix()
+    if room:
+        solutions_text = ROOM_SOLUTIONS_TEXT
+    else:
+        solutions = notebooks_dir / "solutions"
+        where = Path(os.path.relpath(solutions, folder)) if folder is not None else solutions.resolve()
+        solutions_text = SOLUTIONS_TEXT.format(solutions=where.as_posix())
     files[README_NAME] = README.format(
-        notebook_list="\n".join(titles), manifest=MANIFEST, solutions=solutions, track_text=TRACK_TEXT[track]
+        notebook_list="\n".join(titles), manifest=MANIFEST, opens=OPENS[room], labs_start=LABS_START[room],
+        says_so=SAYS_SO[room], track_text=(ROOM_TRACK_TEXT if room else TRACK_TEXT)[track], solutions_text=solutions_text,
     )
     return files
+
+
+def write_learner_edition(
+    notebooks_dir: str | Path, out_dir: str | Path, track: str = DEFAULT_TRACK, room: bool = True
+) -> Edition:
+    """Build the learner edition of ``notebooks_dir`` into ``out_dir``, for workspaces made with ``edition=out_dir``.
+
+    Writes exactly the files :func:`learner_edition` computes, and the record
+    (see :mod:`labkit.tools.edition`), replacing an earlier edition in place.
+    Every notebook converts before anything is written. Raises
+    :class:`LabkitValueError` for an unknown track, a notebook that does not
+    convert, or an ``out_dir`` that is neither empty nor an edition.
+    """
+    track = require_track(track)
+    files = learner_edition(Path(notebooks_dir), None, track, room)
+    return write_edition(Path(out_dir), files, track, room)
 
 
 def _notebook_text(path: Path, notebook: nbformat.NotebookNode) -> str:
@@ -193,34 +272,61 @@ def _notebook_text(path: Path, notebook: nbformat.NotebookNode) -> str:
 
 
 def prepare_workspace(
-    folder: str | Path = DEFAULT_FOLDER, notebooks_dir: str | Path = "notebooks", track: str | None = None
+    folder: str | Path = DEFAULT_FOLDER, notebooks_dir: str | Path = "notebooks", track: str | None = None, *,
+    edition: str | Path | None = None, room: bool = False,
 ) -> WorkspaceResult:
     """Create or bring up to date the learner workspace ``folder`` from the labs in ``notebooks_dir``.
 
     ``track`` is ``"all"`` or ``"core"``; ``None`` keeps the track the
-    workspace holds (``"all"`` for a new one). Raises :class:`LabkitValueError`
-    (before writing anything) when ``folder`` is not a folder labkit may use,
-    e.g. a non-empty folder that is not a workspace, or when a notebook cannot
-    be converted.
+    workspace holds (``"all"`` for a new one). ``edition``: take the files from
+    that prebuilt learner edition (:func:`write_learner_edition`) instead of
+    converting ``notebooks_dir``, which is then not read; the track is the
+    edition's. ``room``: a workshop room's README (from an edition: the
+    edition must be a room's). Raises :class:`LabkitValueError` (before
+    writing anything) when ``folder`` is not a folder labkit may use, e.g. a
+    non-empty folder that is not a workspace, when a notebook cannot be
+    converted, or when the edition is missing, incomplete or of another track.
     """
-    folder, notebooks_dir = Path(folder), Path(notebooks_dir)
+    folder = Path(folder)
     output = OutputFolder(folder, tool=TOOL, marker=MANIFEST, what="a labkit workspace")  # no pre-manifest workspaces
     state = output.inspect()
     written = output.read_manifest() if state == "ours" else {}
     record = _read_record(folder) if state == "ours" else {}
     previous = str(record.get("track", DEFAULT_TRACK)) if state == "ours" else None  # before tracks: every section
-    track = require_track(track) if track is not None else _known_track(folder, previous)
-    files = learner_edition(notebooks_dir, folder, track)  # every notebook converts before anything is written
+    if edition is not None:
+        files, track = _from_edition(Path(edition), track, room)
+    else:
+        track = require_track(track) if track is not None else _known_track(folder, previous)
+        files = learner_edition(Path(notebooks_dir), folder, track, room)  # every notebook converts before anything is written
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LabkitValueError(f"Cannot create {folder}: {exc.strerror}. Choose a folder you can write to.") from None
-    result = WorkspaceResult(folder, created=state == "new", track=track, previous_track=None if previous == track else previous)
-    update = _Update(folder, written, _delivered(record), result)
+    creating = state == "new" or record.get(CREATING) is True  # a new folder, or one an interrupted run was creating
+    result = WorkspaceResult(
+        folder, created=creating, resumed=state == "ours" and creating, track=track,
+        notebooks=sum(name.endswith(".ipynb") for name in files), previous_track=None if previous == track else previous,
+    )
+    update = _Update(folder, written, _delivered(record), result, creating)
+    if state == "new":
+        update.start()
     for name, text in files.items():
         update.deliver(name, text)
-    update.write_manifest()
+    update.write_manifest(done=True)
     return update.result
+
+
+def _from_edition(edition: Path, track: str | None, room: bool) -> tuple[dict[str, str], str]:
+    """The files and track of the prebuilt ``edition``, after checking they are what was asked for."""
+    built = read_edition(edition)
+    if track is not None and require_track(track) != built.track:
+        raise LabkitValueError(
+            f"The learner edition in {edition} holds the {built.track} track, not {track}: leave out --track, "
+            f"or build an edition of the {track} track (--write-edition DIR --track {track})."
+        )
+    if room and not built.room:
+        raise LabkitValueError(f"The learner edition in {edition} was built without --room; build it again with --room.")
+    return built.files, built.track
 
 
 def _read_record(folder: Path) -> dict[str, object]:
@@ -265,12 +371,31 @@ def _current(path: Path) -> str | None:
 
 @dataclass
 class _Update:
-    """One run over the workspace: deliver each file under the module's rules, then record what was written."""
+    """One run over the workspace: deliver each file under the module's rules, recording each in the manifest."""
 
     folder: Path
     written: dict[str, str]  # name -> SHA-256 of the bytes labkit wrote there
     delivered: dict[str, str]  # name -> SHA-256 of the latest version given to the learner
     result: WorkspaceResult
+    creating: bool  # the folder is new, or an interrupted run was creating it
+
+    def start(self) -> None:
+        """Make a new folder recognizably labkit's before any notebook is in it: an interrupted run is then finished.
+
+        The first manifest is written in a staging folder and moved in, so that a
+        run killed even then leaves nothing that makes the folder look foreign.
+        """
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.folder))
+        except OSError as exc:
+            raise LabkitValueError(f"Cannot write in {self.folder}: {exc.strerror}. Choose a folder you can write to.") from None
+        try:
+            write_text(staging / MANIFEST, self._manifest_text(done=False))
+            os.replace(staging / MANIFEST, self.folder / MANIFEST)
+        except OSError as exc:
+            raise LabkitValueError(f"Cannot write {self.folder / MANIFEST}: {exc.strerror}.") from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def deliver(self, name: str, text: str) -> None:
         digest = _digest(text.encode("utf-8"))
@@ -278,12 +403,12 @@ class _Update:
         if current == _NOT_A_FILE:
             self.result.left_alone.append((name, "it is a link or not a regular file, so it is yours"))
         elif current is None:
-            self._write(name, text, digest)
+            self._write(name, name, text, digest)
             self.result.added.append(name)
-        elif current == digest:  # already this version (e.g. a run that stopped before its manifest)
+        elif current == digest:  # already this version (e.g. written by a run that was interrupted)
             self._record(name, name, digest)
         elif current == self.written.get(name):
-            self._write(name, text, digest)
+            self._write(name, name, text, digest)
             self.result.refreshed.append(name)
         elif self.delivered.get(name) != digest:
             self._write_beside(name, text, digest)
@@ -296,52 +421,93 @@ class _Update:
             why = f"its new version is not written: {new} is not labkit's (changed since, or a link); rename it and run again"
             self.result.left_alone.append((name, why))
             return
-        if current != digest:
-            write_text(self.folder / new, text)
-        self._record(new, name, digest)
+        if current == digest:
+            self._record(new, name, digest)
+        else:
+            self._write(new, name, text, digest)
         self.result.beside.append((name, new))
 
-    def _write(self, name: str, text: str, digest: str) -> None:
-        write_text(self.folder / name, text)
-        self._record(name, name, digest)
+    def _write(self, path: str, name: str, text: str, digest: str) -> None:
+        """Write ``path`` (``name`` or its new version) and record it at once: a run stopped after it knows it is labkit's."""
+        write_text(self.folder / path, text)
+        self._record(path, name, digest)
+        self.write_manifest(done=False)
 
     def _record(self, path: str, name: str, digest: str) -> None:
         self.written[path] = digest
         self.delivered[name] = digest
 
-    def write_manifest(self) -> None:
-        """Record what labkit wrote that is still there, so the next run tells the learner's changes from its own."""
+    def _manifest_text(self, done: bool) -> str:
         still_there = {
             path: digest for path, digest in self.written.items() if _current(self.folder / path) not in (None, _NOT_A_FILE)
         }
-        record = {
+        record: dict[str, object] = {
             "tool": TOOL, "format": _FORMAT, "files": still_there, "delivered": self.delivered, "track": self.result.track,
         }
-        write_text(self.folder / MANIFEST, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        if self.creating and not done:
+            record[CREATING] = True
+        return json.dumps(record, indent=1, sort_keys=True) + "\n"
+
+    def write_manifest(self, done: bool) -> None:
+        """Record what labkit wrote that is still there, so the next run tells the learner's changes from its own."""
+        write_text(self.folder / MANIFEST, self._manifest_text(done))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "folder", type=Path, nargs="?", default=DEFAULT_FOLDER,
+        "folder", type=Path, nargs="?", default=None,
         help=f"the workspace folder, created on first use (default: {DEFAULT_FOLDER})",
     )
     parser.add_argument("--notebooks", type=Path, default=Path("notebooks"), help="the labs' notebooks folder")
     parser.add_argument(
         "--track", choices=TRACKS, default=None,
         help="core: a workshop's shorter path, without the sections tagged 'extra'; all: every section "
-        "(default: the track the workspace holds, all for a new one)",
+        "(default: the track the workspace holds, all for a new one; an edition's own track)",
+    )
+    parser.add_argument(
+        "--edition", type=Path, default=None, metavar="DIR",
+        help="make the workspace from this prebuilt learner edition (see --write-edition) instead of --notebooks",
+    )
+    parser.add_argument(
+        "--room", action="store_true",
+        help="a workshop room's README: the solutions appear in solutions/ here once the instructor hands them out",
+    )
+    parser.add_argument(
+        "--write-edition", type=Path, default=None, metavar="DIR",
+        help="instead of a workspace, build the learner edition of --notebooks into DIR (what a workspace gets, "
+        "nothing else), for workspaces made with --edition DIR",
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    options = vars(args)  # labkit.tools.lab calls this with its own arguments, which lack the edition options
+    folder = options.get("write_edition") or args.folder or DEFAULT_FOLDER
     try:
-        result = prepare_workspace(args.folder, args.notebooks, args.track)
+        if options.get("write_edition") is not None:
+            return _write_edition(args)
+        result = prepare_workspace(
+            folder, args.notebooks, args.track, edition=options.get("edition"), room=options.get("room", False)
+        )
     except LabkitError as exc:
         print(f"workspace: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # e.g. a manifest labkit may not read: one line, never a traceback
+        print(f"workspace: cannot use {exc.filename or folder}: {exc.strerror or exc}.", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
-        print(f"workspace: interrupted; every file in {args.folder} is whole. Run again to finish.", file=sys.stderr)
+        print(f"workspace: interrupted; every file in {folder} is whole. Run again to finish.", file=sys.stderr)
         return 130
     for line in result.lines():
         print(f"workspace: {line}")
+    return 0
+
+
+def _write_edition(args: argparse.Namespace) -> int:
+    if args.folder is not None or args.edition is not None:
+        raise LabkitValueError("--write-edition builds an edition, not a workspace: give no workspace folder and no --edition.")
+    edition = write_learner_edition(args.notebooks, args.write_edition, args.track or DEFAULT_TRACK, room=args.room)
+    notebooks = sum(name.endswith(".ipynb") for name in edition.files)
+    kind = "a workshop room's" if edition.room else "a self-learner's"
+    print(f"workspace: wrote the learner edition to {edition.folder}: {notebooks} notebooks of the {edition.track} track "
+          f"and {kind} {README_NAME}")
     return 0

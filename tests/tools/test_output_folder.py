@@ -124,24 +124,44 @@ def test_foreign_folder_other_tools_and_damaged_manifests_are_refused(tmp_path: 
     assert snapshot(damaged)["index.html"] == "v1 index"
 
 
-def test_legacy_folder_with_only_a_marker_counts_files_older_than_the_marker_as_the_tools(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "pages").mkdir()
-    for rel, text in V1.items():  # what the old tool wrote, marker last
+def legacy_folder(out: Path, files: dict[str, str]) -> None:
+    """What a tool wrote before manifests: its files, marker last."""
+    for rel, text in files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(text)
+
+
+def test_legacy_folder_adopts_only_files_with_the_tools_bytes_and_keeps_every_other(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    legacy_folder(out, {**V1, "pages/same.html": "same"})
     (out / "added.txt").write_text("mine")
-    (out / "index.html").write_text("my edit")  # edited after the marker was written
-    later = (out / ".labkit-demo").stat().st_mtime_ns + 10**10
-    os.utime(out / "index.html", ns=(later, later))
-    report = folder(out).update(builder(V2))
+    (out / "index.html").write_text("my edit")
+    report = folder(out).update(builder({**V2, "pages/same.html": "same"}))
     files = snapshot(out)
-    assert files["pages/a.html"] == "v2 a"  # the old tool's, replaced
+    assert files["pages/same.html"] == "same" and "pages/same.labkit-new.html" not in files  # the tool's bytes: adopted
     assert files["index.html"] == "my edit" and files["index.labkit-new.html"] == "v2 index"
-    assert files["pages/old.html"] == "v1 old"  # unknown origin, so kept
-    assert files["added.txt"] == "mine"
+    assert files["pages/a.html"] == "v1 a" and files["pages/a.labkit-new.html"] == "v2 a"  # maybe the old tool's: kept
+    assert files["pages/old.html"] == "v1 old" and files["added.txt"] == "mine"  # unknown origin, so kept
     assert sorted(report.added) == ["added.txt", "pages/old.html"]
-    assert json.loads(files[MANIFEST])["tool"] == "demo"
+    assert report.changed == [("index.html", "index.labkit-new.html"), ("pages/a.html", "pages/a.labkit-new.html")]
+    assert any("before labkit kept a manifest" in line for line in report.lines())
+    manifest = json.loads(files[MANIFEST])
+    assert manifest["tool"] == "demo" and "pages/same.html" in manifest["files"] and "index.html" not in manifest["files"]
+    again = folder(out).update(builder({**V2, "pages/same.html": "same"}))  # now a folder with a manifest
+    assert snapshot(out)["index.html"] == "my edit" and again.changed[0] == ("index.html", "index.labkit-new.html")
+
+
+def test_legacy_adoption_never_trusts_a_restored_modification_time(tmp_path: Path) -> None:
+    """``cp -p``, ``rsync -a``, ``tar`` and ``unzip`` give an edited file back its old time: it is still kept."""
+    out = tmp_path / "out"
+    legacy_folder(out, V1)
+    (out / "index.html").write_text("my edit, copied back with cp -p")
+    older = (out / ".labkit-demo").stat().st_mtime_ns - 86_400 * 10**9  # a day before the marker: "the tool's", by time
+    os.utime(out / "index.html", ns=(older, older))
+    folder(out).update(builder(V2))
+    files = snapshot(out)
+    assert files["index.html"] == "my edit, copied back with cp -p" and files["index.labkit-new.html"] == "v2 index"
+    assert files["pages/a.html"] == "v1 a" and files["pages/a.labkit-new.html"] == "v2 a"
 
 
 def test_links_inside_the_folder_are_never_followed(tmp_path: Path) -> None:

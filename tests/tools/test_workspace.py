@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import argparse
 import ast
+import errno
 import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from labkit.__main__ import main
+from labkit.core import files
 from labkit.core.errors import LabkitValueError
 from labkit.tools import student_copy, workspace
+from labkit.tools.edition import RECORD
 from labkit.tools.output_folder import MANIFEST
 from tests.ui.support import jupyter_lab
 
@@ -269,7 +277,7 @@ def test_a_folder_that_is_not_a_workspace_is_refused_and_left_as_it_was(lab: Pat
 
 
 def test_run_prints_what_changed_and_exits_2_on_a_user_error(
-    lab: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    lab: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     parser = argparse.ArgumentParser()
     workspace.add_arguments(parser)
@@ -278,7 +286,9 @@ def test_run_prints_what_changed_and_exits_2_on_a_user_error(
     (tmp_path / "file").write_text("")
     assert workspace.run(parser.parse_args([str(tmp_path / "file"), "--notebooks", str(lab)])) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
-    assert parser.parse_args([]).folder == Path("workspace")
+    assert parser.parse_args([]).folder is None  # the default folder, workspace/: run() names it
+    monkeypatch.chdir(tmp_path)
+    assert workspace.run(parser.parse_args(["--notebooks", str(lab)])) == 0 and (tmp_path / "workspace" / MANIFEST).is_file()
 
 
 # --- through a real Jupyter server, as `make lab` serves it ---------------------------
@@ -401,3 +411,211 @@ def test_cli_track(tracked_lab: Path, capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit):
         parser.parse_args([str(ws), "--track", "short"])
     assert "invalid choice: 'short'" in capsys.readouterr().err
+
+
+# --- a run that stops half way: the next one finishes the job ----------------------------
+
+
+@pytest.fixture
+def two_labs(lab: Path) -> Path:
+    write_notebook(lab, "02_more.ipynb", "A second lab.")
+    return lab
+
+
+def contents(ws: Path) -> dict[str, str]:
+    """Every file of the workspace but the manifest and hidden leftovers of killed writes, with its text."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(ws.iterdir()) if p.is_file() and not p.name.startswith(".")}
+
+
+def hidden(ws: Path) -> list[str]:
+    return sorted(p.name for p in ws.iterdir() if p.name.startswith(".") and p.name != MANIFEST)
+
+
+def failing_writes(fail_at: int, exception: BaseException, calls: list[str]) -> Callable[[Path, str], Path]:
+    """``write_text`` whose ``fail_at``-th call writes part of the file, then raises ``exception`` (labkit's real error path)."""
+    def write_text(path: Path, text: str) -> Path:
+        calls.append(Path(path).name)
+        if len(calls) != fail_at:
+            return files.write_text(path, text)
+
+        def part_then_fail(handle) -> None:
+            handle.write(text[: len(text) // 2])
+            raise exception
+
+        return files.write_file(path, part_then_fail)
+
+    return write_text
+
+
+@pytest.mark.parametrize("exception", [KeyboardInterrupt(), OSError(errno.ENOSPC, "No space left on device")],
+                         ids=["ctrl-c", "disk-full"])
+def test_a_first_run_stopped_at_any_write_is_finished_by_the_next(
+    two_labs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exception: BaseException
+) -> None:
+    clean_calls: list[str] = []
+    monkeypatch.setattr(workspace, "write_text", failing_writes(0, exception, clean_calls))
+    workspace.prepare_workspace(tmp_path / "clean", two_labs)
+    assert clean_calls[0] == MANIFEST and clean_calls.count(MANIFEST) > 3, "the manifest first, then after each file"
+    for fail_at in range(1, len(clean_calls) + 1):
+        ws = tmp_path / f"stopped-at-{fail_at}"
+        monkeypatch.setattr(workspace, "write_text", failing_writes(fail_at, exception, []))
+        expected = KeyboardInterrupt if isinstance(exception, KeyboardInterrupt) else LabkitValueError
+        with pytest.raises(expected, match="No space left" if expected is LabkitValueError else None):
+            workspace.prepare_workspace(ws, two_labs)
+        monkeypatch.undo()
+        assert hidden(ws) == [], f"write {fail_at}: a half-written file or staging folder was left"
+        result = workspace.prepare_workspace(ws, two_labs)  # never "exists and is not a labkit workspace"
+        assert result.created and not result.beside and ": 2 notebooks with blank exercises" in result.lines()[0], fail_at
+        assert contents(ws) == contents(tmp_path / "clean"), f"write {fail_at}"
+        assert (ws / MANIFEST).read_text() == (tmp_path / "clean" / MANIFEST).read_text(), f"write {fail_at}"
+        assert workspace.prepare_workspace(ws, two_labs).lines() == [f"{ws} is up to date"]
+
+
+def test_a_finishing_run_says_so_and_keeps_what_the_learner_changed_meanwhile(two_labs: Path, monkeypatch) -> None:
+    ws = two_labs.parent / "ws"
+    monkeypatch.setattr(workspace, "write_text", failing_writes(4, KeyboardInterrupt(), []))  # after 01_demo, at 02_more
+    with pytest.raises(KeyboardInterrupt):
+        workspace.prepare_workspace(ws, two_labs)
+    monkeypatch.undo()
+    assert json.loads((ws / MANIFEST).read_text())["creating"] is True
+    mine = edit_exercise(ws / "01_demo.ipynb")  # the learner opened the labs meanwhile
+    result = workspace.prepare_workspace(ws, two_labs)
+    assert result.lines()[0] == f"created {ws}, finishing what an interrupted run had begun: 2 notebooks with blank exercises, " \
+        "and README.md"
+    assert (ws / "01_demo.ipynb").read_bytes() == mine and "creating" not in json.loads((ws / MANIFEST).read_text())
+
+
+KILLED_RUN = """
+import os, signal, sys
+from labkit.core import files
+from labkit.tools import workspace
+calls = []
+def write_text(path, text):
+    calls.append(path)
+    if len(calls) < int(sys.argv[1]):
+        return files.write_text(path, text)
+    def half_then_killed(handle):
+        handle.write(text[: len(text) // 2])
+        handle.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return files.write_file(path, half_then_killed)
+workspace.write_text = write_text
+from labkit.__main__ import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("killed_at", [1, 2, 4], ids=["first-manifest", "first-notebook", "second-notebook"])
+def test_a_first_run_killed_part_way_is_finished_by_the_next(
+    two_labs: Path, tmp_path: Path, killed_at: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = tmp_path / "ws"
+    command = [sys.executable, "-c", KILLED_RUN, str(killed_at), "workspace", str(ws), "--notebooks", str(two_labs)]
+    killed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert main(["workspace", str(ws), "--notebooks", str(two_labs)]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith(f"workspace: created {ws}")
+    workspace.prepare_workspace(tmp_path / "clean", two_labs)
+    assert contents(ws) == contents(tmp_path / "clean")
+    assert workspace.prepare_workspace(ws, two_labs).lines() == [f"{ws} is up to date"]
+
+
+def test_a_folder_labkit_did_not_start_is_still_refused(lab: Path, tmp_path: Path) -> None:
+    prepare(lab)
+    copied = tmp_path / "copied"  # labkit's very files, copied without the manifest: still not a workspace labkit started
+    copied.mkdir()
+    for name in ("01_demo.ipynb", "README.md"):
+        (copied / name).write_bytes((lab.parent / "ws" / name).read_bytes())
+    (tmp_path / "mine" / ".labkit-staging-dead").mkdir(parents=True)  # a killed run's staging beside a user's file
+    (tmp_path / "mine" / "notes.md").write_text("mine")
+    for folder in (copied, tmp_path / "mine"):
+        before = sorted(p.name for p in folder.iterdir())
+        with pytest.raises(LabkitValueError, match="exists and is not a labkit workspace"):
+            workspace.prepare_workspace(folder, lab)
+        assert sorted(p.name for p in folder.iterdir()) == before
+
+
+# --- a workshop room: the learner edition, built once, and the room's README ------------------
+
+
+def assert_names_nothing_outside(readme: str, *outside: Path) -> None:
+    assert "lab-reference" not in readme and "../" not in readme and "notebooks/solutions" not in readme
+    assert not [str(path) for path in outside if str(path) in readme]
+    assert "%load solutions/<file>.py" in readme and "`solutions/` in this workspace" in readme
+    assert "hands the solutions out" in readme
+
+
+def test_a_room_edition_of_the_real_labs_holds_no_solution_and_names_nothing_outside(tmp_path: Path) -> None:
+    edition = workspace.write_learner_edition(NOTEBOOKS, tmp_path / "edition", "core", room=True)
+    assert (edition.track, edition.room) == ("core", True)
+    assert sorted(p.name for p in (tmp_path / "edition").iterdir()) == sorted([*edition.files, RECORD])
+    solutions = real_solutions()
+    for name, text in edition.files.items():
+        if name.endswith(".ipynb"):
+            assert_no_solution_code(name, nbformat.reads(text, as_version=4), solutions)
+    assert_names_nothing_outside(edition.files["README.md"], ROOT, NOTEBOOKS, tmp_path)
+    assert "make lab TRACK" not in edition.files["README.md"]
+
+
+def test_a_workspace_from_an_edition_needs_no_notebooks_and_keeps_the_usual_rules(lab: Path, tmp_path: Path) -> None:
+    workspace.write_learner_edition(lab, tmp_path / "edition", "core")
+    ws = tmp_path / "ws"
+    hidden_labs = lab.rename(tmp_path / "instructor-only")  # the learner's account cannot read the labs
+    result = workspace.prepare_workspace(ws, tmp_path / "no-such-notebooks", edition=tmp_path / "edition", room=True)
+    assert result.created and result.track == "core" and manifest_track(ws) == "core"
+    edition = json.loads((tmp_path / "edition" / RECORD).read_text())
+    assert contents(ws) == {name: (tmp_path / "edition" / name).read_text() for name in edition["files"]}
+    assert_names_nothing_outside((ws / "README.md").read_text(), hidden_labs, tmp_path)
+    mine = edit_exercise(ws / "01_demo.ipynb")
+    write_notebook(hidden_labs, "01_demo.ipynb", "Second version.", solution="01_1_double")
+    workspace.write_learner_edition(hidden_labs, tmp_path / "edition", "core")  # rebuilt in place
+    again = workspace.prepare_workspace(ws, edition=tmp_path / "edition")
+    assert (ws / "01_demo.ipynb").read_bytes() == mine and again.beside == [("01_demo.ipynb", "01_demo.labkit-new.ipynb")]
+    assert "Second version" in (ws / "01_demo.labkit-new.ipynb").read_text()
+
+
+def test_an_edition_of_another_track_or_without_room_is_refused_before_anything_is_written(lab: Path, tmp_path: Path) -> None:
+    workspace.write_learner_edition(lab, tmp_path / "core", "core")
+    with pytest.raises(LabkitValueError, match="holds the core track, not all: leave out --track"):
+        workspace.prepare_workspace(tmp_path / "ws", edition=tmp_path / "core", track="all")
+    workspace.write_learner_edition(lab, tmp_path / "self", "all", room=False)
+    with pytest.raises(LabkitValueError, match="built without --room"):
+        workspace.prepare_workspace(tmp_path / "ws", edition=tmp_path / "self", room=True)
+    with pytest.raises(LabkitValueError, match="holds no edition.json"):
+        workspace.prepare_workspace(tmp_path / "ws", edition=lab)
+    assert not (tmp_path / "ws").exists()
+    assert workspace.prepare_workspace(tmp_path / "ws", edition=tmp_path / "core", track="core").track == "core"
+
+
+def test_a_self_learners_edition_points_at_the_solutions_by_their_absolute_path(lab: Path, tmp_path: Path) -> None:
+    edition = workspace.write_learner_edition(lab, tmp_path / "edition", room=False)
+    assert f"%load {(lab / 'solutions').resolve().as_posix()}/<file>.py" in edition.files["README.md"]
+    assert "make lab-reference" in edition.files["README.md"]
+
+
+def test_room_without_an_edition_gives_the_room_readme(lab: Path, tmp_path: Path) -> None:
+    workspace.prepare_workspace(tmp_path / "ws", lab, room=True)
+    assert_names_nothing_outside((tmp_path / "ws" / "README.md").read_text(), lab, tmp_path)
+    result = workspace.prepare_workspace(tmp_path / "ws", lab)  # make lab there: the self-learner's README, by the usual rules
+    assert result.refreshed == ["README.md"] and "make lab-reference" in (tmp_path / "ws" / "README.md").read_text()
+
+
+def test_cli_writes_an_edition_and_makes_workspaces_from_it(
+    tracked_lab: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edition, ws = tmp_path / "edition", tmp_path / "ws"
+    assert main(["workspace", "--write-edition", str(edition), "--notebooks", str(tracked_lab), "--track", "core", "--room"]) == 0
+    assert capsys.readouterr().out == (
+        f"workspace: wrote the learner edition to {edition}: 2 notebooks of the core track and a workshop room's README.md\n"
+    )
+    assert main(["workspace", str(ws), "--edition", str(edition), "--room"]) == 0
+    assert capsys.readouterr().out.startswith(f"workspace: created {ws}: 2 notebooks")
+    assert not holds_side_trip(ws / "01_demo.ipynb")
+    assert main(["workspace", str(ws), "--edition", str(edition), "--track", "all"]) == 2
+    assert "holds the core track, not all" in capsys.readouterr().err
+    assert main(["workspace", str(ws), "--write-edition", str(edition)]) == 2
+    assert "give no workspace folder" in capsys.readouterr().err
+    (edition / "01_demo.ipynb").write_text("tampered")
+    assert main(["workspace", str(ws), "--edition", str(edition)]) == 2
+    err = capsys.readouterr().err
+    assert "changed since the learner edition was built" in err and "Traceback" not in err
