@@ -1,0 +1,236 @@
+"""The workshop's log-in: NativeAuthenticator's sign-up and approval, with the holes an attacker found closed.
+
+Why a subclass: anyone who reaches the hub may sign up, and every sign-up ends
+up on the instructor's screen at ``/hub/authorize``, in the browser that holds
+the hub's admin cookie. jupyterhub-nativeauthenticator 1.3.0 (the release
+``pyproject.toml`` allows) has these upstream bugs, each shown by an attack
+from loopback with the workshop's default settings:
+
+- **Stored XSS through an unquoted attribute**: its
+  ``templates/authorization-area.html`` writes each name into an unquoted
+  attribute (``<tr id={{ user.username }}>``), and its sign-up refuses only
+  names with ``,``, `` `` or ``/``. Jinja's escaping does not help an
+  unquoted attribute: a name with tabs (``u<TAB>tabindex=1<TAB>autofocus
+  <TAB>onfocus=...``) adds attributes, so opening ``/hub/authorize`` runs the
+  sign-up's script as the instructor, which can mint an admin API token.
+- **State changes on GET**: ``GET /hub/authorize/NAME`` toggles a sign-up's
+  approval and ``GET /hub/discard/NAME`` deletes it. JupyterHub checks its XSRF
+  token only on POST (and skips it for a same-origin image), so a markdown
+  image ``![](/hub/authorize/NAME)`` in a learner's notebook approves that
+  sign-up when the instructor opens the learner's server.
+- **No password minimum**: ``minimum_password_length`` defaults to 0; a
+  1-character instructor password is accepted.
+- With bcrypt 5 a password over 72 bytes raises in ``bcrypt.hashpw``: a
+  sign-up with one got a 500, not a message.
+
+What :class:`WorkshopAuthenticator` does instead:
+
+- A name must match :data:`labkit.workshop.settings.USERNAME_PATTERN` in full
+  (after JupyterHub lowercases it); the sign-up page says
+  :data:`~labkit.workshop.settings.USERNAME_RULE` when it does not.
+- Approve, withdraw an approval and discard are POST only, from forms that
+  carry JupyterHub's XSRF token: JupyterHub's ``BaseHandler.prepare`` answers a
+  cookie-authenticated POST without it with 403, and a GET gets 405. Admins
+  only, as before.
+- Every page of NativeAuthenticator that shows a name is labkit's own copy
+  (``labkit/workshop/templates/``): every attribute quoted, names escaped (and
+  URL-encoded in a URL), buttons instead of links. NativeAuthenticator adds
+  its own template folder *after* JupyterHub's to the hub's shared jinja
+  environment (in ``LocalBase.__init__``, on its first page); labkit's pages
+  render through an overlay of that environment that looks in labkit's folder
+  first, so whatever NativeAuthenticator's own templates do, none of them is
+  used, and no page of JupyterHub's own changes.
+- Passwords: learners at least :data:`LEARNER_MINIMUM` characters, the
+  instructor (``admin_users``) at least :data:`ADMIN_MINIMUM`, none from
+  NativeAuthenticator's list of common passwords, at most
+  :data:`BCRYPT_MAX_BYTES` bytes; refused at sign-up and on every password
+  change, with a message that says which rule.
+- ``/hub/confirm/`` (self-approval by e-mail) is not served: the instructor
+  approves each sign-up.
+"""
+from __future__ import annotations
+
+import re
+import weakref
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, Template
+from jupyterhub.handlers import BaseHandler
+from jupyterhub.scopes import needs_scope
+from nativeauthenticator import NativeAuthenticator
+from nativeauthenticator.handlers import (
+    AuthorizationAreaHandler,
+    ChangePasswordAdminHandler,
+    ChangePasswordHandler,
+    LoginHandler,
+    SignUpHandler,
+)
+from nativeauthenticator.orm import UserInfo
+from tornado import web
+from traitlets import Bool, Integer
+
+from labkit.workshop.settings import USERNAME_PATTERN, USERNAME_RULE
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+LEARNER_MINIMUM = 8
+ADMIN_MINIMUM = 12  # the instructor's account opens every learner's server
+BCRYPT_MAX_BYTES = 72  # bcrypt 5 refuses a longer password (older releases silently ignored the rest)
+admin_only = needs_scope("admin:users")  # as NativeAuthenticator guards its admin pages
+
+_overlays: weakref.WeakKeyDictionary[Environment, Environment] = weakref.WeakKeyDictionary()
+
+
+def templates_first(environment: Environment) -> Environment:
+    """The hub's jinja ``environment``, looking in labkit's templates first (an overlay: the hub's own is unchanged)."""
+    overlay = _overlays.get(environment)
+    if overlay is None:
+        loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES)), environment.loader])  # type: ignore[list-item]
+        overlay = _overlays[environment] = environment.overlay(loader=loader)
+    return overlay
+
+
+class WorkshopAuthenticator(NativeAuthenticator):
+    """NativeAuthenticator with labkit's names, passwords, templates, and approval by POST only."""
+
+    minimum_password_length = Integer(LEARNER_MINIMUM, config=True, help="The shortest password a learner may choose.")
+    admin_minimum_password_length = Integer(
+        ADMIN_MINIMUM, config=True, help="The shortest password an admin (the instructor) may choose."
+    )
+    check_common_password = Bool(True, config=True, help="Refuse a password from NativeAuthenticator's common list.")
+
+    def validate_username(self, username: str) -> bool:
+        """JupyterHub's checks, and the whole name by labkit's rule (``re.fullmatch``: ``$`` also matches before a newline)."""
+        return bool(re.fullmatch(USERNAME_PATTERN, username)) and bool(super().validate_username(username))
+
+    def username_problem(self, username: str) -> str | None:
+        """What is wrong with the name someone signs up with, or None."""
+        if self.validate_username(self.normalize_username(username)):
+            return None
+        return f"That username is not allowed: a username is {USERNAME_RULE}."
+
+    def password_problem(self, username: str, password: str) -> str | None:
+        """What is wrong with ``password`` for account ``username``, or None."""
+        admin = self.normalize_username(username) in self.admin_users
+        minimum = self.admin_minimum_password_length if admin else self.minimum_password_length
+        if len(password) < minimum:
+            whose = "the instructor's account" if admin else "a learner's account"
+            return f"Choose a longer password: {whose} needs at least {minimum} characters."
+        if len(password.encode()) > BCRYPT_MAX_BYTES:
+            return f"Choose a shorter password: at most {BCRYPT_MAX_BYTES} bytes (as many plain letters, fewer accented ones)."
+        if self.check_common_password and self.is_password_common(password):
+            return "That password is on the list of common passwords: choose another."
+        return None
+
+    def create_user(self, username: str, password: str, **kwargs: Any) -> Any:
+        """NativeAuthenticator's sign-up, refusing (None) a name or a password labkit does not allow."""
+        if self.username_problem(username) or self.password_problem(username, password):
+            return None
+        return super().create_user(username, password, **kwargs)
+
+    def change_password(self, username: str, new_password: str) -> bool | None:
+        """NativeAuthenticator's password change, refusing (None) a password labkit does not allow."""
+        if self.password_problem(username, new_password):
+            return None
+        return super().change_password(username, new_password)
+
+    def get_handlers(self, app: Any) -> list[tuple[str, type[BaseHandler]]]:
+        """NativeAuthenticator's pages on labkit's templates; approve and discard by POST; no ``/confirm/``."""
+        return [
+            (r"/login", LogIn),
+            (r"/signup", SignUp),
+            (r"/authorize", AuthorizationArea),
+            (r"/authorize/([^/]+)", ToggleApproval),
+            (r"/discard/([^/]+)", Discard),
+            (r"/change-password", ChangePassword),
+            (r"/change-password/([^/]+)", ChangePasswordAdmin),
+        ]
+
+
+class _LabkitTemplates(BaseHandler):
+    """Renders labkit's copy of a template where there is one (see :func:`templates_first`)."""
+
+    def get_template(self, name: str, sync: bool = False) -> Template:
+        return templates_first(self.settings["jinja2_env_sync" if sync else "jinja2_env"]).get_template(name)
+
+    async def refuse(self, template: str, message: str, **namespace: Any) -> None:
+        """Show ``template`` again with ``message`` as its error, nothing changed."""
+        self.finish(await self.render_template(template, result_message=message, alert="alert-danger", **namespace))
+
+
+class LogIn(_LabkitTemplates, LoginHandler):
+    """``/hub/login`` on labkit's ``native-login.html``."""
+
+
+class SignUp(_LabkitTemplates, SignUpHandler):
+    """``/hub/signup`` on labkit's ``signup.html``, saying which rule a refused name or password broke."""
+
+    @property
+    def template_namespace(self) -> dict[str, Any]:
+        return {**super().template_namespace, "username_rule": USERNAME_RULE}
+
+    def get_result_message(self, user: Any, assume_user_is_human: bool, username_already_taken: bool,
+                           confirmation_matches: bool, user_is_admin: bool) -> tuple[str, str]:
+        alert, message = super().get_result_message(user, assume_user_is_human, username_already_taken,
+                                                    confirmation_matches, user_is_admin)
+        if user is None and assume_user_is_human and not username_already_taken and confirmation_matches:
+            username = self.get_body_argument("username", strip=False)
+            message = (self.authenticator.username_problem(username)
+                       or self.authenticator.password_problem(username, self.get_body_argument("signup_password", strip=False))
+                       or message)
+        return alert, message
+
+
+class AuthorizationArea(_LabkitTemplates, AuthorizationAreaHandler):
+    """``/hub/authorize`` on labkit's ``authorization-area.html``: names quoted, a POST form per button."""
+
+
+class ToggleApproval(BaseHandler):
+    """``POST /hub/authorize/NAME`` approves a sign-up, or withdraws its approval; a GET is refused (405)."""
+
+    @admin_only
+    async def post(self, name: str) -> None:
+        if UserInfo.find(self.db, name) is None:
+            raise web.HTTPError(404, "no such sign-up")
+        UserInfo.change_authorization(self.db, name)
+        self.redirect(f"{self.hub.base_url}authorize#{quote(name, safe='')}")
+
+
+class Discard(BaseHandler):
+    """``POST /hub/discard/NAME`` deletes a sign-up that is not approved (as NativeAuthenticator's GET did); a GET is refused."""
+
+    @admin_only
+    async def post(self, name: str) -> None:
+        info = UserInfo.find(self.db, name)
+        if info is not None and not info.is_authorized:  # an approved account is removed at /hub/admin
+            self.db.delete(info)
+            self.db.commit()
+            if self.users.get(name) is not None:
+                self.users.delete(name)
+        self.redirect(f"{self.hub.base_url}authorize")
+
+
+class ChangePassword(_LabkitTemplates, ChangePasswordHandler):
+    """``/hub/change-password`` on labkit's template, refusing a password labkit does not allow."""
+
+    @web.authenticated
+    async def post(self) -> None:
+        problem = self.authenticator.password_problem(self.current_user.name,
+                                                      self.get_body_argument("new_password", strip=False))
+        if problem is None:
+            await super().post()
+        else:
+            await self.refuse("change-password.html", problem, user_name=self.current_user.name)
+
+
+class ChangePasswordAdmin(_LabkitTemplates, ChangePasswordAdminHandler):
+    """``/hub/change-password/NAME`` (admins) on labkit's template, refusing a password labkit does not allow."""
+
+    @admin_only
+    async def post(self, user_name: str) -> None:
+        problem = self.authenticator.password_problem(user_name, self.get_body_argument("new_password", strip=False))
+        if problem is None:
+            await super().post(user_name)
+        else:
+            await self.refuse("change-password-admin.html", problem, user_name=user_name)

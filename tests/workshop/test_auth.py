@@ -1,0 +1,203 @@
+"""labkit.workshop.auth without a hub: the name and password rules, the routes, and labkit's templates rendered
+with hostile names (every attribute quoted, every name escaped, approval by POST forms only)."""
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import quote
+
+import nativeauthenticator
+import pytest
+from jinja2 import DictLoader, Environment
+from tornado import web
+
+from labkit.workshop import auth
+from labkit.workshop.settings import USERNAME_RULE
+
+ADMIN = "instructor"
+# Names an attacker signs up with: attributes after tabs (the reported attack), markup, quotes, whitespace.
+HOSTILE_NAMES = [
+    "u\ttabindex=1\tautofocus\tonfocus=window.__pwned=1",
+    "<script>window.__pwned=2</script>",
+    'x"><img src=x onerror=window.__pwned=3>',
+    "x' onmouseover='window.__pwned=4",
+    "two words",
+    "slash/name",
+    "name\n",
+    "a" * 25,
+    "9lives",
+    "",
+]
+GOOD_NAMES = ["ada", "grace-hopper", "learner_01", "a" * 24]
+# The stand-in for JupyterHub's page.html: the blocks labkit's pages fill, nothing else.
+PAGE = "{% block script %}{% endblock %}{% block main %}{% endblock %}"
+# What an injected name would add to an element (a log-in form's field has autofocus of its own).
+INJECTED_ATTRIBUTES = {"onfocus", "onerror", "onmouseover", "onload", "onclick", "tabindex", "autofocus"}
+
+
+@pytest.fixture
+def authenticator() -> auth.WorkshopAuthenticator:
+    return auth.WorkshopAuthenticator(add_new_table=False, admin_users={ADMIN})
+
+
+class _Elements(HTMLParser):
+    """Every start tag with its attributes, as a browser's tokenizer splits them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+
+
+def elements(html: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Elements()
+    parser.feed(html)
+    parser.close()
+    return parser.elements
+
+
+def assert_nothing_injected(html: str) -> None:
+    """No element got an event handler or a focus attribute from a name, and no name became markup."""
+    for tag, attributes in elements(html):
+        injected = sorted(set(attributes) & INJECTED_ATTRIBUTES - ({"autofocus"} if tag == "input" else set()))
+        assert not injected, f"<{tag}> got attributes {injected} from a name:\n{html}"
+    assert "<img" not in html and "<script>window" not in html, html
+
+
+def hub_environment(**templates: str) -> Environment:
+    """An environment like the hub's (autoescape on) whose own templates are ``templates`` (and the page stand-in)."""
+    return Environment(loader=DictLoader({"page.html": PAGE, **templates}), autoescape=True)
+
+
+def render(name: str, base: Environment | None = None, **namespace: object) -> str:
+    environment = auth.templates_first(base or hub_environment())
+    defaults = {"base_url": "/hub/", "xsrf": "the-xsrf-token", "login_url": "/hub/login"}
+    return environment.get_template(name).render(**{**defaults, **namespace})
+
+
+class _Info:
+    """A row of NativeAuthenticator's users_info table, as the authorization area gets it."""
+
+    def __init__(self, username: str, is_authorized: bool = False) -> None:
+        self.username, self.is_authorized, self.email, self.has_2fa = username, is_authorized, "", False
+
+
+# --- names ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_hostile_name_is_refused_with_the_rule(authenticator: auth.WorkshopAuthenticator, name: str):
+    assert not authenticator.validate_username(authenticator.normalize_username(name))
+    problem = authenticator.username_problem(name)
+    assert problem is not None and USERNAME_RULE in problem
+    assert authenticator.create_user(name, "a good long password") is None  # refused before the database
+
+
+@pytest.mark.parametrize("name", GOOD_NAMES)
+def test_a_name_by_the_rule_is_accepted(authenticator: auth.WorkshopAuthenticator, name: str):
+    assert authenticator.validate_username(name)
+    assert authenticator.username_problem(name) is None
+
+
+def test_uppercase_is_lowered_before_the_rule(authenticator: auth.WorkshopAuthenticator):
+    assert authenticator.normalize_username("Grace") == "grace"
+    assert authenticator.username_problem("Grace") is None
+
+
+# --- passwords --------------------------------------------------------------------------------------------------------
+
+
+def test_a_learner_needs_8_characters_and_the_instructor_12(authenticator: auth.WorkshopAuthenticator):
+    assert auth.LEARNER_MINIMUM == 8 and auth.ADMIN_MINIMUM == 12
+    assert "at least 8 characters" in authenticator.password_problem("ada", "x7chars")
+    assert authenticator.password_problem("ada", "8 chars!") is None
+    for short in ("x", "11 chars!!!"):
+        problem = authenticator.password_problem(ADMIN, short)
+        assert "instructor" in problem and "at least 12 characters" in problem
+    assert authenticator.password_problem("Instructor", "11 chars!!!") is not None  # the admin's name, normalized
+    assert authenticator.password_problem(ADMIN, "twelve chars") is None
+
+
+def test_common_and_overlong_passwords_are_refused(authenticator: auth.WorkshopAuthenticator):
+    assert "common" in authenticator.password_problem("ada", "123qweasdzxc")
+    assert "72 bytes" in authenticator.password_problem("ada", "é" * 37)  # 37 characters, 74 bytes: bcrypt refuses
+
+
+def test_a_refused_password_creates_and_changes_nothing(authenticator: auth.WorkshopAuthenticator):
+    assert authenticator.create_user(ADMIN, "x") is None  # refused before the database (there is none here)
+    assert authenticator.change_password(ADMIN, "11 chars!!!") is None
+
+
+# --- routes -----------------------------------------------------------------------------------------------------------
+
+
+def test_every_page_is_labkits_and_approval_has_no_get(authenticator: auth.WorkshopAuthenticator):
+    routes = dict(authenticator.get_handlers(app=None))
+    assert set(routes) == {r"/login", r"/signup", r"/authorize", r"/authorize/([^/]+)", r"/discard/([^/]+)",
+                           r"/change-password", r"/change-password/([^/]+)"}  # no /confirm/ (self-approval)
+    for handler in routes.values():
+        assert handler.__module__ == auth.__name__
+    for changes_state in (auth.ToggleApproval, auth.Discard):
+        assert changes_state.get is web.RequestHandler.get, "tornado's own get: 405, nothing changes"
+        assert changes_state.post is not web.RequestHandler.post
+
+
+def test_labkit_has_its_own_copy_of_every_page_nativeauthenticator_renders():
+    upstream = {path.name for path in (Path(nativeauthenticator.__file__).parent / "templates").glob("*.html")}
+    ours = {path.name for path in auth.TEMPLATES.glob("*.html")}
+    # page.html only adds menu items; my_message.html belongs to /confirm/, which labkit does not serve
+    assert upstream - {"page.html", "my_message.html"} <= ours
+
+
+# --- templates --------------------------------------------------------------------------------------------------------
+
+
+def test_the_checker_sees_the_reported_attack():
+    """An unquoted attribute, as in NativeAuthenticator 1.3.0: escaping alone lets the tab-separated attributes in."""
+    html = hub_environment(unsafe="<tr id={{ name }}></tr>").get_template("unsafe").render(name=HOSTILE_NAMES[0])
+    with pytest.raises(AssertionError, match="onfocus"):
+        assert_nothing_injected(html)
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES[:4])
+def test_the_authorization_area_quotes_escapes_and_posts(name: str):
+    unsafe = hub_environment(**{"authorization-area.html": "<tr id={{ users[0].username }}></tr>"})
+    html = render("authorization-area.html", unsafe, users=[_Info(name), _Info("ada", is_authorized=True)],
+                  ask_email=False)
+    assert_nothing_injected(html)
+    rows = [attributes for tag, attributes in elements(html) if tag == "tr" and "id" in attributes]
+    assert [row["id"] for row in rows] == [name, "ada"], "each row's id is exactly the name"
+    forms = [attributes for tag, attributes in elements(html) if tag == "form"]
+    path = quote(name, safe="")
+    assert forms == [{"method": "post", "action": f"/hub/authorize/{path}"},
+                     {"method": "post", "action": f"/hub/discard/{path}"},
+                     {"method": "post", "action": "/hub/authorize/ada"}]
+    hidden = [attributes for tag, attributes in elements(html) if tag == "input"]
+    assert hidden == [{"type": "hidden", "name": "_xsrf", "value": "the-xsrf-token"}] * 3
+    links = [attributes["href"] for tag, attributes in elements(html) if tag == "a"]
+    assert links == [f"/hub/change-password/{path}", "/hub/change-password/ada"], "no link approves or discards"
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES[:4])
+def test_the_other_pages_quote_and_escape_a_name(name: str):
+    pages = {
+        "signup.html": {"alert": "alert-danger", "result_message": name, "username_rule": USERNAME_RULE},
+        "native-login.html": {"username": name, "login_error": f"User {name} has not been authorized", "next": "%2F"},
+        "change-password.html": {"user_name": name, "result_message": name, "alert": "alert-danger"},
+        "change-password-admin.html": {"user_name": name, "result_message": name, "alert": "alert-danger"},
+    }
+    for template, namespace in pages.items():
+        html = render(template, **namespace)
+        assert_nothing_injected(html)
+        assert all("_xsrf" not in attributes.get("name", "") or attributes["value"] == "the-xsrf-token"
+                   for tag, attributes in elements(html) if tag == "input"), template
+    login = render("native-login.html", username=name)
+    values = [attributes.get("value") for tag, attributes in elements(login) if attributes.get("name") == "username"]
+    assert values == [name], "the name fills the log-in form's field, quoted, as it was typed"
+
+
+def test_the_sign_up_page_states_the_rule():
+    html = render("signup.html", username_rule=USERNAME_RULE)
+    assert "A username is a lowercase letter" in html

@@ -1,0 +1,313 @@
+"""The attacks on the workshop's log-in, replayed against the real hub on loopback (labkit.workshop.auth says why).
+
+One hub for the module (``workshop/jupyterhub_config.py`` with its own authenticator, the shared account): the
+instructor signs up through the form, learners sign up as anyone on the network could, and the instructor's
+Chromium opens the authorization area. Each attack must change nothing: hostile names are refused at sign-up;
+a hostile name put straight into NativeAuthenticator's table (as a future bug in the sign-up would) runs no
+script on /hub/authorize and mints no token; a GET of /hub/authorize/NAME or /hub/discard/NAME (a link, a
+notebook's image) changes nothing; a POST without JupyterHub's XSRF token is refused. Only the page's own
+buttons approve, withdraw and discard. All traffic stays on 127.0.0.1; every wait is bounded.
+"""
+from __future__ import annotations
+
+import contextlib
+import html
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import bcrypt
+import pytest
+import requests
+
+from labkit.workshop.settings import USERNAME_RULE, HubSettings
+from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS, skip_or_fail
+from tests.workshop.hub import Hub, require_proxy, workshop_hub
+
+pytestmark = [pytest.mark.workshop, pytest.mark.slow]
+
+ADMIN = HubSettings().admin
+ADMIN_PASSWORD = "instructor's long passphrase"
+LEARNER_PASSWORD = "learner passphrase"
+SECONDS = 30  # any one request or browser step
+# Hostile names, each with a script that, if it ran, marks the page and mints the instructor a token.
+# (No whitespace: an unquoted attribute would end there. The page's own XSRF token and a JSON body: the API's conditions.)
+MINT = ("fetch('/hub/api/users/{admin}/tokens',{{method:'POST',"
+        "headers:{{'X-XSRFToken':jhdata.xsrf_token,'Content-Type':'application/json'}},body:'{{}}'}})")
+XSS_NAMES = [
+    "u\ttabindex=1\tautofocus\tonfocus=window.__pwned='focus';" + MINT.format(admin=ADMIN),  # the reported attack
+    "v\tonmouseover=window.__pwned='hover';" + MINT.format(admin=ADMIN),
+    'w"><img src=x onerror=window.__pwned=\'quote\'>',
+    "<script>window.__pwned='script'</script>",
+]
+REFUSED_NAMES = ["u\ttabindex=1\tautofocus\tonfocus=window.__pwned=1", "two words", "<script>alert(1)</script>",
+                 'quote"name', "quote'name", "a" * 25, "name\n"]
+
+
+@dataclass
+class Room:
+    """The running hub, its database, and what the instructor's first sign-ups got back."""
+
+    hub: Hub
+    database: Path
+    refused_admin: dict[str, str] = field(default_factory=dict)  # password tried -> the sign-up page's message
+
+    def sign_ups(self) -> dict[str, bool]:
+        """NativeAuthenticator's table: each name and whether it is approved."""
+        with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, timeout=SECONDS)) as db:
+            return {name: bool(approved) for name, approved in db.execute("SELECT username, is_authorized FROM users_info")}
+
+    def password_hash(self, name: str) -> bytes:
+        with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, timeout=SECONDS)) as db:
+            return bytes(db.execute("SELECT password FROM users_info WHERE username = ?", (name,)).fetchone()[0])
+
+    def insert_sign_up(self, name: str) -> None:
+        """A sign-up written straight into the table, past every check the sign-up form makes."""
+        hashed = bcrypt.hashpw(b"unused password", bcrypt.gensalt(4))
+        with contextlib.closing(sqlite3.connect(self.database, timeout=SECONDS)) as db, db:
+            db.execute("INSERT INTO users_info (username, password, is_authorized, login_email_sent, has_2fa, otp_secret) "
+                       "VALUES (?, ?, 0, 0, 0, 'AAAAAAAAAAAAAAAA')", (name, hashed))
+
+    def tokens(self) -> list[str]:
+        return sorted(token["id"] for token in self.hub.api(f"users/{ADMIN}/tokens")["api_tokens"])
+
+
+def session() -> requests.Session:
+    """A client that ignores proxy settings: every request goes straight to 127.0.0.1."""
+    client = requests.Session()
+    client.trust_env = False
+    return client
+
+
+def xsrf_of(page: requests.Response) -> str:
+    found = re.search(r'name="_xsrf" value="([^"]+)"', page.text)
+    assert found, f"no XSRF field on {page.url}:\n{page.text[:2000]}"
+    return found.group(1)
+
+
+def sign_up(hub: Hub, name: str, password: str) -> str:
+    """Sign up through the form, as a browser does; the page's message, as its text."""
+    with session() as client:
+        form = client.get(f"{hub.url}/hub/signup", timeout=SECONDS)
+        reply = client.post(f"{hub.url}/hub/signup", timeout=SECONDS, data={
+            "_xsrf": xsrf_of(form), "username": name, "signup_password": password,
+            "signup_password_confirmation": password})
+    assert reply.status_code == 200, f"sign-up of {name!r}: {reply.status_code}\n{hub.log()}"
+    found = re.search(r'<div class="alert [^"]*" role="alert">(.*?)</div>', reply.text, re.S)
+    assert found, reply.text[:3000]
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", found.group(1))).split())
+
+
+def log_in(hub: Hub, name: str, password: str) -> requests.Session:
+    """A client logged in through the log-in form (refused: the test fails)."""
+    client = session()
+    form = client.get(f"{hub.url}/hub/login", timeout=SECONDS)
+    reply = client.post(f"{hub.url}/hub/login?next=%2Fhub%2Fhome", timeout=SECONDS,
+                        data={"_xsrf": xsrf_of(form), "username": name, "password": password})
+    assert reply.url.endswith("/hub/home"), f"{name} could not log in: {reply.url}\n{reply.text[:2000]}"
+    return client
+
+
+def css_string(text: str) -> str:
+    """``text`` as a quoted CSS attribute value."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\9 ").replace("\n", "\\a ") + '"'
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
+    """The hub; the instructor tried two passwords that are too short, then signed up with a good one."""
+    require_proxy()
+    folder = tmp_path_factory.mktemp("log-in-attacks")
+    with workshop_hub(folder, real_log_in=True, settings={"LABKIT_WORKSHOP_SPAWNER": "shared-account"}) as hub:
+        room = Room(hub, folder / "state" / "jupyterhub.sqlite")
+        for short in ("x", "11 chars!!!"):
+            room.refused_admin[short] = sign_up(hub, ADMIN, short)
+        assert "successful" in sign_up(hub, ADMIN, ADMIN_PASSWORD)
+        yield room
+
+
+@pytest.fixture(scope="module")
+def instructor(room: Room) -> Iterator[requests.Session]:
+    """The instructor's log-in, outside a browser."""
+    with log_in(room.hub, ADMIN, ADMIN_PASSWORD) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def instructor_page(room: Room) -> Iterator[object]:
+    """The instructor's Chromium (a fresh profile), logged in through the log-in page, on /hub/authorize."""
+    if not CHROMIUM.is_file():
+        skip_or_fail(f"{CHROMIUM} not found; install it with `apt-get update && apt-get install -y chromium`")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("Python playwright is missing; install it with `python -m pip install -e '.[dev]'`")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        try:
+            page = browser.new_context().new_page()
+            page.set_default_timeout(SECONDS * 1000)
+            page.goto(f"{room.hub.url}/hub/login?next=%2Fhub%2Fauthorize")
+            page.fill("#username_input", ADMIN)
+            page.fill("#password_input", ADMIN_PASSWORD)
+            page.click("#login_submit")
+            page.wait_for_url(f"{room.hub.url}/hub/authorize")
+            yield page
+        finally:
+            browser.close()
+
+
+# --- sign-up: names and passwords -------------------------------------------------------------------------------------
+
+
+def test_the_instructor_is_approved_at_once_after_refused_short_passwords(room: Room):
+    assert room.sign_ups()[ADMIN] is True
+    for password, message in room.refused_admin.items():
+        assert "at least 12 characters" in message, f"{password!r}: {message}"
+
+
+@pytest.mark.parametrize("name", REFUSED_NAMES)
+def test_a_hostile_name_is_refused_at_sign_up_naming_the_rule(room: Room, name: str):
+    message = sign_up(room.hub, name, LEARNER_PASSWORD)
+    assert USERNAME_RULE in message, message
+    assert name not in room.sign_ups() and name.lower() not in room.sign_ups()
+
+
+def test_an_uppercase_name_is_lowered(room: Room):
+    assert "sent to the admin" in sign_up(room.hub, "Grace", LEARNER_PASSWORD)
+    assert room.sign_ups().get("grace") is False and "Grace" not in room.sign_ups()
+
+
+def test_a_learner_password_needs_8_characters(room: Room):
+    assert "at least 8 characters" in sign_up(room.hub, "shortpass", "7 chars")
+    assert "shortpass" not in room.sign_ups()
+    assert "sent to the admin" in sign_up(room.hub, "longpass", "8 chars!")
+    assert room.sign_ups()["longpass"] is False
+
+
+def test_the_instructor_cannot_change_to_a_short_password(room: Room, instructor: requests.Session):
+    before = room.password_hash(ADMIN)
+    for url in (f"{room.hub.url}/hub/change-password", f"{room.hub.url}/hub/change-password/{ADMIN}"):
+        form = instructor.get(url, timeout=SECONDS)
+        reply = instructor.post(url, timeout=SECONDS, data={
+            "_xsrf": xsrf_of(form), "old_password": ADMIN_PASSWORD, "new_password": "11 chars!!!",
+            "new_password_confirmation": "11 chars!!!"})
+        assert "at least 12 characters" in html.unescape(reply.text), url
+    assert room.password_hash(ADMIN) == before
+
+
+# --- approval: only a POST with the XSRF token ------------------------------------------------------------------------
+
+
+def test_get_and_a_post_without_xsrf_change_nothing(room: Room, instructor: requests.Session):
+    assert "sent to the admin" in sign_up(room.hub, "pending-http", LEARNER_PASSWORD)
+    for action in ("authorize", "discard"):
+        url = f"{room.hub.url}/hub/{action}/pending-http"
+        assert instructor.get(url, timeout=SECONDS, allow_redirects=False).status_code == 405
+        assert instructor.post(url, timeout=SECONDS, allow_redirects=False).status_code == 403
+        wrong = instructor.post(url, data={"_xsrf": "not-the-token"}, timeout=SECONDS, allow_redirects=False)
+        assert wrong.status_code == 403
+    assert room.sign_ups()["pending-http"] is False
+    with session() as stranger:  # nobody logged in: not even the XSRF token lets them in
+        form = stranger.get(f"{room.hub.url}/hub/login", timeout=SECONDS)
+        reply = stranger.post(f"{room.hub.url}/hub/authorize/pending-http", data={"_xsrf": xsrf_of(form)},
+                              timeout=SECONDS, allow_redirects=False)
+        assert reply.status_code == 403, reply.status_code
+    assert room.sign_ups()["pending-http"] is False
+
+
+def test_only_the_instructor_approves_and_discards_with_the_xsrf_token(room: Room, instructor: requests.Session):
+    for name in ("approved-http", "other-http"):
+        assert "sent to the admin" in sign_up(room.hub, name, LEARNER_PASSWORD)
+    token = xsrf_of(instructor.get(f"{room.hub.url}/hub/authorize", timeout=SECONDS))
+    reply = instructor.post(f"{room.hub.url}/hub/authorize/approved-http", data={"_xsrf": token}, timeout=SECONDS,
+                            allow_redirects=False)
+    assert reply.status_code == 302 and room.sign_ups()["approved-http"] is True
+    with log_in(room.hub, "approved-http", LEARNER_PASSWORD) as learner:  # a learner, with an XSRF token of their own
+        token = xsrf_of(learner.get(f"{room.hub.url}/hub/change-password", timeout=SECONDS))
+        for action in ("authorize", "discard"):
+            reply = learner.post(f"{room.hub.url}/hub/{action}/other-http", data={"_xsrf": token}, timeout=SECONDS,
+                                 allow_redirects=False)
+            assert reply.status_code == 403, f"a learner's POST to {action}: {reply.status_code}"
+    assert room.sign_ups()["other-http"] is False
+
+
+@pytest.mark.ui
+def test_a_link_or_an_image_in_the_instructors_browser_changes_nothing(room: Room, instructor_page):
+    for name in ("pending-link", "pending-image"):
+        assert "sent to the admin" in sign_up(room.hub, name, LEARNER_PASSWORD)
+    for action in ("authorize", "discard"):  # the instructor follows a link
+        assert instructor_page.goto(f"{room.hub.url}/hub/{action}/pending-link").status == 405
+    instructor_page.goto(f"{room.hub.url}/hub/authorize")
+    # What a markdown image in a learner's notebook does in the instructor's browser: same origin, the hub's cookies.
+    loaded = instructor_page.evaluate("""urls => Promise.all(urls.map(url => new Promise(done => {
+        const image = new Image();
+        image.onload = image.onerror = () => done(url);
+        image.src = url;
+        document.body.append(image);
+    })))""", ["/hub/authorize/pending-image", "/hub/discard/pending-link"])
+    assert len(loaded) == 2
+    status = instructor_page.evaluate("fetch('/hub/authorize/pending-image', {method: 'POST'}).then(reply => reply.status)")
+    assert status == 403, "a script's POST without the XSRF token"
+    assert {name: room.sign_ups().get(name) for name in ("pending-link", "pending-image")} == {
+        "pending-link": False, "pending-image": False}
+
+
+@pytest.mark.ui
+def test_the_page_buttons_approve_withdraw_and_discard(room: Room, instructor_page):
+    for name in ("ada", "hedy"):
+        assert "sent to the admin" in sign_up(room.hub, name, LEARNER_PASSWORD)
+    instructor_page.goto(f"{room.hub.url}/hub/authorize")
+    instructor_page.locator('tr[id="ada"] button', has_text="Authorize").click()
+    instructor_page.wait_for_url(re.compile(r".*/hub/authorize#ada$"))
+    assert room.sign_ups()["ada"] is True
+    log_in(room.hub, "ada", LEARNER_PASSWORD).close()
+    assert "ada" in {user["name"] for user in room.hub.api("users")}
+
+    instructor_page.locator('tr[id="ada"] button', has_text="Unauthorize").click()
+    instructor_page.wait_for_url(re.compile(r".*/hub/authorize#ada$"))
+    assert room.sign_ups()["ada"] is False
+
+    for name in ("hedy", "ada"):  # ada has logged in once: her JupyterHub account goes too, as with NativeAuthenticator's
+        instructor_page.locator(f'tr[id="{name}"] button', has_text="Discard").click()
+        instructor_page.wait_for_url(f"{room.hub.url}/hub/authorize")
+        assert name not in room.sign_ups()
+    assert "ada" not in {user["name"] for user in room.hub.api("users")}
+
+
+# --- the authorization area: a hostile name runs nothing --------------------------------------------------------------
+
+
+@pytest.mark.ui
+def test_a_hostile_name_in_the_table_runs_no_script_on_the_authorization_area(room: Room, instructor_page):
+    for name in XSS_NAMES:
+        room.insert_sign_up(name)
+    tokens = room.tokens()
+    page = instructor_page
+    api_calls: list[str] = []
+
+    def record(request) -> None:
+        if "/hub/api/" in request.url:
+            api_calls.append(request.url)
+
+    page.on("request", record)
+    page.goto(f"{room.hub.url}/hub/authorize", wait_until="networkidle")
+    for row in page.locator("tbody tr").all():  # the instructor points at each row and tabs through the page
+        row.hover()
+        page.keyboard.press("Tab")
+    assert page.evaluate("window.__pwned === undefined"), f"a name ran a script: {page.evaluate('window.__pwned')}"
+    page.remove_listener("request", record)
+    assert api_calls == [], "a script on the page called the hub's API"
+    assert room.tokens() == tokens, "a script on the page minted a token"
+    for name in XSS_NAMES:
+        assert page.locator(f"tr[id={css_string(name)}]").count() == 1, f"{name!r} broke out of its attribute"
+    shown = {" ".join(text.split()) for text in page.locator("tbody td:first-child").all_inner_texts()}
+    assert {" ".join(name.split()) for name in XSS_NAMES} <= shown, "each name shows as its text"
+    for name in (name for name in XSS_NAMES if name == name.lower()):  # NativeAuthenticator finds lowercase names only
+        page.goto(f"{room.hub.url}/hub/change-password/{quote(name, safe='')}", wait_until="networkidle")
+        assert page.locator("h1").inner_text() == f"Change password for {name}"
+    assert page.evaluate("window.__pwned === undefined"), f"a name ran a script: {page.evaluate('window.__pwned')}"
+
