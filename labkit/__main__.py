@@ -20,7 +20,7 @@ COMMANDS = {
     "zoo": ("labkit.tools.zoo", "will my model work? profile torchvision models one process each and tabulate"),
     "bench": ("labkit.tools.bench", "reproduce every performance figure the labs claim"),
     "lab": ("labkit.tools.lab", "update your workspace, then start JupyterLab on it: make lab without make"),
-    "workshop": ("labkit.workshop.handout", "a workshop hub's instructor commands: hand-out-solutions"),
+    "workshop": ("labkit.workshop.cli", "a workshop room's instructor commands: install, hand-out-solutions, remove-accounts"),
     "workspace": ("labkit.tools.workspace",
                   "create or update the learner workspace that make lab opens (blank exercises; your edits are kept)"),
     "student-copy": ("labkit.tools.student_copy", "write notebook copies for students (no solutions, no outputs)"),

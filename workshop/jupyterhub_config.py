@@ -13,7 +13,7 @@ import labkit
 from labkit.workshop.install import learner_environment
 from labkit.workshop.provision import provision_workspace, write_room_edition
 from labkit.workshop.room import check_room, prepare_state
-from labkit.workshop.settings import HubSettings
+from labkit.workshop.settings import USERNAME_PATTERN, HubSettings
 
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
 settings = HubSettings.from_environment()  # refuses the shared account beyond loopback, a room without root
@@ -35,6 +35,7 @@ if proxy.exists():  # installed by `make workshop` (npm install --prefix worksho
 # Log-in: never an open hub. Learners sign up, the instructor approves them (NativeAuthenticator),
 # or everyone uses one workshop password (LABKIT_WORKSHOP_PASSWORD) and the instructor their own.
 c.Authenticator.admin_users = {settings.admin}
+c.Authenticator.username_pattern = USERNAME_PATTERN  # every log-in: no whitespace, no markup, a valid account name
 if settings.password:
     c.JupyterHub.authenticator_class = "shared-password"
     c.SharedPasswordAuthenticator.user_password = settings.password

@@ -180,11 +180,7 @@ def _give(owner: os.stat_result, chown: Callable[[int, int], None]) -> None:
         chown(owner.st_uid, owner.st_gid)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    hand_out = actions.add_parser(
-        "hand-out-solutions", help="copy notebooks/solutions/ into solutions/ of every learner's workspace (nothing overwritten)"
-    )
+def add_arguments(hand_out: argparse.ArgumentParser) -> None:
     hand_out.add_argument("workspaces", type=Path, nargs="*",
                           help="the workspaces (default: every one the hub made, found from the LABKIT_WORKSHOP_* settings)")
     hand_out.add_argument("--solutions", type=Path, default=None, help="the solutions folder (default: notebooks/solutions)")

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from labkit.core.errors import LabkitError
-from labkit.workshop.settings import ROOT, HubSettings
+from labkit.workshop.settings import ROOT
 
 STAMP = ".labkit-installed"
 PIP_SECONDS = 1800  # torch from a local disk takes a minute, from PyPI on a slow link much longer
@@ -135,7 +135,3 @@ def _drop_write_for_others(prefix: Path) -> None:
             if not stat.S_ISLNK(mode) and mode & (stat.S_IWGRP | stat.S_IWOTH):
                 path.chmod(stat.S_IMODE(mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
 
-
-def run_install(settings: HubSettings, if_stale: bool) -> int:
-    print(f"workshop install: {install(settings.install, if_stale=if_stale)}")
-    return 0

@@ -1,0 +1,54 @@
+"""``python -m labkit workshop ACTION``: the instructor's commands for a room.
+
+- ``install``: the learner venv under ``LABKIT_WORKSHOP_INSTALL`` (:mod:`labkit.workshop.install`);
+- ``hand-out-solutions``: the solutions into every learner's workspace (:mod:`labkit.workshop.handout`);
+- ``remove-accounts``: after the workshop, every learner account labkit made, with its home
+  (:mod:`labkit.workshop.accounts`).
+
+Each reads the same ``LABKIT_WORKSHOP_*`` settings as the hub.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from labkit.workshop import handout
+from labkit.workshop.accounts import learner_accounts, remove_accounts
+from labkit.workshop.install import install
+from labkit.workshop.settings import HubSettings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    handout.add_arguments(actions.add_parser(
+        "hand-out-solutions", help="copy notebooks/solutions/ into solutions/ of each learner's workspace (nothing overwritten)"))
+    installer = actions.add_parser("install", help="(root) the learner venv a room's servers run, readable by learners, "
+                                   "writable by root only (LABKIT_WORKSHOP_INSTALL, default /opt/labkit)")
+    installer.add_argument("--if-stale", action="store_true", help="only if labkit changed since the last install")
+    remover = actions.add_parser("remove-accounts", help="(root) remove every learner account labkit made, with its home")
+    remover.add_argument("--yes", action="store_true", help="do not ask first")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "hand-out-solutions":
+        return handout.run(args)
+    settings = HubSettings.from_environment()
+    if args.action == "install":
+        print(f"workshop install: {install(settings.install, if_stale=args.if_stale)}")
+        return 0
+    accounts = learner_accounts(settings.account_prefix)
+    if not accounts:
+        print(f"workshop remove-accounts: no account labkit made with the prefix {settings.account_prefix!r}")
+        return 0
+    if not args.yes:
+        answer = input(f"Remove {len(accounts)} accounts and their homes ({', '.join(accounts)})? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("workshop remove-accounts: nothing removed")
+            return 1
+    try:
+        removed = remove_accounts(settings.account_prefix)
+    except KeyboardInterrupt:
+        print("workshop remove-accounts: interrupted; run it again to remove the rest", file=sys.stderr)
+        return 130
+    print(f"workshop remove-accounts: removed {len(removed)} accounts and their homes: {', '.join(removed)}")
+    return 0
