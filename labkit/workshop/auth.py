@@ -71,11 +71,11 @@ from nativeauthenticator.orm import UserInfo
 from tornado import web
 from traitlets import Bool, Integer
 
-from labkit.workshop.settings import USERNAME_PATTERN, USERNAME_RULE
+from labkit.workshop.settings import INSTRUCTOR_PASSWORD_MIN, LEARNER_PASSWORD_MIN, USERNAME_PATTERN, USERNAME_RULE
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-LEARNER_MINIMUM = 8
-ADMIN_MINIMUM = 12  # the instructor's account opens every learner's server
+LEARNER_MINIMUM = LEARNER_PASSWORD_MIN
+ADMIN_MINIMUM = INSTRUCTOR_PASSWORD_MIN  # the instructor's account opens every learner's server
 BCRYPT_MAX_BYTES = 72  # bcrypt 5 refuses a longer password (older releases silently ignored the rest)
 admin_only = needs_scope("admin:users")  # as NativeAuthenticator guards its admin pages
 

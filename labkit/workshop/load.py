@@ -29,7 +29,7 @@ Memory is sampled with psutil every
 ``SAMPLE_SECONDS``; a kernel's peak also counts its kernel-recorded high-water
 mark (``VmHWM``), so a spike between two samples is not missed.
 
-``tests/workshop/test_hub.py`` starts the hub and runs notebooks with the same
+``tests/workshop/test_room.py`` starts the hub and runs notebooks with the same
 functions (:func:`workshop_hub`, :func:`run_notebook`).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The load test's report and inputs, without a hub (the hub itself runs in test_hub.py and `make workshop-loadtest`)."""
+"""The load test's report and inputs, without a hub (the hub itself runs in test_room.py and `make workshop-loadtest`)."""
 from __future__ import annotations
 
 import json
