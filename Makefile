@@ -73,7 +73,8 @@ workshop-install: $(WORKSHOP_STAMP)
 workshop: $(WORKSHOP_STAMP) $(PROXY)
 	$(INSTALL_IF_ROOT)
 	@echo "Workshop hub on http://$${LABKIT_WORKSHOP_IP:-127.0.0.1}:$${LABKIT_WORKSHOP_PORT:-8000}/ (Ctrl-C stops it)."
-	@echo "Instructor: sign up there as '$${LABKIT_WORKSHOP_ADMIN:-instructor}' (approved at once), log in, approve learners at /hub/authorize"
+	@echo "Instructor: sign up there as '$${LABKIT_WORKSHOP_ADMIN:-instructor}' with the sign-up code the hub prints below (approved at once),"
+	@echo "log in, approve learners at /hub/authorize. For a room, run this as root: each learner then runs as their own account."
 	@echo "(with LABKIT_WORKSHOP_PASSWORD set: learners log in with it, you with LABKIT_WORKSHOP_ADMIN_PASSWORD)."
 	@echo "See who is running and open a learner's server at /hub/admin. Read workshop/README.md first."
 	cd workshop && LABKIT_WORKSHOP_TRACK=$(or $(TRACK),$${LABKIT_WORKSHOP_TRACK:-core}) $(abspath $(VENV))/bin/jupyterhub -f jupyterhub_config.py

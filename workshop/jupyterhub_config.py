@@ -12,7 +12,7 @@ from pathlib import Path
 import labkit
 from labkit.workshop.install import learner_environment
 from labkit.workshop.provision import provision_workspace, write_room_edition
-from labkit.workshop.room import check_room, prepare_state
+from labkit.workshop.room import check_room, instructor_sign_up_code, prepare_state
 from labkit.workshop.settings import USERNAME_PATTERN, HubSettings
 
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
@@ -43,6 +43,10 @@ if settings.password:
     c.Authenticator.allow_all = True  # anyone with the password: the password is the gate
 else:
     c.JupyterHub.authenticator_class = "labkit.workshop.auth.WorkshopAuthenticator"  # NativeAuthenticator, hardened
+    # Nobody takes the instructor's name first: signing up with it needs this code, printed here only.
+    c.WorkshopAuthenticator.instructor_code = instructor_sign_up_code(settings)
+    print(f"labkit: sign up as '{settings.admin}' at /hub/signup with the instructor's sign-up code "
+          f"{c.WorkshopAuthenticator.instructor_code} (kept in {settings.state}).", file=sys.stderr)
     c.NativeAuthenticator.open_signup = False  # a sign-up waits for the instructor's approval at /hub/authorize
     c.Authenticator.allow_all = True  # NativeAuthenticator lets in only approved users: its approval is the gate
 # Admins (the instructor) see every server at /hub/admin and may open it (JupyterHub's admin role
@@ -54,7 +58,7 @@ if settings.separated:  # a room: learner NAME's server runs as the Unix account
     c.LearnerSpawner.account_prefix = settings.account_prefix
     write_room_edition(settings)  # the blank labs every workspace is made from, readable without the solutions
 else:
-    print(f"labkit: LABKIT_WORKSHOP_SPAWNER=shared-account: every learner's code runs as this hub's own account, so it can "
+    print("labkit: LABKIT_WORKSHOP_SPAWNER=shared-account: every learner's code runs as this hub's own account, so it can "
           "read and change every workspace, the solutions and the hub's state. For a trusted machine only; for a room, "
           "start the hub as root (workshop/README.md, Security).", file=sys.stderr)
     c.JupyterHub.spawner_class = "jupyterhub.spawner.SimpleLocalProcessSpawner"  # one account for all: trusted rooms

@@ -47,9 +47,15 @@ What :class:`WorkshopAuthenticator` does instead:
   change, with a message that says which rule.
 - ``/hub/confirm/`` (self-approval by e-mail) is not served: the instructor
   approves each sign-up.
+- The instructor's name is nobody's to take first: NativeAuthenticator approves
+  an admin name at once, so whoever reached the sign-up page first became the
+  instructor. Signing up under an admin name needs ``instructor_code``, which
+  the hub writes into its private state folder and prints on its own console
+  when it starts (:func:`labkit.workshop.room.instructor_sign_up_code`).
 """
 from __future__ import annotations
 
+import hmac
 import re
 import weakref
 from pathlib import Path
@@ -69,7 +75,7 @@ from nativeauthenticator.handlers import (
 )
 from nativeauthenticator.orm import UserInfo
 from tornado import web
-from traitlets import Bool, Integer
+from traitlets import Bool, Integer, Unicode
 
 from labkit.workshop.settings import INSTRUCTOR_PASSWORD_MIN, LEARNER_PASSWORD_MIN, USERNAME_PATTERN, USERNAME_RULE
 
@@ -99,6 +105,7 @@ class WorkshopAuthenticator(NativeAuthenticator):
         ADMIN_MINIMUM, config=True, help="The shortest password an admin (the instructor) may choose."
     )
     check_common_password = Bool(True, config=True, help="Refuse a password from NativeAuthenticator's common list.")
+    instructor_code = Unicode("", config=True, help="What signing up under an admin name asks for (empty: nothing).")
 
     def validate_username(self, username: str) -> bool:
         """JupyterHub's checks, and the whole name by labkit's rule (``re.fullmatch``: ``$`` also matches before a newline)."""
@@ -122,6 +129,15 @@ class WorkshopAuthenticator(NativeAuthenticator):
         if self.check_common_password and self.is_password_common(password):
             return "That password is on the list of common passwords: choose another."
         return None
+
+    def instructor_code_problem(self, username: str, code: str) -> str | None:
+        """Why a sign-up under ``username`` with sign-up code ``code`` is refused, or None."""
+        if self.normalize_username(username) not in self.admin_users or not self.instructor_code:
+            return None
+        if hmac.compare_digest(code.strip().encode(), self.instructor_code.encode()):
+            return None
+        return ("That name is the instructor's: signing up with it needs the instructor's sign-up code, which the hub "
+                "printed when it started.")
 
     def create_user(self, username: str, password: str, **kwargs: Any) -> Any:
         """NativeAuthenticator's sign-up, refusing (None) a name or a password labkit does not allow."""
@@ -169,6 +185,17 @@ class SignUp(_LabkitTemplates, SignUpHandler):
     @property
     def template_namespace(self) -> dict[str, Any]:
         return {**super().template_namespace, "username_rule": USERNAME_RULE}
+
+    async def post(self) -> None:
+        problem = self.authenticator.instructor_code_problem(self.get_body_argument("username", "", strip=False),
+                                                             self.get_body_argument("instructor_code", "", strip=False))
+        if problem is None:
+            await super().post()
+            return
+        authenticator = self.authenticator
+        await self.refuse("signup.html", problem, ask_email=authenticator.ask_email_on_signup,
+                          two_factor_auth=authenticator.allow_2fa, recaptcha_key=authenticator.recaptcha_key,
+                          tos=authenticator.tos)
 
     def get_result_message(self, user: Any, assume_user_is_human: bool, username_already_taken: bool,
                            confirmation_matches: bool, user_is_admin: bool) -> tuple[str, str]:

@@ -10,6 +10,7 @@ learner account is: no special rights, a group of its own (see
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from labkit.core.errors import LabkitError
 from labkit.workshop.install import is_current, others_can_run
 from labkit.workshop.settings import PREFIX, HubSettings
 
+INSTRUCTOR_CODE = "instructor-sign-up-code"
 STATE_FILES = ("jupyterhub.sqlite",)  # created 0600 before JupyterHub opens it (it writes the cookie secret 0600 itself)
 
 
@@ -67,3 +69,20 @@ def check_room(settings: HubSettings, hub_code: list[Path]) -> None:
         if exposed is not None:
             raise RoomError(f"a learner could change {exposed}, which the hub runs: make it root's and not "
                             f"group- or world-writable (chmod go-w {exposed}).")
+
+
+def instructor_sign_up_code(settings: HubSettings) -> str:
+    """The code signing up under the instructor's name needs: made once, kept in the private state folder (0600).
+
+    Why: NativeAuthenticator approves the admin name at once, so without it
+    whoever reached the sign-up page first would be the instructor. The hub
+    prints it on its own console; a learner can read neither.
+    """
+    path = settings.state / INSTRUCTOR_CODE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(12) + "\n")
+    return path.read_text().strip()

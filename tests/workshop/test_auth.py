@@ -201,3 +201,16 @@ def test_the_other_pages_quote_and_escape_a_name(name: str):
 def test_the_sign_up_page_states_the_rule():
     html = render("signup.html", username_rule=USERNAME_RULE)
     assert "A username is a lowercase letter" in html
+
+
+def test_the_instructors_name_needs_the_sign_up_code(authenticator: auth.WorkshopAuthenticator):
+    authenticator.instructor_code = "the-code-the-hub-printed"
+    for attempt in ("", "a guess", "the-code-the-hub-printe"):
+        assert "needs the instructor's sign-up code" in authenticator.instructor_code_problem(ADMIN, attempt)
+        assert "needs the instructor's sign-up code" in authenticator.instructor_code_problem(ADMIN.upper(), attempt)
+    assert authenticator.instructor_code_problem(ADMIN, "the-code-the-hub-printed\n") is None
+    assert authenticator.instructor_code_problem("ada", "") is None  # a learner leaves the field empty
+
+
+def test_without_a_code_the_instructors_name_is_first_come(authenticator: auth.WorkshopAuthenticator):
+    assert authenticator.instructor_code_problem(ADMIN, "") is None  # the trait's default: NativeAuthenticator's behaviour

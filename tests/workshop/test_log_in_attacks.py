@@ -23,6 +23,7 @@ import bcrypt
 import pytest
 import requests
 
+from labkit.workshop.room import INSTRUCTOR_CODE
 from labkit.workshop.settings import USERNAME_RULE, HubSettings
 from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS, skip_or_fail
 from tests.workshop.hub import Hub, require_proxy, workshop_hub
@@ -88,13 +89,13 @@ def xsrf_of(page: requests.Response) -> str:
     return found.group(1)
 
 
-def sign_up(hub: Hub, name: str, password: str) -> str:
+def sign_up(hub: Hub, name: str, password: str, instructor_code: str = "") -> str:
     """Sign up through the form, as a browser does; the page's message, as its text."""
     with session() as client:
         form = client.get(f"{hub.url}/hub/signup", timeout=SECONDS)
         reply = client.post(f"{hub.url}/hub/signup", timeout=SECONDS, data={
             "_xsrf": xsrf_of(form), "username": name, "signup_password": password,
-            "signup_password_confirmation": password})
+            "signup_password_confirmation": password, "instructor_code": instructor_code})
     assert reply.status_code == 200, f"sign-up of {name!r}: {reply.status_code}\n{hub.log()}"
     found = re.search(r'<div class="alert [^"]*" role="alert">(.*?)</div>', reply.text, re.S)
     assert found, reply.text[:3000]
@@ -123,9 +124,12 @@ def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
     folder = tmp_path_factory.mktemp("log-in-attacks")
     with workshop_hub(folder, real_log_in=True, settings={"LABKIT_WORKSHOP_SPAWNER": "shared-account"}) as hub:
         room = Room(hub, folder / "state" / "jupyterhub.sqlite")
+        code = (folder / "state" / INSTRUCTOR_CODE).read_text().strip()  # what the hub printed on its console
+        for attempt in ("", "a guess"):  # whoever reaches the page first, without the code
+            room.refused_admin[f"code {attempt!r}"] = sign_up(hub, ADMIN, ADMIN_PASSWORD, attempt)
         for short in ("x", "11 chars!!!"):
-            room.refused_admin[short] = sign_up(hub, ADMIN, short)
-        assert "successful" in sign_up(hub, ADMIN, ADMIN_PASSWORD)
+            room.refused_admin[short] = sign_up(hub, ADMIN, short, code)
+        assert "successful" in sign_up(hub, ADMIN, ADMIN_PASSWORD, code)
         yield room
 
 
@@ -165,8 +169,9 @@ def instructor_page(room: Room) -> Iterator[object]:
 
 def test_the_instructor_is_approved_at_once_after_refused_short_passwords(room: Room):
     assert room.sign_ups()[ADMIN] is True
-    for password, message in room.refused_admin.items():
-        assert "at least 12 characters" in message, f"{password!r}: {message}"
+    for attempt, message in room.refused_admin.items():
+        expected = "needs the instructor's sign-up code" if attempt.startswith("code") else "at least 12 characters"
+        assert expected in message, f"{attempt!r}: {message}"
 
 
 @pytest.mark.parametrize("name", REFUSED_NAMES)

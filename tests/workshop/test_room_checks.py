@@ -13,7 +13,14 @@ import pytest
 from labkit.core.errors import LabkitValueError
 from labkit.workshop.accounts import AccountError, ensure_account, learner_accounts, remove_accounts
 from labkit.workshop.install import others_can_run
-from labkit.workshop.room import RoomError, check_room, prepare_state, writable_by_others
+from labkit.workshop.room import (
+    INSTRUCTOR_CODE,
+    RoomError,
+    check_room,
+    instructor_sign_up_code,
+    prepare_state,
+    writable_by_others,
+)
 from labkit.workshop.settings import HubSettings
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="makes Unix accounts: root only")
@@ -113,3 +120,11 @@ def test_an_account_labkit_did_not_make_is_never_taken_or_removed():
     with pytest.raises(AccountError, match="is not a labkit learner's"):
         ensure_account(settings, "oot")
     assert remove_accounts("r") == []  # root's GECOS is not labkit's
+
+
+def test_the_instructors_sign_up_code_is_made_once_and_private(tmp_path: Path):
+    settings = HubSettings(state=tmp_path / "state")
+    prepare_state(settings)
+    code = instructor_sign_up_code(settings)
+    assert len(code) >= 16 and instructor_sign_up_code(settings) == code
+    assert stat.S_IMODE((tmp_path / "state" / INSTRUCTOR_CODE).stat().st_mode) == 0o600
