@@ -8,7 +8,11 @@ In a room (``system-users``) the hook first makes the learner's Unix account
 edition the hub wrote at start (:func:`write_room_edition`): the learner's
 account never reads the solved notebooks. The command gets a bare
 environment: the hub's holds the instructor's settings, passwords included,
-and a process running as the learner is the learner's to inspect.
+and a process running as the learner is the learner's to inspect. It runs
+isolated (``python -I``, from ``/``): a ``labkit/`` folder the learner planted in
+their home must not be what runs, and its output is read up to
+:data:`OUTPUT_LIMIT` bytes, for at most :data:`SECONDS`, before it reaches the
+hub's log with its control characters replaced.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from labkit.workshop.install import learner_environment
 from labkit.workshop.settings import HubSettings
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+OUTPUT_LIMIT = 64 * 1024  # what the hub reads of the workspace command's output: a learner's code must not fill its memory
+SECONDS = 120  # a workspace takes seconds; a command still running after this is killed
 
 
 def write_room_edition(settings: HubSettings) -> Path:
@@ -39,9 +45,9 @@ def write_room_edition(settings: HubSettings) -> Path:
 def workspace_command(settings: HubSettings, workspace: Path) -> list[str]:
     """The command that creates or updates a learner's workspace (run as the learner)."""
     if settings.separated:
-        return [str(settings.learner_python), "-m", "labkit", "workspace", str(workspace), "--edition",
+        return [str(settings.learner_python), "-I", "-m", "labkit", "workspace", str(workspace), "--edition",
                 str(settings.edition), "--room"]
-    return [sys.executable, "-m", "labkit", "workspace", str(workspace), "--notebooks", str(settings.notebooks),
+    return [sys.executable, "-I", "-m", "labkit", "workspace", str(workspace), "--notebooks", str(settings.notebooks),
             "--track", settings.track, "--room"]
 
 
@@ -64,13 +70,43 @@ async def provision_workspace(spawner: Any, settings: HubSettings) -> None:
         workspace.parent.chmod(0o700)  # each learner's folder: the account's own, not the group's or others'
     process = await asyncio.create_subprocess_exec(
         *workspace_command(settings, workspace), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        cwd=env["HOME"], env=env, **run_as,
+        cwd="/", env=env, **run_as,
     )
-    output, _ = await process.communicate()
-    text = output.decode(errors="replace").strip()
-    if process.returncode != 0:
+    text, returncode = await _bounded(process)
+    if returncode != 0:
         raise RuntimeError(f"labkit could not prepare the workspace of {username}: {text}")
     spawner.log.info("labkit workspace of %s: %s", username, text)
     spawner.notebook_dir = str(workspace)
     if stat.S_IMODE(workspace.parent.stat().st_mode) & 0o077:
         raise RuntimeError(f"the home of {username} is open to other accounts; chmod 0700 {workspace.parent}")
+
+
+async def _bounded(process: asyncio.subprocess.Process) -> tuple[str, int | None]:
+    """The process's output (printable, at most OUTPUT_LIMIT bytes) and exit code; killed after SECONDS or more output."""
+    try:
+        output = await asyncio.wait_for(_read_at_most(process, OUTPUT_LIMIT + 1), SECONDS)
+        if len(output) > OUTPUT_LIMIT:
+            raise OverflowError
+        returncode: int | None = await asyncio.wait_for(process.wait(), SECONDS)
+    except (asyncio.TimeoutError, OverflowError) as stop:
+        process.kill()
+        await process.wait()
+        why = f"printed more than {OUTPUT_LIMIT} bytes" if isinstance(stop, OverflowError) else f"ran over {SECONDS} s"
+        return f"the workspace command {why}: stopped", None
+    text = "".join(char if char.isprintable() or char == "\n" else "?" for char in output.decode(errors="replace"))
+    return text.strip(), returncode
+
+
+async def _read_at_most(process: asyncio.subprocess.Process, limit: int) -> bytes:
+    """What the process writes until it closes its output, or the first ``limit`` bytes of it."""
+    if process.stdout is None:
+        raise RuntimeError("the workspace command has no output pipe")
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = await process.stdout.read(limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)

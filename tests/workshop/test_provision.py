@@ -1,0 +1,57 @@
+"""The pre-spawn hook's command (labkit.workshop.provision): isolated from the learner's folder, bounded in output and time."""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from labkit.workshop import provision
+from labkit.workshop.provision import workspace_command
+from labkit.workshop.settings import HubSettings
+
+
+def _run(code: str) -> tuple[str, int | None]:
+    async def go() -> tuple[str, int | None]:
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE,
+                                                       stderr=asyncio.subprocess.STDOUT)
+        return await provision._bounded(process)
+    return asyncio.run(go())
+
+
+def test_output_is_read_whole_and_made_printable():
+    text, code = _run("import sys; print('created \\x1b[31mred\\x1b[0m'); sys.exit(3)")
+    assert code == 3 and text == "created ?[31mred?[0m"
+
+
+def test_a_command_that_prints_too_much_is_stopped(monkeypatch):
+    monkeypatch.setattr(provision, "OUTPUT_LIMIT", 1000)
+    text, code = _run("import sys\nwhile True: sys.stdout.write('x' * 100)")
+    assert code is None and "printed more than 1000 bytes" in text
+
+
+def test_a_command_that_hangs_is_stopped(monkeypatch):
+    monkeypatch.setattr(provision, "SECONDS", 1)
+    text, code = _run("import time; time.sleep(30)")
+    assert code is None and "ran over 1 s" in text
+
+
+@pytest.mark.parametrize("spawner", ["system-users", "shared-account"])
+def test_the_command_runs_isolated_from_a_labkit_planted_in_the_folder(spawner: str, tmp_path: Path):
+    command = workspace_command(HubSettings(spawner=spawner), tmp_path / "labkit-workspace")
+    assert command[1:4] == ["-I", "-m", "labkit"]
+    planted = tmp_path / "labkit"
+    planted.mkdir()
+    (planted / "__init__.py").write_text("")
+    (planted / "__main__.py").write_text("print('the learner ran this')")
+    probe = asyncio.run(_probe(tmp_path))
+    assert "the learner ran this" not in probe and "usage: python -m labkit" in probe
+
+
+async def _probe(folder: Path) -> str:
+    """Run ``python -I -m labkit --help`` from ``folder``, as the hook would if it ran from there."""
+    process = await asyncio.create_subprocess_exec(sys.executable, "-I", "-m", "labkit", "--help", cwd=folder,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    output, _ = await process.communicate()
+    return output.decode()
