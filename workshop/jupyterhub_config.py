@@ -34,23 +34,27 @@ if proxy.exists():  # installed by `make workshop` (npm install --prefix worksho
 
 # Log-in: never an open hub. Learners sign up, the instructor approves them (NativeAuthenticator),
 # or everyone uses one workshop password (LABKIT_WORKSHOP_PASSWORD) and the instructor their own.
-c.Authenticator.admin_users = {settings.admin}
+# The instructor is not a JupyterHub admin (whose role includes access:servers): a role of their own below.
 c.Authenticator.username_pattern = USERNAME_PATTERN  # every log-in: no whitespace, no markup, a valid account name
 if settings.password:
+    c.Authenticator.admin_users = {settings.admin}  # the shared-password log-in makes its admin a JupyterHub admin
     c.JupyterHub.authenticator_class = "shared-password"
     c.SharedPasswordAuthenticator.user_password = settings.password
     c.SharedPasswordAuthenticator.admin_password = settings.admin_password
     c.Authenticator.allow_all = True  # anyone with the password: the password is the gate
 else:
     c.JupyterHub.authenticator_class = "labkit.workshop.auth.WorkshopAuthenticator"  # NativeAuthenticator, hardened
+    c.WorkshopAuthenticator.instructors = {settings.admin}  # approved at sign-up, 12+ characters
     # Nobody takes the instructor's name first: signing up with it needs this code, printed here only.
     c.WorkshopAuthenticator.instructor_code = instructor_sign_up_code(settings)
     print(f"labkit: sign up as '{settings.admin}' at /hub/signup with the instructor's sign-up code "
           f"{c.WorkshopAuthenticator.instructor_code} (kept in {settings.state}).", file=sys.stderr)
     c.NativeAuthenticator.open_signup = False  # a sign-up waits for the instructor's approval at /hub/authorize
     c.Authenticator.allow_all = True  # NativeAuthenticator lets in only approved users: its approval is the gate
-# Admins (the instructor) see every server at /hub/admin and may open it (JupyterHub's admin role
-# includes access:servers; the old JupyterHub.admin_access switch is gone since JupyterHub 2).
+# The instructor sees every learner at /hub/admin, approves sign-ups, starts and stops servers. They open a
+# learner's server only when servers are on subdomains (LABKIT_WORKSHOP_SUBDOMAIN_HOST): see instructor_scopes.
+if settings.subdomain_host:
+    c.JupyterHub.subdomain_host = settings.subdomain_host
 
 # Each learner's server: JupyterLab in their own workspace, made on first log-in, kept after.
 if settings.separated:  # a room: learner NAME's server runs as the Unix account labkit-NAME, from the learner venv
@@ -72,6 +76,7 @@ c.Spawner.start_timeout = 180
 # torch starts one thread per core by default: thirty kernels on a 16-core server would run 480 threads.
 c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
                          **(learner_environment(settings.install) if settings.separated else {})}
+c.Spawner.disable_user_config = True  # a learner's ~/.jupyter config does not change what their server serves
 c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment (it holds the instructor's settings)
 c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                   # learners rarely shut a kernel down: the previous notebook's would keep its memory all day
@@ -88,4 +93,5 @@ c.JupyterHub.services = [
 c.JupyterHub.load_roles = [
     {"name": "idle-culler", "services": ["idle-culler"],
      "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
+    {"name": "labkit-instructor", "users": [settings.admin], "scopes": settings.instructor_scopes},
 ]

@@ -49,9 +49,16 @@ What :class:`WorkshopAuthenticator` does instead:
   approves each sign-up.
 - The instructor's name is nobody's to take first: NativeAuthenticator approves
   an admin name at once, so whoever reached the sign-up page first became the
-  instructor. Signing up under an admin name needs ``instructor_code``, which
-  the hub writes into its private state folder and prints on its own console
-  when it starts (:func:`labkit.workshop.room.instructor_sign_up_code`).
+  instructor. Signing up under an instructor's name needs ``instructor_code``,
+  which the hub writes into its private state folder and prints on its own
+  console when it starts (:func:`labkit.workshop.room.instructor_sign_up_code`);
+  with no code configured, nobody may sign up under that name.
+- ``instructors``: names approved at sign-up and held to the instructor's
+  password rule like ``admin_users``, without being JupyterHub admins. The
+  room's hub gives them a role of its own (``workshop/jupyterhub_config.py``)
+  without ``access:servers`` unless learners' servers are on subdomains: a
+  learner's server is the learner's code, and on the hub's origin a script
+  it serves to the instructor's browser could act as the instructor.
 """
 from __future__ import annotations
 
@@ -75,7 +82,7 @@ from nativeauthenticator.handlers import (
 )
 from nativeauthenticator.orm import UserInfo
 from tornado import web
-from traitlets import Bool, Integer, Unicode
+from traitlets import Bool, Integer, Set, Unicode
 
 from labkit.workshop.settings import INSTRUCTOR_PASSWORD_MIN, LEARNER_PASSWORD_MIN, USERNAME_PATTERN, USERNAME_RULE
 
@@ -105,7 +112,15 @@ class WorkshopAuthenticator(NativeAuthenticator):
         ADMIN_MINIMUM, config=True, help="The shortest password an admin (the instructor) may choose."
     )
     check_common_password = Bool(True, config=True, help="Refuse a password from NativeAuthenticator's common list.")
-    instructor_code = Unicode("", config=True, help="What signing up under an admin name asks for (empty: nothing).")
+    instructor_code = Unicode("", config=True, help="What signing up under an instructor's name asks for.")
+    instructors = Set(Unicode(), config=True, help="Names approved at sign-up, with the instructor's password rule.")
+
+    def is_instructor(self, username: str) -> bool:
+        return self.normalize_username(username) in self.admin_users | self.instructors
+
+    def get_authed_users(self) -> set[str]:
+        """NativeAuthenticator's pre-approved names (approved at sign-up), and the instructors."""
+        return set(super().get_authed_users()) | self.instructors
 
     def validate_username(self, username: str) -> bool:
         """JupyterHub's checks, and the whole name by labkit's rule (``re.fullmatch``: ``$`` also matches before a newline)."""
@@ -119,7 +134,7 @@ class WorkshopAuthenticator(NativeAuthenticator):
 
     def password_problem(self, username: str, password: str) -> str | None:
         """What is wrong with ``password`` for account ``username``, or None."""
-        admin = self.normalize_username(username) in self.admin_users
+        admin = self.is_instructor(username)
         minimum = self.admin_minimum_password_length if admin else self.minimum_password_length
         if len(password) < minimum:
             whose = "the instructor's account" if admin else "a learner's account"
@@ -132,8 +147,10 @@ class WorkshopAuthenticator(NativeAuthenticator):
 
     def instructor_code_problem(self, username: str, code: str) -> str | None:
         """Why a sign-up under ``username`` with sign-up code ``code`` is refused, or None."""
-        if self.normalize_username(username) not in self.admin_users or not self.instructor_code:
+        if not self.is_instructor(username):
             return None
+        if not self.instructor_code:
+            return "That name is the instructor's, and this hub has no instructor's sign-up code: nobody may sign up with it."
         if hmac.compare_digest(code.strip().encode(), self.instructor_code.encode()):
             return None
         return ("That name is the instructor's: signing up with it needs the instructor's sign-up code, which the hub "
@@ -199,6 +216,8 @@ class SignUp(_LabkitTemplates, SignUpHandler):
 
     def get_result_message(self, user: Any, assume_user_is_human: bool, username_already_taken: bool,
                            confirmation_matches: bool, user_is_admin: bool) -> tuple[str, str]:
+        username = self.get_body_argument("username", "", strip=False)
+        user_is_admin = user_is_admin or self.authenticator.is_instructor(username)  # "successful", not "sent to the admin"
         alert, message = super().get_result_message(user, assume_user_is_human, username_already_taken,
                                                     confirmation_matches, user_is_admin)
         if user is None and assume_user_is_human and not username_already_taken and confirmation_matches:

@@ -62,6 +62,7 @@ class HubSettings:
     install: Path = Path("/opt/labkit")  # system-users: the learner venv and the learner edition (read-only to learners)
     account_prefix: str = ACCOUNT_PREFIX
     unsafe_shared_account: bool = False  # shared-account beyond loopback: every learner can read every workspace
+    subdomain_host: str = ""  # e.g. https://hub.example.org: each learner's server on a subdomain of its own
     mem_limit: str = "2G"
     threads: int = 2  # torch's threads per kernel: its default, one per core, oversubscribes a shared server
     cull_after_s: int = 3600
@@ -89,6 +90,7 @@ class HubSettings:
             state=Path(get("state", defaults.state)).resolve(), notebooks=Path(get("notebooks", defaults.notebooks)).resolve(),
             install=Path(get("install", defaults.install)).resolve(), account_prefix=get("account_prefix", ACCOUNT_PREFIX),
             unsafe_shared_account=_yes(PREFIX + UNSAFE_SHARED, get(UNSAFE_SHARED.lower(), "no")),
+            subdomain_host=get("subdomain_host", ""),
             mem_limit=get("mem_limit", defaults.mem_limit),
             threads=_integer(PREFIX + "THREADS", get("threads", defaults.threads)),
             cull_after_s=_integer(PREFIX + "CULL_AFTER_S", get("cull_after_s", defaults.cull_after_s)),
@@ -147,6 +149,18 @@ class HubSettings:
             )
         if self.password and self.password == self.admin_password:
             raise LabkitValueError(f"{PREFIX}ADMIN_PASSWORD must differ from {PREFIX}PASSWORD, which every learner knows.")
+
+    @property
+    def instructor_scopes(self) -> list[str]:
+        """What the instructor may do: JupyterHub's admin page and users, not ``access:servers`` on the hub's origin.
+
+        A learner's server serves the learner's code. On the hub's own origin a
+        script in it, opened by the instructor, would run with the instructor's
+        cookie; only with each server on a subdomain of its own
+        (``SUBDOMAIN_HOST``) may the instructor open learners' servers.
+        """
+        scopes = ["admin-ui", "admin:users", "admin:servers", "list:users", "read:users"]
+        return scopes + ["access:servers"] if self.subdomain_host else scopes
 
     @property
     def separated(self) -> bool:

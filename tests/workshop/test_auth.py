@@ -212,5 +212,14 @@ def test_the_instructors_name_needs_the_sign_up_code(authenticator: auth.Worksho
     assert authenticator.instructor_code_problem("ada", "") is None  # a learner leaves the field empty
 
 
-def test_without_a_code_the_instructors_name_is_first_come(authenticator: auth.WorkshopAuthenticator):
-    assert authenticator.instructor_code_problem(ADMIN, "") is None  # the trait's default: NativeAuthenticator's behaviour
+def test_without_a_code_nobody_signs_up_as_the_instructor(authenticator: auth.WorkshopAuthenticator):
+    assert "no instructor's sign-up code" in authenticator.instructor_code_problem(ADMIN, "")
+    assert authenticator.instructor_code_problem("ada", "") is None
+
+
+def test_instructors_are_approved_at_sign_up_without_being_admins(monkeypatch):
+    authenticator = auth.WorkshopAuthenticator(add_new_table=False, instructors={"teacher"})
+    monkeypatch.setattr(nativeauthenticator.NativeAuthenticator, "get_authed_users", lambda self: {"ada"})  # no database
+    assert authenticator.is_instructor("Teacher") and not authenticator.is_instructor("ada")
+    assert authenticator.get_authed_users() == {"ada", "teacher"} and "teacher" not in authenticator.admin_users
+    assert "at least 12 characters" in authenticator.password_problem("teacher", "only eleven")

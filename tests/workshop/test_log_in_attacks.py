@@ -316,3 +316,19 @@ def test_a_hostile_name_in_the_table_runs_no_script_on_the_authorization_area(ro
         assert page.locator("h1").inner_text() == f"Change password for {name}"
     assert page.evaluate("window.__pwned === undefined"), f"a name ran a script: {page.evaluate('window.__pwned')}"
 
+
+
+# --- the instructor's browser never runs a learner's server on the hub's origin --------------------------------------
+
+
+def test_the_instructor_is_no_jupyterhub_admin_and_cannot_open_a_learners_server(room: Room, instructor: requests.Session):
+    model = room.hub.api(f"users/{ADMIN}")
+    assert model["admin"] is False and "labkit-instructor" in model["roles"]
+    room.hub.api("users", "POST", {"usernames": ["opened"]})
+    room.hub.start_server("opened")
+    try:
+        room.hub.wait_until_ready("opened")
+        reply = instructor.get(f"{room.hub.url}/user/opened/lab", timeout=SECONDS)  # through the server's OAuth log-in
+        assert reply.status_code == 403, f"{reply.status_code} {reply.url}"
+    finally:
+        room.hub.api("users/opened/server", "DELETE")
