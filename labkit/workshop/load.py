@@ -68,7 +68,8 @@ from labkit.labs import find_notebooks
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.tracks import apply_track
 from labkit.workshop.accounts import remove_accounts
-from labkit.workshop.settings import PREFIX, ROOT, HubSettings
+from labkit.workshop.install import others_can_run
+from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_CHECKOUT, HubSettings
 
 WORKSHOP = ROOT / "workshop"
 PROXY = WORKSHOP / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -177,7 +178,9 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
     prefix of their own (``lt`` and four hex digits, unless ``settings`` names
     one), which are removed with their homes when the hub stops, and the hub
     reads a private copy of the solved notebooks in ``folder`` (which must be
-    the hub account's alone, as a temporary folder is).
+    the hub account's alone, as a temporary folder is). Where the checkout
+    itself is readable by every account (a test machine), the hub is told so
+    (``UNSAFE_READABLE_CHECKOUT``): a real room refuses to start there.
     """
     require_proxy()
     port, token = free_port(), secrets.token_hex(16)
@@ -194,6 +197,8 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
     room = HubSettings.from_environment(env)
     if room.separated:
         env.setdefault(PREFIX + "ACCOUNT_PREFIX", f"lt{secrets.token_hex(2)}-")
+        if others_can_run(ROOT):  # a test machine's checkout: its learners are this harness's, never a room's
+            env.setdefault(PREFIX + UNSAFE_CHECKOUT, "yes")
         if PREFIX + "NOTEBOOKS" not in env:
             shutil.copytree(room.notebooks, folder / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
             env[PREFIX + "NOTEBOOKS"] = str(folder / "notebooks")

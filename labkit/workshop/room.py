@@ -9,16 +9,19 @@ learner account is: no special rights, a group of its own (see
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
 from pathlib import Path
 
 from labkit.core.errors import LabkitError
+from labkit.core.files import write_text
 from labkit.workshop.install import is_current, others_can_run
-from labkit.workshop.settings import PREFIX, HubSettings
+from labkit.workshop.settings import PREFIX, ROOT, HubSettings
 
 INSTRUCTOR_CODE = "instructor-sign-up-code"
+CODE_LENGTH = 16
 STATE_FILES = ("jupyterhub.sqlite",)  # created 0600 before JupyterHub opens it (it writes the cookie secret 0600 itself)
 
 
@@ -59,10 +62,15 @@ def check_room(settings: HubSettings, hub_code: list[Path]) -> None:
     if not settings.learner_python.exists() or not is_current(settings.install):
         raise RoomError(f"the learner venv in {settings.install} is missing or older than this labkit: "
                         "run `sudo make workshop-install` (python -m labkit workshop install) first.")
+    if others_can_run(ROOT) and not settings.unsafe_readable_checkout:
+        raise RoomError(
+            f"learners could read the labkit checkout {ROOT}: its notebooks, solutions, git history and INSTRUCTORS.md "
+            "hold every answer, and learners need nothing of it. chmod 0700 it (or a folder above it)."
+        )
     if others_can_run(settings.notebooks):
         raise RoomError(
             f"learners could read the solved notebooks and solutions in {settings.notebooks}: make a folder above "
-            f"it private (e.g. chmod 0700 the checkout), or set {PREFIX}NOTEBOOKS to a private copy."
+            "it private (e.g. chmod 0700 it)."
         )
     for path in [*hub_code, settings.install]:
         exposed = writable_by_others(path)
@@ -76,13 +84,16 @@ def instructor_sign_up_code(settings: HubSettings) -> str:
 
     Why: NativeAuthenticator approves the admin name at once, so without it
     whoever reached the sign-up page first would be the instructor. The hub
-    prints it on its own console; a learner can read neither.
+    prints it on its own console; a learner can read neither. A stored code
+    shorter than :data:`CODE_LENGTH` (a write cut short) is made anew: the code
+    never fails open.
     """
     path = settings.state / INSTRUCTOR_CODE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path.read_text().strip()
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_urlsafe(12) + "\n")
-    return path.read_text().strip()
+    with contextlib.suppress(FileNotFoundError):
+        stored = path.read_text().strip()
+        if len(stored) >= CODE_LENGTH:
+            return stored
+    code = secrets.token_urlsafe(CODE_LENGTH)
+    write_text(path, code + "\n")
+    path.chmod(0o600)
+    return code

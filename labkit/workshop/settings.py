@@ -42,6 +42,7 @@ USERNAME_RULE = "a lowercase letter, then up to 23 lowercase letters, digits, '-
 ACCOUNT_PREFIX = "labkit-"  # learner NAME's Unix account (system-users): never collides with a system account
 ACCOUNT_PREFIX_PATTERN = r"^[a-z][a-z0-9-]{0,7}$"  # at most 8 characters: with a 24-character name, 32 in all
 UNSAFE_SHARED = "UNSAFE_SHARED_ACCOUNT_BEYOND_LOOPBACK"  # the one way to put the shared account in a room
+UNSAFE_CHECKOUT = "UNSAFE_READABLE_CHECKOUT"  # a room whose learners can read the checkout: the tests' machine only
 LEARNER_PASSWORD_MIN = 8  # JupyterHub's own minimum for the shared learner password
 INSTRUCTOR_PASSWORD_MIN = 12
 SHARED_ADMIN_PASSWORD_MIN = 32  # JupyterHub's SharedPasswordAuthenticator refuses a shorter admin password
@@ -63,6 +64,7 @@ class HubSettings:
     account_prefix: str = ACCOUNT_PREFIX
     unsafe_shared_account: bool = False  # shared-account beyond loopback: every learner can read every workspace
     subdomain_host: str = ""  # e.g. https://hub.example.org: each learner's server on a subdomain of its own
+    unsafe_readable_checkout: bool = False  # learners may read the checkout (its solutions): for a test machine only
     mem_limit: str = "2G"
     threads: int = 2  # torch's threads per kernel: its default, one per core, oversubscribes a shared server
     cull_after_s: int = 3600
@@ -91,6 +93,7 @@ class HubSettings:
             install=Path(get("install", defaults.install)).resolve(), account_prefix=get("account_prefix", ACCOUNT_PREFIX),
             unsafe_shared_account=_yes(PREFIX + UNSAFE_SHARED, get(UNSAFE_SHARED.lower(), "no")),
             subdomain_host=get("subdomain_host", ""),
+            unsafe_readable_checkout=_yes(PREFIX + UNSAFE_CHECKOUT, get(UNSAFE_CHECKOUT.lower(), "no")),
             mem_limit=get("mem_limit", defaults.mem_limit),
             threads=_integer(PREFIX + "THREADS", get("threads", defaults.threads)),
             cull_after_s=_integer(PREFIX + "CULL_AFTER_S", get("cull_after_s", defaults.cull_after_s)),

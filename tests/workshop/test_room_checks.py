@@ -1,6 +1,7 @@
 """What a room's hub checks before it starts (labkit.workshop.room), and the learner accounts (labkit.workshop.accounts)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import pwd
 import secrets
@@ -21,7 +22,7 @@ from labkit.workshop.room import (
     prepare_state,
     writable_by_others,
 )
-from labkit.workshop.settings import HubSettings
+from labkit.workshop.settings import ROOT, HubSettings
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="makes Unix accounts: root only")
 
@@ -86,6 +87,17 @@ def test_a_room_whose_learners_could_read_the_solutions_is_refused(tmp_path: Pat
         check_room(settings, hub_code=[])
 
 
+def test_a_room_whose_learners_could_read_the_checkout_is_refused(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("labkit.workshop.room.is_current", lambda prefix: True)
+    monkeypatch.setattr("labkit.workshop.room.others_can_run", lambda path: path == ROOT)
+    settings = _room(tmp_path, tmp_path / "notebooks")
+    settings.learner_python.parent.mkdir(parents=True)
+    settings.learner_python.touch()
+    with pytest.raises(RoomError, match="learners could read the labkit checkout"):
+        check_room(settings, hub_code=[])
+    check_room(dataclasses.replace(settings, unsafe_readable_checkout=True), hub_code=[])
+
+
 def test_a_trusted_shared_account_hub_is_not_checked(tmp_path: Path):
     check_room(HubSettings(spawner="shared-account", install=tmp_path / "none"), hub_code=[])
 
@@ -128,3 +140,5 @@ def test_the_instructors_sign_up_code_is_made_once_and_private(tmp_path: Path):
     code = instructor_sign_up_code(settings)
     assert len(code) >= 16 and instructor_sign_up_code(settings) == code
     assert stat.S_IMODE((tmp_path / "state" / INSTRUCTOR_CODE).stat().st_mode) == 0o600
+    (tmp_path / "state" / INSTRUCTOR_CODE).write_text("")  # a write cut short: never an empty code
+    assert len(instructor_sign_up_code(settings)) >= 16
