@@ -18,7 +18,8 @@ from labkit.workshop.settings import USERNAME_PATTERN, HubSettings
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
 settings = HubSettings.from_environment()  # refuses the shared account beyond loopback, a room without root
 # A room refuses to start if a learner could read the solutions or change the code the hub runs.
-check_room(settings, hub_code=[Path(labkit.__file__).parent, Path(__file__).resolve(), Path(sys.executable)])
+proxy = Path(__file__).resolve().parent / "node_modules"
+check_room(settings, hub_code=[Path(labkit.__file__).parent, Path(__file__), Path(sys.prefix), Path(sys.base_prefix), proxy])
 prepare_state(settings)  # the cookie secret and the database: the hub's account's alone (0700 folder, 0600 files)
 learner_bin = settings.learner_python.parent if settings.separated else Path(sys.executable).parent
 
@@ -28,9 +29,8 @@ c.JupyterHub.port = settings.port
 c.JupyterHub.db_url = f"sqlite:///{settings.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(settings.state / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.pid_file = str(settings.state / "proxy.pid")
-proxy = Path(__file__).resolve().parent / "node_modules" / ".bin" / "configurable-http-proxy"
-if proxy.exists():  # installed by `make workshop` (npm install --prefix workshop), not globally
-    c.ConfigurableHTTPProxy.command = [str(proxy)]
+if (proxy / ".bin" / "configurable-http-proxy").exists():  # installed by `make workshop` (npm ci --prefix workshop)
+    c.ConfigurableHTTPProxy.command = [str(proxy / ".bin" / "configurable-http-proxy")]
 
 # Log-in: never an open hub. Learners sign up, the instructor approves them (NativeAuthenticator),
 # or everyone uses one workshop password (LABKIT_WORKSHOP_PASSWORD) and the instructor their own.

@@ -35,8 +35,10 @@ def ensure_account(settings: HubSettings, username: str) -> pwd.struct_passwd:
         entry = pwd.getpwnam(account)
     except KeyError:
         settings.homes.mkdir(mode=0o755, parents=True, exist_ok=True)
+        # Expired from the start: PAM then refuses it ssh (a key in ~/.ssh), cron, at and su, which would run
+        # outside its server's memory bound; the hub still starts its server (setuid, no PAM).
         _run(["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash", "--user-group",
-              "--comment", COMMENT, account])
+              "--expiredate", "1", "--comment", COMMENT, account])
         entry = pwd.getpwnam(account)
     if entry.pw_gecos != COMMENT:
         raise AccountError(f"the Unix account {account} exists and is not a labkit learner's; choose another "

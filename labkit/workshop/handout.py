@@ -31,6 +31,7 @@ from pathlib import Path
 
 from labkit.core.errors import LabkitValueError
 from labkit.tools.output_folder import MANIFEST
+from labkit.workshop.accounts import learner_accounts
 from labkit.workshop.settings import WORKSPACE_NAME, HubSettings
 
 SOLUTIONS = "solutions"
@@ -75,8 +76,8 @@ def read_solutions(folder: Path) -> dict[str, bytes]:
 
 def learner_workspaces(settings: HubSettings) -> list[Path]:
     """Every labkit workspace the hub made: ``HOMES/*/labkit-workspace``, or in each learner account's home (``system-users``)."""
-    if settings.spawner == "system-users":
-        homes = sorted({Path(entry.pw_dir) for entry in pwd.getpwall() if entry.pw_name.startswith(settings.account_prefix)})
+    if settings.spawner == "system-users":  # only the accounts labkit made (prefix and marker), never another's
+        homes = sorted({Path(pwd.getpwnam(account).pw_dir) for account in learner_accounts(settings.account_prefix)})
     else:
         homes = sorted(settings.homes.iterdir()) if settings.homes.is_dir() else []
     return [home / WORKSPACE_NAME for home in homes if (home / WORKSPACE_NAME / MANIFEST).is_file()]
@@ -110,9 +111,10 @@ def hand_out_solutions(workspace: Path, solutions: Path) -> HandOut:
 
 def _hand_out(folder: int, files: dict[str, bytes], result: HandOut) -> None:
     owner = os.fstat(folder)
+    made = False
     try:
         os.mkdir(SOLUTIONS, 0o755, dir_fd=folder)
-        _give(owner, lambda uid, gid: os.chown(SOLUTIONS, uid, gid, dir_fd=folder, follow_symlinks=False))
+        made = True
     except FileExistsError:
         pass
     try:
@@ -121,6 +123,8 @@ def _hand_out(folder: int, files: dict[str, bytes], result: HandOut) -> None:
         result.refused = f"{SOLUTIONS}/ is not a folder ({exc.strerror}); rename it and run again"
         return
     try:
+        if made:  # give the folder just made, by its open handle: the learner may have swapped the name meanwhile
+            _give(owner, lambda uid, gid: os.fchown(target, uid, gid))
         for name, data in files.items():
             if _publish(target, name, data, owner):
                 result.written.append(name)

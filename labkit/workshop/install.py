@@ -70,6 +70,7 @@ def install(prefix: Path, *, if_stale: bool = False) -> str:
         return f"{prefix}: the learner venv is up to date"
     prefix.mkdir(mode=0o755, parents=True, exist_ok=True)
     prefix.chmod(0o755)
+    (prefix / STAMP).unlink(missing_ok=True)  # until this install completes, the hub refuses the venv
     python = _interpreter(prefix)
     venv = prefix / "venv"
     if _venv_home(venv) != python.parent:

@@ -6,7 +6,8 @@ room with it. SystemdSpawner does this with systemd; a hub run as root on a
 machine without systemd (a container, say) can still do it with the kernel's
 cgroup files, which is all this module does: make ``labkit-NAME`` below the
 hub's own memory cgroup, set its limit, move the server into it (its kernels,
-started later, are born there), and remove it once the server has stopped.
+started later, are born there; it joins before it runs any code of its own),
+and remove it once the server has stopped.
 Where neither cgroup v2 with the memory controller nor cgroup v1's memory
 hierarchy is writable, :func:`memory_cgroups` says why and the hub starts
 without a bound (the README names the spawners that bound memory there).
@@ -27,14 +28,17 @@ class MemoryCgroups:
 
     parent: Path
     limit_file: str  # memory.max (v2) or memory.limit_in_bytes (v1)
+    swap_file: str  # memory.swap.max (v2: swap alone) or memory.memsw.limit_in_bytes (v1: memory and swap together)
 
-    def bound(self, name: str, pid: int, limit: int) -> Path:
-        """Put process ``pid`` in cgroup ``name`` with at most ``limit`` bytes of memory."""
+    def prepare(self, name: str, limit: int) -> Path:
+        """Cgroup ``name`` with at most ``limit`` bytes of memory and no swap beyond it; its ``cgroup.procs`` file."""
         group = self.parent / name
         group.mkdir(exist_ok=True)
         (group / self.limit_file).write_text(str(limit))
-        (group / "cgroup.procs").write_text(str(pid))
-        return group
+        swap = group / self.swap_file
+        if swap.exists():  # absent where the kernel keeps no swap accounting
+            swap.write_text("0" if self.swap_file == "memory.swap.max" else str(limit))
+        return group / "cgroup.procs"
 
     def release(self, name: str) -> None:
         """Remove cgroup ``name`` once its processes are gone (a cgroup with a process in it stays)."""
@@ -53,10 +57,10 @@ def memory_cgroups(cgroups: Path = CGROUPS, own: str | None = None) -> MemoryCgr
     if v2 is not None and "" in paths:
         parent = v2 / paths[""].lstrip("/")
         if "memory" in (parent / "cgroup.subtree_control").read_text(errors="replace").split() and os.access(parent, os.W_OK):
-            return MemoryCgroups(parent, "memory.max")
+            return MemoryCgroups(parent, "memory.max", "memory.swap.max")
     for controllers, path in paths.items():
         if "memory" in controllers.split(","):
             parent = cgroups / "memory" / path.lstrip("/")
             if (parent / "memory.limit_in_bytes").is_file() and os.access(parent, os.W_OK):
-                return MemoryCgroups(parent, "memory.limit_in_bytes")
+                return MemoryCgroups(parent, "memory.limit_in_bytes", "memory.memsw.limit_in_bytes")
     return "no writable memory cgroup (cgroup v2 with the memory controller, or v1's memory hierarchy) for the hub"

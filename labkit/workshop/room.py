@@ -43,16 +43,33 @@ def prepare_state(settings: HubSettings) -> None:
 
 
 def writable_by_others(path: Path) -> Path | None:
-    """The first of ``path`` and the folders above it that an account other than its owner could change, if any."""
+    """The first entry of ``path``'s tree, or of the folders above it, that an account other than its owner could change.
+
+    The whole tree is walked (links are not followed: a link's target is
+    checked where it lies, if it lies in a checked tree), since one writable
+    file deep in a venv is enough to run a learner's code as root.
+    """
+    if not path.exists():
+        return None
     path = path.resolve()
     for entry in [*reversed(path.parents), path]:
-        info = entry.stat()
-        sticky_folder = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX  # /tmp: nobody replaces our entry
-        if info.st_mode & stat.S_IWOTH and not sticky_folder or info.st_mode & stat.S_IWGRP and info.st_gid != 0:
+        if _open_to_others(entry.stat()):
             return entry
-        if info.st_uid not in (0, os.geteuid()):
-            return entry
+    for folder, names, files in os.walk(path):
+        for name in [*names, *files]:
+            entry = Path(folder) / name
+            info = entry.lstat()
+            if not stat.S_ISLNK(info.st_mode) and _open_to_others(info):
+                return entry
     return None
+
+
+def _open_to_others(info: os.stat_result) -> bool:
+    """Whether an account other than the owner (root or the hub's) could change this entry."""
+    sticky_folder = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX  # /tmp: nobody replaces our entry
+    if info.st_mode & stat.S_IWOTH and not sticky_folder:
+        return True
+    return bool(info.st_mode & stat.S_IWGRP and info.st_gid != 0) or info.st_uid not in (0, os.geteuid())
 
 
 def check_room(settings: HubSettings, hub_code: list[Path]) -> None:

@@ -10,8 +10,10 @@ allows (:mod:`labkit.workshop.memory`), which LocalProcessSpawner never does.
 """
 from __future__ import annotations
 
+import os
 import pwd
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
@@ -25,13 +27,24 @@ class LearnerSpawner(LocalProcessSpawner):
     """Each learner's server as their own ``account_prefix + name`` account."""
 
     account_prefix = Unicode(ACCOUNT_PREFIX, help="the prefix of every learner's Unix account").tag(config=True)
+    cgroup_procs: Path | None = None  # the memory cgroup the next server joins (its cgroup.procs file)
 
     @property
     def account(self) -> str:
         return f"{self.account_prefix}{self.user.name}"
 
     def make_preexec_fn(self, name: str) -> Callable[[], None]:
-        return set_user_setuid(self.account)
+        """Join the server's memory cgroup (as root, before any code of the server runs), then become the learner."""
+        become_learner = set_user_setuid(self.account)
+        procs = self.cgroup_procs
+
+        def preexec() -> None:
+            if procs is not None:
+                with open(procs, "w") as handle:
+                    handle.write(str(os.getpid()))
+            become_learner()
+
+        return preexec
 
     def user_env(self, env: dict[str, Any]) -> dict[str, Any]:
         entry = pwd.getpwnam(self.account)
@@ -39,17 +52,18 @@ class LearnerSpawner(LocalProcessSpawner):
         return env
 
     async def start(self) -> tuple[str, int]:
-        address: tuple[str, int] = await super().start()
+        self.cgroup_procs = None
         cgroups = memory_cgroups()
         if isinstance(cgroups, str):
             self.log.warning("labkit: the memory of %s's server is not bounded: %s", self.user.name, cgroups)
         elif self.mem_limit:
             try:
-                group = cgroups.bound(self.account, self.pid, self.mem_limit)
+                self.cgroup_procs = cgroups.prepare(self.account, self.mem_limit)
             except OSError as exc:
-                await super().stop(now=True)
                 raise RuntimeError(f"labkit could not bound the memory of {self.user.name}'s server: {exc}") from None
-            self.log.info("labkit: %s's server is in %s, at most %d bytes", self.user.name, group, self.mem_limit)
+            self.log.info("labkit: %s's server goes in %s, at most %d bytes", self.user.name, self.cgroup_procs.parent,
+                          self.mem_limit)
+        address: tuple[str, int] = await super().start()
         return address
 
     async def stop(self, now: bool = False) -> None:

@@ -6,6 +6,7 @@ import os
 import pwd
 import secrets
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -60,6 +61,15 @@ def test_a_group_or_world_writable_folder_above_the_code_is_found(tmp_path: Path
     assert writable_by_others(code) is None
     (tmp_path / "venv").chmod(0o777)
     assert writable_by_others(code) == tmp_path / "venv"
+    (tmp_path / "venv").chmod(0o755)
+    deep = code / "fx" / "profile.py"
+    deep.parent.mkdir()
+    deep.write_text("")
+    deep.chmod(0o646)  # one world-writable file deep in the tree is enough
+    assert writable_by_others(tmp_path / "venv") == deep
+    (code / "link").symlink_to("/etc/passwd")  # a link is not followed (its target is checked where it lies)
+    deep.chmod(0o644)
+    assert writable_by_others(tmp_path / "venv") is None
 
 
 def _room(tmp_path: Path, notebooks: Path) -> HubSettings:
@@ -117,6 +127,8 @@ def test_an_account_is_made_once_private_and_removed_with_its_home(tmp_path: Pat
         assert entry.pw_name == f"{prefix}ada" and Path(entry.pw_dir) == settings.home("ada")
         assert stat.S_IMODE(Path(entry.pw_dir).stat().st_mode) == 0o700 and Path(entry.pw_dir).stat().st_uid == entry.pw_uid
         assert ensure_account(settings, "ada").pw_uid == entry.pw_uid  # the next log-in finds it
+        expiry = subprocess.run(["chage", "-l", entry.pw_name], capture_output=True, text=True, check=True).stdout
+        assert "Jan 02, 1970" in expiry, "the account must be expired: no ssh, cron or su outside the server's bound"
         assert learner_accounts(prefix) == [f"{prefix}ada"]
     finally:
         removed = remove_accounts(prefix)
