@@ -19,7 +19,7 @@ FLOOR_VENV ?= .venv-torch-floor
 TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
@@ -27,6 +27,7 @@ help:
 	@echo "make workshop   start a JupyterHub for a room on this server (workshop/README.md; TRACK=all for every section)"
 	@echo "make workshop-install  (root) the learner venv of a room under /opt/labkit: learners run it, never change it"
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
+	@echo "make workshop-remove-accounts  (root) after the workshop: remove every learner account and its home"
 	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
 	@echo "make test-torch-floor  unit tests and every notebook (run, outputs not compared) on the oldest tested torch"
@@ -81,6 +82,10 @@ workshop: $(WORKSHOP_STAMP) $(PROXY)
 
 workshop-solutions: $(WORKSHOP_STAMP)
 	$(PY) -m labkit workshop hand-out-solutions
+
+# after the workshop: every learner account labkit made, with its home (asks first)
+workshop-remove-accounts: $(WORKSHOP_STAMP)
+	$(PY) -m labkit workshop remove-accounts
 
 # a benchmark, not a test: the hub on loopback, N learners run the solved core track at once (workshop/README.md)
 workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)

@@ -57,10 +57,22 @@ def remove_accounts(prefix: str) -> list[str]:
     """Remove every account labkit made with ``prefix``, with its home and workspace; the names removed."""
     removed = []
     for account in learner_accounts(prefix):
-        subprocess.run(["pkill", "-KILL", "-u", account], check=False, timeout=COMMAND_SECONDS)
-        _run(["userdel", "--remove", account])
+        remove_account(account)
         removed.append(account)
     return removed
+
+
+def remove_account(account: str) -> bool:
+    """Remove ``account`` with its home if labkit made it (its processes killed first); whether it was removed.
+
+    Why also one at a time: when the instructor deletes a learner from the hub,
+    the next person approved under that name must not inherit their files.
+    """
+    if account not in learner_accounts(account):
+        return False
+    subprocess.run(["pkill", "-KILL", "-u", account], check=False, timeout=COMMAND_SECONDS)
+    _run(["userdel", "--remove", account])
+    return True
 
 
 def _run(command: list[str]) -> None:

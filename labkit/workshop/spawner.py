@@ -4,7 +4,8 @@ Why a subclass: LocalProcessSpawner runs each server as the Unix account named
 exactly like the hub user. labkit's accounts carry a prefix (so a learner who
 signs up as ``root`` or ``www-data`` gets ``labkit-root``, never that system
 account), and only two methods name the account: the one that switches to it
-before the server starts, and the one that sets its environment. It also
+before the server starts, and the one that sets its environment. A learner
+deleted from the hub loses their account and home (``delete_forever``). It also
 bounds each server's memory (``mem_limit``) with a cgroup where the machine
 allows (:mod:`labkit.workshop.memory`), which LocalProcessSpawner never does.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Unicode
 
+from labkit.workshop.accounts import remove_account
 from labkit.workshop.memory import memory_cgroups
 from labkit.workshop.settings import ACCOUNT_PREFIX
 
@@ -71,3 +73,9 @@ class LearnerSpawner(LocalProcessSpawner):
         cgroups = memory_cgroups()
         if not isinstance(cgroups, str):
             cgroups.release(self.account)
+
+    def delete_forever(self) -> None:
+        """The learner was deleted from the hub: their account and home go too, so nobody approved later under
+        the same name inherits their files."""
+        if remove_account(self.account):
+            self.log.info("labkit: removed the account %s and its home", self.account)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import pwd
 import stat
+import time
 import urllib.error
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -198,3 +199,18 @@ def test_no_process_runs_as_a_learner_but_the_hubs(room: Room):
     theirs = [process for process in psutil.process_iter(["uids"]) if process.info["uids"].real in accounts]
     started = {process.pid for process in room.hub.processes()}
     assert theirs and all(process.pid in started for process in theirs)
+
+
+def test_a_learner_deleted_from_the_hub_loses_their_account_and_home(room: Room):
+    room.hub.api("users", "POST", {"usernames": ["eve"]})
+    room.hub.start_server("eve")
+    room.hub.wait_until_ready("eve")
+    account, home = room.settings.account("eve"), room.settings.home("eve")
+    assert (home / "labkit-workspace").is_dir()
+    room.hub.api("users/eve/server", "DELETE")
+    for _ in range(60):  # the server stops within its bounded wait; then the user can be deleted
+        if not room.hub.api("users/eve")["servers"]:
+            break
+        time.sleep(1)
+    room.hub.api("users/eve", "DELETE")
+    assert account not in learner_accounts(room.settings.account_prefix) and not home.exists()

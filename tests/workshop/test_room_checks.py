@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from labkit.core.errors import LabkitValueError
-from labkit.workshop.accounts import AccountError, ensure_account, learner_accounts, remove_accounts
+from labkit.workshop.accounts import AccountError, ensure_account, learner_accounts, remove_account, remove_accounts
 from labkit.workshop.install import others_can_run
 from labkit.workshop.room import (
     INSTRUCTOR_CODE,
@@ -139,11 +139,26 @@ def test_an_account_is_made_once_private_and_removed_with_its_home(tmp_path: Pat
 
 
 @needs_root
+def test_one_account_is_removed_with_its_home_and_another_learners_stays(tmp_path: Path):
+    prefix = f"lu{secrets.token_hex(2)}-"
+    settings = HubSettings(homes=tmp_path / "homes", account_prefix=prefix)
+    try:
+        ensure_account(settings, "bob")
+        ensure_account(settings, "ada")
+        assert remove_account(f"{prefix}bob") and not settings.home("bob").exists()
+        assert learner_accounts(prefix) == [f"{prefix}ada"]
+        assert not remove_account(f"{prefix}bob")  # gone already
+    finally:
+        remove_accounts(prefix)
+
+
+@needs_root
 def test_an_account_labkit_did_not_make_is_never_taken_or_removed():
     settings = HubSettings(account_prefix="r", homes=Path("/nonexistent"))  # learner "oot" would be the account root
     with pytest.raises(AccountError, match="is not a labkit learner's"):
         ensure_account(settings, "oot")
     assert remove_accounts("r") == []  # root's GECOS is not labkit's
+    assert not remove_account("root")
 
 
 def test_the_instructors_sign_up_code_is_made_once_and_private(tmp_path: Path):
