@@ -12,11 +12,9 @@ from pathlib import Path
 import pytest
 
 from labkit.__main__ import main
-from labkit.core.errors import LabkitValueError
 from labkit.tools.output_folder import MANIFEST
 from labkit.workshop import handout
 from labkit.workshop.handout import TEMP_PREFIX, hand_out_solutions, learner_workspaces
-from labkit.workshop.provision import workspace_command
 from labkit.workshop.settings import HubSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,34 +84,6 @@ def test_the_command_says_when_it_finds_no_workspace(tmp_path: Path, monkeypatch
     monkeypatch.setenv("LABKIT_WORKSHOP_SPAWNER", "shared-account")
     assert main(["workshop", "hand-out-solutions", "--solutions", str(SOLUTIONS)]) == 2
     assert "found no learner workspace" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("name, value, message", [
-    ("TRACK", "short", "choose one of all, core"),
-    ("SPAWNER", "docker", "choose one of shared-account, system-users"),
-    ("PORT", "eighty", "give a whole number"),
-    ("PASSWORD", "only-the-learners-one", "Set both"),
-    ("THREADS", "0", "at least 1"),
-    ("THREADS", "two", "give a whole number"),
-    ("KERNEL_CULL_AFTER_S", "-5", "at least 1"),
-])
-def test_bad_settings_are_refused_with_what_to_do(name: str, value: str, message: str):
-    with pytest.raises(LabkitValueError, match=message):
-        HubSettings.from_environment({f"LABKIT_WORKSHOP_{name}": value})
-
-
-def test_defaults_are_loopback_core_track_and_no_shared_password():
-    settings = HubSettings.from_environment({}, euid=1000)  # a hub not run as root, on loopback
-    assert (settings.ip, settings.track, settings.password, settings.spawner) == ("127.0.0.1", "core", "", "shared-account")
-    assert settings.workspace("ada") == settings.homes / "ada" / "labkit-workspace"
-    assert (settings.threads, settings.kernel_cull_after_s) == (2, 1800)
-    command = workspace_command(settings, settings.workspace("ada"))
-    assert command[command.index("--track") + 1] == "core" and "workspace" in command
-
-
-def test_system_users_work_in_their_accounts_home():
-    settings = HubSettings(spawner="system-users")
-    assert settings.workspace("ada") == Path("/home") / f"{settings.account_prefix}ada" / "labkit-workspace"
 
 
 # --- a full disk: each file whole or not at all, one line, and a later run finishes ------------------

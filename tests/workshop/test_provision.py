@@ -55,3 +55,17 @@ async def _probe(folder: Path) -> str:
                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     output, _ = await process.communicate()
     return output.decode()
+
+
+def test_the_shared_account_makes_the_workspace_of_the_hubs_track_from_the_notebooks(tmp_path: Path):
+    trusted = HubSettings(spawner="shared-account", track="core", notebooks=tmp_path / "notebooks")
+    command = workspace_command(trusted, tmp_path / "ws")
+    assert command[command.index("--track") + 1] == "core" and command[command.index("--notebooks") + 1] == str(
+        tmp_path / "notebooks")
+
+
+def test_a_room_makes_the_workspace_from_the_learner_edition_with_the_learner_venv(tmp_path: Path):
+    room = HubSettings(spawner="system-users", install=tmp_path / "opt")
+    command = workspace_command(room, tmp_path / "ws")
+    assert command[0] == str(room.learner_python) and command[command.index("--edition") + 1] == str(room.edition)
+    assert "--room" in command and "--notebooks" not in command

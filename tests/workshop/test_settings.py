@@ -81,3 +81,9 @@ def test_shared_passwords_have_minimums(password: str, admin_password: str, mess
 
 def test_strong_shared_passwords_are_taken():
     assert settings(password="learners-password", admin_password=STRONG).password == "learners-password"
+
+
+def test_defaults_are_loopback_core_track_and_no_shared_password():
+    trusted = settings(LEARNER_UID)
+    assert (trusted.ip, trusted.track, trusted.password, trusted.spawner) == ("127.0.0.1", "core", "", "shared-account")
+    assert (trusted.threads, trusted.kernel_cull_after_s, trusted.mem_limit) == (2, 1800, "2G")
