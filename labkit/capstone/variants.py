@@ -221,6 +221,22 @@ class VariantComparison(ShowsAsTable):
         return Table(headers, rows, title="Variants side by side")
 
 
+def _require_unique_names(variants: Sequence[Variant]) -> None:
+    """Refuse two variants of one name: results are keyed by name, so the second would replace the first.
+
+    Why: with a duplicate of the baseline's name, the baseline would be timed and checked against itself.
+    """
+    seen: set[str] = set()
+    for variant in variants:
+        if variant.name in seen:
+            names = [v.name for v in variants]
+            raise LabkitValueError(
+                f"compare_variants got more than one variant named {variant.name!r} (names: {names}); results are "
+                f"kept by name, so give each variant its own, e.g. variant.name = {variant.name + ' (2)'!r}."
+            )
+        seen.add(variant.name)
+
+
 def compare_variants(
     variants: Sequence[Variant],
     *,
@@ -232,6 +248,7 @@ def compare_variants(
     """Time all variants interleaved (same process, same noise) and check outputs vs the first."""
     if not variants:
         raise LabkitValueError("compare_variants needs at least one variant; use build_variants(model, x).")
+    _require_unique_names(variants)
     rtol = validate_tolerance("rtol", rtol)
     with torch.inference_mode():
         reference = variants[0]()

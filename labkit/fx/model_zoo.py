@@ -7,8 +7,10 @@ module knows, per name, the kind, the input and a default size, so that
 ``python -m labkit profile NAME`` and ``python -m labkit zoo`` can build any model
 with ``weights=None`` and feed it a valid random input.
 
-Default sizes come from each model's default weights, whose metadata ships with
-torchvision (reading it downloads nothing):
+Default sizes, and the smallest side allowed, come from each model's default
+weights, whose metadata ships with torchvision (reading it downloads nothing),
+except where the weights' minimum is stricter than the network (Swin, see
+``_ARCHITECTURE_MIN_SIZE``):
 
 - classification: the crop size the weights were evaluated at (224 for most, 299
   for inception_v3, 240-600 for EfficientNet B1-B7, 256 for Swin V2). One
@@ -60,6 +62,13 @@ FLOW_MULTIPLE = 8  # RAFT works on 1/8-resolution features
 #: Models whose builder, given ``weights=None``, makes a network for another size than its default weights'.
 _SIZE_WITHOUT_WEIGHTS: Mapping[str, int] = MappingProxyType({"vit_h_14": 224})
 
+#: The smallest side a model really takes, where its weights' ``min_size`` is only the size they were trained at.
+#: Swin (V1 and V2) embeds 4x4 patches with a stride-4 conv and pads every stage to its window, so it runs on any
+#: side from 4 px; its weights say 224 (V2: 256). ``tests/fx/test_model_zoo.py`` runs each at its minimum and below.
+_ARCHITECTURE_MIN_SIZE: Mapping[str, int] = MappingProxyType(
+    dict.fromkeys(("swin_t", "swin_s", "swin_b", "swin_v2_t", "swin_v2_s", "swin_v2_b"), 4)
+)
+
 #: Extra builder arguments: GoogLeNet and Inception v3 warn unless ``init_weights`` is given (True is what they
 #: do by default), and their auxiliary classifiers run in training only, so leaving them out keeps the eval graph.
 _BUILD_KWARGS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
@@ -106,7 +115,7 @@ def _entry(name: str, kind: str) -> ZooModel:
     """Read ``name``'s sizes from its default weights' metadata (see the module docstring for each kind)."""
     weights = models.get_model_weights(name).DEFAULT
     keywords = getattr(weights.transforms, "keywords", {})
-    min_size = _side(weights.meta.get("min_size", 1))
+    min_size = _ARCHITECTURE_MIN_SIZE.get(name) or _side(weights.meta.get("min_size", 1))
     if name in _SIZE_WITHOUT_WEIGHTS:
         size = min_size = _SIZE_WITHOUT_WEIGHTS[name]
     elif kind == "detection":

@@ -199,6 +199,45 @@ def _tracer_for(model: Any, leaf_modules: LeafModules, tracer: Any) -> torch.fx.
     )
 
 
+def _fx_parameter_name(parameter: inspect.Parameter) -> str:
+    """The name fx gives a parameter in ``concrete_args``: ``x``, ``*args`` or ``**kwargs``."""
+    if parameter.kind is parameter.VAR_POSITIONAL:
+        return "*" + parameter.name
+    if parameter.kind is parameter.VAR_KEYWORD:
+        return "**" + parameter.name
+    return parameter.name
+
+
+def _check_concrete_arg_names(model: Any, concrete_args: dict[str, Any]) -> None:
+    """Refuse a ``concrete_args`` name that is not a parameter of the traced ``forward``: fx would ignore it.
+
+    Why: fx looks up each parameter's name in ``concrete_args`` and never the other
+    way round, so a typo (``{"flop": True}``) silently leaves the branch untraceable
+    or the graph unspecialized. That holds for a forward taking ``**kwargs`` too: fx
+    traces ``**kwargs`` as one Proxy and never puts a ``concrete_args`` entry into
+    it, so such a name is refused as well. fx's own spelling for fixing a whole
+    ``*args`` or ``**kwargs`` (``"**kwargs"``) is accepted.
+    """
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
+    try:
+        parameters = list(inspect.signature(forward).parameters.values())
+    except (TypeError, ValueError):  # no signature to check against (a builtin): fx decides
+        return
+    names = [_fx_parameter_name(p) for p in parameters]
+    unknown = [name for name in concrete_args if name not in names]
+    if unknown:
+        variadic = [name for name in names if name.startswith("*")]
+        note = (
+            f" fx never passes a concrete_args entry into {', '.join(variadic)}, so it would be ignored; "
+            "give forward a named parameter for it." if variadic else ""
+        )
+        raise LabkitValueError(
+            f"concrete_args names {', '.join(map(repr, unknown))}, which is not a parameter of forward; its "
+            f"parameters are {', '.join(names) or '(none)'}.{note} Name one of those, e.g. concrete_args={{'flip': True}} "
+            "for a forward(self, x, flip=False)."
+        )
+
+
 def trace(
     model: Any,
     concrete_args: dict[str, Any] | None = None,
@@ -212,12 +251,15 @@ def trace(
     does not override ``forward`` stays one node (see :class:`_Tracer`). Options:
 
     - ``concrete_args``: values for arguments that steer Python control flow
-      (``{"flip": True}``), as in fx; the graph is specialized to them.
+      (``{"flip": True}``), as in fx; the graph is specialized to them. A name
+      that is not a parameter of ``forward`` is refused (fx would ignore it),
+      also for a forward taking ``**kwargs``, which fx never fills from it.
     - ``leaf_modules``: modules to keep as single nodes instead of tracing into
       them, by class, class name or qualified name (``["backbone.body"]``).
     - ``tracer``: your own ``torch.fx.Tracer`` (instance or subclass) instead.
 
-    Raises :class:`LabkitTypeError` for something that is not callable, and
+    Raises :class:`LabkitTypeError` for something that is not callable, :class:`LabkitValueError` for an
+    unknown ``concrete_args`` name, and
     :class:`TraceFailedError` naming the module and line where tracing failed and
     what to do about that kind of failure.
     """
@@ -228,6 +270,8 @@ def trace(
             f"Expected a torch.nn.Module (or a function) to trace, got {type(model).__name__}. "
             "Pass the model itself, e.g. profile_model(torchvision.models.resnet18(), x)."
         )
+    if concrete_args:
+        _check_concrete_arg_names(model, concrete_args)
     chosen = _tracer_for(model, leaf_modules, tracer)
     try:
         graph = chosen.trace(model, concrete_args=concrete_args)

@@ -23,6 +23,21 @@ output kept the format and, when it did not, which of two kinds of change it was
 - a **drop**: an operator that had every reason to keep the format returned
   another layout (``softmax`` over channels, ``roi_align``, ``cat`` or ``add``
   with a contiguous second input). These are the ones worth fixing.
+
+Two kinds of call are not drops although their output is not channels_last:
+
+- a **fresh tensor** (``x.new_zeros``, ``new_empty``, ``new_ones``, ``new_full``,
+  ``new_tensor``, ``new_empty_strided``) takes only a dtype and a device from
+  ``x``; it never had a format to keep, so it is not recorded at all;
+- a **write into the caller's tensor** (an ``out=`` buffer, the destination of
+  ``copy_`` or of an in-place op) keeps the destination's layout, which the
+  caller chose. It is recorded as a layout op whose reason says so
+  (:data:`WRITES_OUT`, :data:`WRITES_INTO`), next to the other changes the caller asked for.
+
+If recording itself fails (a labkit bug, or a tensor it cannot describe), the
+tracker stops recording at once and raises :class:`FormatTrackerError` from that
+call: every later call runs untracked, and leaving the ``with`` block pops the
+mode as usual, so torch is left as it was found.
 """
 from __future__ import annotations
 
@@ -52,6 +67,10 @@ _SPLITS = "splits into views"
 _ASKS_FORMAT = "asks for a memory format"
 _VIEW = "returns a view of its input"
 MIXED_INPUTS = "mixed-format inputs"
+#: The reason recorded for a write into a caller's ``out=`` tensor: it keeps the layout the caller gave it.
+WRITES_OUT = "writes into the caller's out= tensor"
+#: The reason recorded for ``copy_`` or an in-place op into the caller's tensor: it keeps that tensor's layout.
+WRITES_INTO = "writes into the caller's tensor"
 
 #: Why each torch operator (by the short name it has on ``torch`` and ``torch.Tensor``) is a deliberate layout op.
 #: - permute, transpose, swapaxes, swapdims, movedim, moveaxis: the caller names a new dimension order; the result's
@@ -81,6 +100,12 @@ def _full_names(short_name: str) -> Iterator[str]:
         if name:
             yield name
 
+
+#: Operators that build a fresh tensor and take only a dtype and a device from their input: never recorded.
+_FRESH_TENSOR_OPERATORS = frozenset(
+    full for short in ("new_zeros", "new_empty", "new_ones", "new_full", "new_tensor", "new_empty_strided")
+    for full in _full_names(short)
+)
 
 #: Full operator name (as recorded in ``FormatRecord.operator``) -> why it is a deliberate layout op.
 LAYOUT_OPERATORS: Mapping[str, str] = MappingProxyType({
@@ -177,9 +202,13 @@ def _shares_storage(output: torch.Tensor, source: torch.Tensor) -> bool:
     return pointer != 0 and output.untyped_storage().data_ptr() == pointer
 
 
-def _layout_reason(operator: str, args: tuple[Any, ...], kwargs: dict[str, Any], output: torch.Tensor,
-                   source: torch.Tensor) -> str:
+def _layout_reason(operator: str, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[torch.Tensor],
+                   output: torch.Tensor, source: torch.Tensor) -> str:
     """Why the call is a deliberate layout op, or ``""`` when it is not one."""
+    if any(output is t for t in _tensors(kwargs.get("out"))):
+        return WRITES_OUT
+    if any(output is t and t is not source for t in inputs):  # copy_ or an in-place op: the result is the caller's
+        return WRITES_INTO
     if _names_a_memory_format(args, kwargs):
         return _ASKS_FORMAT
     if operator in LAYOUT_OPERATORS:
@@ -193,25 +222,48 @@ class _RecordingMode(TorchFunctionMode):
     def __init__(self, records: list[FormatRecord]) -> None:
         super().__init__()
         self.records = records
+        #: Set when recording failed: from then on every call runs untracked (torch keeps the mode until exit).
+        self.stopped = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        # Torch pops this mode while the handler runs, so the tests below are not recorded.
-        output = next(_tensors(result), None)
-        if output is None or output.dim() not in _FORMAT_FOR_RANK:
+        if self.stopped:
             return result
-        inputs = list(_tensors((args, kwargs)))
-        source = next((t for t in inputs if _is_strictly_channels_last(t, output.dim())), None)
-        if source is not None:
-            self.records.append(_record(func, args, kwargs, inputs, source, output))
+        # Torch pops this mode while the handler runs, so the tests below are not recorded.
+        try:
+            self._inspect(func, args, kwargs, result)
+        except Exception as error:
+            self.stopped = True
+            raise FormatTrackerError(
+                f"FormatTracker could not record the call to {_operator_name(func)} ({type(error).__name__}: {error}), so it "
+                f"stopped recording: later calls run untracked, and tracker.records keeps what came before. "
+                f"This is a labkit bug; please report it with the operator's name."
+            ) from error
         return result
 
+    def _inspect(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        """Append a record when the call took a channels_last(_3d) input and returned a tensor of the same rank."""
+        output = next(_tensors(result), None)
+        if output is None or output.dim() not in _FORMAT_FOR_RANK:
+            return
+        inputs = list(_tensors((args, kwargs)))
+        source = next((t for t in inputs if _is_strictly_channels_last(t, output.dim())), None)
+        if source is None:
+            return
+        operator = _operator_name(func)  # only now: resolving a name costs microseconds on every call
+        if operator not in _FRESH_TENSOR_OPERATORS:
+            self.records.append(_record(operator, args, kwargs, inputs, source, output))
 
-def _record(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[torch.Tensor],
+
+def _operator_name(func: Any) -> str:
+    """The name a record shows for ``func``: ``torch.nn.functional.softmax``, ``torch.Tensor.permute``..."""
+    return resolve_name(func) or getattr(func, "__name__", repr(func))
+
+
+def _record(operator: str, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[torch.Tensor],
             source: torch.Tensor, output: torch.Tensor) -> FormatRecord:
     """Describe one call whose input ``source`` was channels_last(_3d) and whose ``output`` has the same rank."""
-    operator = resolve_name(func) or getattr(func, "__name__", repr(func))
     rank = output.dim()
     kept = output.is_contiguous(memory_format=_FORMAT_FOR_RANK[rank])
     return FormatRecord(
@@ -221,7 +273,7 @@ def _record(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], inputs: li
         output_shape=tuple(output.shape),
         output_strides=tuple(output.stride()),
         kept=kept,
-        layout_reason="" if kept else _layout_reason(operator, args, kwargs, output, source),
+        layout_reason="" if kept else _layout_reason(operator, args, kwargs, inputs, output, source),
         mixed_inputs=any(_is_strictly_contiguous(t, rank) for t in inputs),
     )
 
@@ -282,7 +334,8 @@ class FormatTracker:
 
     @property
     def active(self) -> bool:
-        return self._mode is not None
+        """True inside the ``with`` block until recording stops (on exit, or after recording itself failed)."""
+        return self._mode is not None and not self._mode.stopped
 
     def _require_used(self, what: str) -> None:
         if not self._used:
@@ -304,7 +357,7 @@ class FormatTracker:
         return self._of_kind("dropped", "dropped")
 
     def layout_ops(self) -> list[FormatRecord]:
-        """The calls that changed the layout because the caller asked (permute, reshape, split, .contiguous(), ...)."""
+        """The calls that changed the layout because the caller asked (permute, reshape, .contiguous(), out=, copy_, ...)."""
         return self._of_kind("layout_ops", "layout op")
 
     def kept(self) -> list[FormatRecord]:

@@ -78,6 +78,14 @@ def test_bad_inputs_get_labkit_errors(small):
         compare_variants([])
 
 
+def test_two_variants_of_one_name_are_refused(small):
+    model, x = small
+    eager, channels_last = build_variants(model, x)[:2]
+    channels_last.name = EAGER  # would be timed and checked as the baseline against itself
+    with pytest.raises(LabkitValueError, match=r"more than one variant named 'eager'.*give each variant its own"):
+        compare_variants([eager, channels_last], rounds=1, warmup=0)
+
+
 def test_profile_variants_and_op_type_table(small):
     from labkit.capstone.variants import op_type_table, profile_variants
 

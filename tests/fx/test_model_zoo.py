@@ -27,7 +27,7 @@ def test_the_catalog_holds_every_model_of_each_kind_and_no_quantized_one():
         ("resnet18", 224, 1, 0),
         ("inception_v3", 299, 75, 0),
         ("efficientnet_b7", 600, 1, 0),
-        ("swin_v2_t", 256, 256, 0),
+        ("swin_v2_t", 256, 4, 0),  # its weights say 256, the network takes any side from 4 px
         ("vit_b_16", 224, 224, 0),
         ("vit_h_14", 224, 224, 0),  # its default weights are 518 px; weights=None builds a 224 px ViT
         ("fcn_resnet50", 520, 1, 0),
@@ -40,6 +40,17 @@ def test_the_catalog_holds_every_model_of_each_kind_and_no_quantized_one():
 def test_default_sizes_come_from_the_weights_metadata(name, size, min_size, frames):
     entry = model_zoo.catalog()[name]
     assert (entry.size, entry.min_size, entry.frames) == (size, min_size, frames)
+
+
+@pytest.mark.parametrize("name", sorted(model_zoo._ARCHITECTURE_MIN_SIZE))
+def test_an_architecture_minimum_is_the_smallest_side_the_model_runs_at(name):
+    minimum = model_zoo.catalog()[name].min_size
+    assert minimum == model_zoo._ARCHITECTURE_MIN_SIZE[name]
+    model = model_zoo.build_model(name)
+    with torch.no_grad():
+        assert model(*model_zoo.example_inputs(name, size=minimum)).shape == (1, 1000)
+        with pytest.raises(RuntimeError):
+            model(*model_zoo.example_inputs(name, size=minimum - 1))
 
 
 def test_every_default_size_is_one_the_model_allows():

@@ -77,6 +77,27 @@ def test_concrete_args_that_do_not_fit_forward_are_refused(concrete_args, inputs
         profile_model(Flips(), *inputs, concrete_args=concrete_args)
 
 
+class TakesKeywords(nn.Module):
+    def forward(self, x, scale=1.0, **options):
+        return x * scale
+
+
+def test_trace_refuses_a_concrete_args_name_forward_does_not_take():
+    with pytest.raises(LabkitValueError, match=r"concrete_args names 'bogus', which is not a parameter of forward; "
+                                               r"its parameters are x, flip\."):
+        trace(Flips(), concrete_args={"bogus": 1})
+    with pytest.raises(LabkitValueError, match=r"'bogus'.*parameters are x, y"):
+        trace(lambda x, y: x + y, concrete_args={"bogus": 1})
+
+
+def test_trace_refuses_a_name_meant_for_kwargs_which_fx_never_fills():
+    with pytest.raises(LabkitValueError, match=r"'mode'.*parameters are x, scale, \*\*options\. "
+                                               r"fx never passes a concrete_args entry into \*\*options"):
+        trace(TakesKeywords(), concrete_args={"mode": "fast"})
+    traced = trace(TakesKeywords(), concrete_args={"scale": 2.0})
+    assert torch.equal(traced(X, 2.0), X * 2)
+
+
 @pytest.mark.parametrize("leaf", ["first", "Block", Block])
 def test_leaf_modules_by_name_class_name_or_class_keep_a_block_as_one_node(leaf):
     report = profile_model(TwoBlocks().eval(), X, leaf_modules=[leaf], warmup=0, runs=1)

@@ -287,3 +287,72 @@ def test_four_d_records_name_channels_last():
     with FormatTracker() as tracker:
         F.relu(_x())
     assert tracker.records[0].memory_format == "channels_last"
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x.new_zeros(2, 4, 3, 3), lambda x: x.new_empty((2, 4, 3, 3)), lambda x: x.new_ones(2, 4, 3, 3),
+    lambda x: x.new_full((2, 4, 3, 3), 1.0), lambda x: x.new_empty_strided((2, 4, 3, 3), (36, 9, 3, 1)),
+], ids=["new_zeros", "new_empty", "new_ones", "new_full", "new_empty_strided"])
+def test_a_fresh_tensor_is_not_recorded(make):
+    with FormatTracker() as tracker:
+        fresh = make(_x())
+    assert not fresh.is_contiguous(memory_format=CL)  # NCHW, but it never had a format to keep
+    assert tracker.records == [] and tracker.dropped() == []
+
+
+def test_writes_into_the_callers_tensor_take_its_layout_and_are_not_drops():
+    x, buffer, channels_last_buffer = _x(), torch.empty(2, 4, 3, 3), torch.empty_like(_x())
+    with FormatTracker() as tracker:
+        torch.add(x, x, out=buffer)
+        buffer.copy_(x)
+        buffer.add_(x)
+        torch.add(x, x, out=channels_last_buffer)  # a channels_last destination keeps it
+    assert tracker.dropped() == []
+    assert [(r.short_name, r.kind, r.reason) for r in tracker.records] == [
+        ("add", "layout op", "writes into the caller's out= tensor"),
+        ("copy_", "layout op", "writes into the caller's tensor"),
+        ("add_", "layout op", "writes into the caller's tensor"),
+        ("add", "kept", ""),
+    ]
+    assert tracker.layout_ops() == tracker.records[:3]
+
+
+def test_a_recording_error_stops_the_tracker_and_leaves_torch_untouched(monkeypatch):
+    import labkit.memory_format.tracker as tracker_module
+
+    def broken_record(*args, **kwargs):
+        raise RuntimeError("cannot describe this tensor")
+
+    before = _torch_surface()
+    with FormatTracker() as tracker:
+        F.relu(_x())
+        monkeypatch.setattr(tracker_module, "_record", broken_record)
+        with pytest.raises(FormatTrackerError, match=r"could not record the call to torch.nn.functional.softmax.*"
+                                                     r"cannot describe this tensor.*stopped recording") as caught:
+            F.softmax(_x(), dim=1)
+        assert isinstance(caught.value.__cause__, RuntimeError)
+        assert not tracker.active
+        F.softmax(_x(), dim=1)  # untracked from here on: no second error, no record
+        monkeypatch.undo()
+        F.relu(_x())
+    assert _torch_surface() == before
+    assert [r.short_name for r in tracker.records] == ["relu"]
+    F.relu(_x())  # outside the block: not tracked
+    assert [r.short_name for r in tracker.records] == ["relu"]
+
+
+def test_a_recording_error_that_leaves_the_block_pops_the_mode(monkeypatch):
+    import labkit.memory_format.tracker as tracker_module
+
+    def broken_record(*args, **kwargs):
+        raise RuntimeError("cannot describe this tensor")
+
+    before = _torch_surface()
+    monkeypatch.setattr(tracker_module, "_record", broken_record)
+    with pytest.raises(FormatTrackerError, match="could not record"):
+        with FormatTracker() as tracker:
+            F.softmax(_x(), dim=1)
+    monkeypatch.undo()
+    assert _torch_surface() == before and not tracker.active
+    F.softmax(_x(), dim=1)
+    assert tracker.records == []

@@ -156,6 +156,12 @@ def test_an_input_the_model_cannot_take_is_refused_before_any_work(model, size, 
     assert capsys.readouterr().err == f"error: {message}\n"
 
 
+@pytest.mark.parametrize("model", ["swin_t", "swin_v2_t"])
+def test_swin_profiles_below_the_size_its_weights_were_trained_at(model, capsys):
+    assert main(["profile", model, "--size", "64", *FAST]) == 0
+    assert capsys.readouterr().out.startswith(f"{model} (classification), input 1x3x64x64, device cpu")
+
+
 def test_a_model_that_fails_on_its_first_run_names_the_size_to_try(capsys):
     assert main(["profile", "vit_b_16", "--size", "256", "--runs", "1", "--warmup", "0"]) == 2  # above its minimum
     err = capsys.readouterr().err
