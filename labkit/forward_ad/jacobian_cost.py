@@ -106,6 +106,18 @@ class JacobianCost(ShowsAsTable):
         return "jacfwd" if self.jacfwd.median < self.jacrev.median else "jacrev"
 
     @property
+    def clear_winner(self) -> str | None:
+        """The faster mode, or None for a tie: medians closer than their spread (``SideBySide.spread``).
+
+        Why: one noisy point must not decide which mode wins; a gap inside the
+        IQRs of the two timings could flip on the next run.
+        """
+        timings = self.timings  # strict: two timings without spread that meet exactly are where the curves cross
+        if abs(timings.speedup("jacfwd") - 1.0) < timings.spread("jacfwd"):
+            return None
+        return self.faster
+
+    @property
     def faster_by(self) -> float:
         """How many times faster the faster mode is (by median, >= 1); not a speedup, which has a fixed baseline."""
         return max(self.jacrev.median, self.jacfwd.median) / min(self.jacrev.median, self.jacfwd.median)
@@ -190,26 +202,71 @@ class JacobianSweep(ShowsAsTable):
         return [p.out_features for p in self.points]
 
     @property
-    def crossover(self) -> float | None:
-        """Output size where jacfwd becomes faster than jacrev (log-interpolated), or None.
+    def _stable_from(self) -> int:
+        """Index of the first point from which jacfwd is clearly faster at every later point (len if none)."""
+        index = len(self.points)
+        while index > 0 and self.points[index - 1].clear_winner == "jacfwd":
+            index -= 1
+        return index
 
-        Reads the first sign change of ``log(speedup of jacfwd over jacrev)`` along the sweep.
+    def _ties_from(self, end: int) -> int:
+        """Index of the first point of the run of ties that ends just before ``end``."""
+        start = end
+        while start > 0 and self.points[start - 1].clear_winner is None:
+            start -= 1
+        return start
+
+    @property
+    def crossover(self) -> float | None:
+        """Output size from which jacfwd stays faster than jacrev for every later point, or None.
+
+        Why not the first sign change: one noisy point would decide it, and the
+        summary could name a crossover that later rows of the table contradict.
+        A point whose timings overlap within their spread is a tie
+        (:attr:`JacobianCost.clear_winner`), never a win. When a clear jacrev win
+        comes just before jacfwd's last run of wins, the crossover is
+        log-interpolated between the two; after ties it is the first size of the
+        run. None when the sweep ends without such a run, or jacfwd wins throughout.
         """
-        logs = [math.log(p.timings.speedup("jacfwd")) for p in self.points]
-        for (a, la), (b, lb) in pairwise(zip(self.out_dims, logs, strict=True)):
-            if la <= 0 < lb:
-                fraction = -la / (lb - la)
-                return math.exp(math.log(a) + fraction * (math.log(b) - math.log(a)))
-        return None
+        stable = self._stable_from
+        if stable in (0, len(self.points)):
+            return None
+        before, after = self.points[stable - 1], self.points[stable]
+        if before.clear_winner is None:
+            return float(after.out_features)
+        la, lb = (math.log(p.timings.speedup("jacfwd")) for p in (before, after))
+        a, b = before.out_features, after.out_features
+        return math.exp(math.log(a) + -la / (lb - la) * (math.log(b) - math.log(a)))
 
     def summary(self) -> str:
         batch = "" if self.batch is None else f", batch {self.batch}"
-        where = "not inside the sweep" if self.crossover is None else f"at out ≈ {self.crossover:.0f}"
-        return f"in = {self.in_features}{batch}: jacfwd overtakes jacrev {where}"
+        return f"in = {self.in_features}{batch}: {self._where()}"
+
+    def _where(self) -> str:
+        """Where jacfwd overtakes jacrev, worded so that no row of :meth:`table` contradicts it."""
+        if not self.points:
+            return "no points measured yet"
+        stable = self._stable_from
+        if stable == 0:
+            return "jacfwd overtakes jacrev not inside the sweep (jacfwd is faster at every output size)"
+        ties = self._ties_from(stable)
+        if stable == len(self.points):
+            if ties < stable:
+                return f"no stable crossover in the sweep (ties from out = {self.points[ties].out_features})"
+            if all(p.clear_winner == "jacrev" for p in self.points):
+                return "jacfwd overtakes jacrev not inside the sweep (jacrev is faster at every output size)"
+            return f"no stable crossover in the sweep (jacrev is faster at out = {self.points[-1].out_features})"
+        if ties < stable:
+            return (
+                f"jacfwd stays faster from out = {self.points[stable].out_features} "
+                f"(ties from out = {self.points[ties].out_features})"
+            )
+        return f"jacfwd overtakes jacrev at out ≈ {self.crossover:.0f} and stays faster"
 
     def table(self) -> Table:
         rows: list[Row] = [
-            [p.out_features, format_seconds(p.jacfwd.median), format_seconds(p.jacrev.median), p.faster, f"{p.faster_by:.2f}x"]
+            [p.out_features, format_seconds(p.jacfwd.median), format_seconds(p.jacrev.median), p.clear_winner or "tie",
+             f"{p.faster_by:.2f}x"]
             for p in self.points
         ]
         return Table(["out", "jacfwd", "jacrev", "faster", "by"], rows, title=self.summary())

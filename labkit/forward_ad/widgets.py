@@ -254,6 +254,8 @@ class JacobianScaling(widgets.VBox):
         point = next(p for p in sweep.points if p.out_features == self.out_slider.value)
         if point.in_features == point.out_features:
             verdict = "a square Jacobian, where either mode can win"
+        elif point.clear_winner is None:
+            verdict = "a tie: the two timings overlap within their spread"
         elif point.faster == point.predicted:
             verdict = "as the rule of thumb predicts"
         else:

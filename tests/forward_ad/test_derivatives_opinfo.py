@@ -196,7 +196,7 @@ def test_check_jvp_explains_a_non_symmetric_tangent_for_a_symmetric_input(fn):
 def test_complex_outputs_with_a_conj_bit_are_compared():
     """fft.ifft's OpInfo samples give lazily conjugated results (a view with the conj bit set),
     which view_as_real refuses unless resolved first."""
-    from labkit.forward_ad.derivatives import _flat
+    from labkit.forward_ad.verification import _flat
 
     conjugated = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128).conj()
     assert conjugated.is_conj()

@@ -219,3 +219,40 @@ def test_jvp_overhead_rejects_bad_counts(kwargs, error, named):
 def test_relu_mlp_rejects_sizes_that_are_not_positive_integers(sizes, error):
     with pytest.raises(error, match=r"sizes\[\d\] must be a positive integer"):
         relu_mlp(sizes)
+
+
+def _noisy_cost(out, fwd, rev, iqr):
+    def stats(median):
+        return RunStats(mean=median, median=median, min=median, max=median, iqr=iqr, count=5)
+
+    return JacobianCost(8, out, 16, jacfwd=stats(fwd), jacrev=stats(rev))
+
+
+def test_sweep_crossover_ignores_a_lone_noisy_win_that_later_rows_contradict():
+    # the stored notebook's sweep: jacfwd "wins" at 8, jacrev at 16 and 32, jacfwd from 64 on
+    sweep = JacobianSweep(32, 16, [
+        _cost(4, 1.05, 0.88), _cost(8, 1.15, 1.19), _cost(16, 1.11, 1.01), _cost(32, 1.62, 1.37),
+        _cost(64, 1.62, 1.68), _cost(128, 2.18, 3.24), _cost(256, 1.44, 8.03),
+    ])
+    assert 32 < sweep.crossover < 64
+    assert "out ≈ 7" not in sweep.summary() and "out ≈ 57 and stays faster" in sweep.summary()
+
+
+def test_sweep_reports_no_stable_crossover_when_jacrev_wins_at_the_end():
+    sweep = JacobianSweep(8, None, [_cost(4, 2.0, 1.0), _cost(8, 1.0, 2.0), _cost(16, 2.0, 1.0)])
+    assert sweep.crossover is None
+    assert "no stable crossover in the sweep" in sweep.summary() and "overtakes" not in sweep.summary()
+
+
+def test_sweep_counts_points_within_their_spread_as_ties():
+    tie = _noisy_cost(16, 1.0, 1.05, iqr=0.1)  # 5% apart, each IQR 10%: a tie
+    assert tie.clear_winner is None and _noisy_cost(16, 1.0, 2.0, iqr=0.1).clear_winner == "jacfwd"
+    trailing = JacobianSweep(8, 16, [_cost(4, 2.0, 1.0), tie])
+    assert trailing.crossover is None
+    assert "no stable crossover in the sweep (ties from out = 16)" in trailing.summary()
+    assert trailing.table().column("faster") == ["jacrev", "tie"]
+    then_wins = JacobianSweep(8, 16, [_cost(4, 2.0, 1.0), tie, _cost(64, 1.0, 8.0)])
+    assert then_wins.crossover == 64
+    assert "jacfwd stays faster from out = 64 (ties from out = 16)" in then_wins.summary()
+    everywhere = JacobianSweep(8, None, [_cost(4, 1.0, 2.0), _cost(16, 1.0, 3.0)])
+    assert everywhere.crossover is None and "jacfwd is faster at every output size" in everywhere.summary()

@@ -255,3 +255,26 @@ def test_every_label_fits_inside_the_picture():
 def test_a_sweep_without_points_is_refused_with_a_labkit_error():
     with pytest.raises(LabkitValueError, match="has none yet"):
         module.sweep_svg(JacobianSweep(8, None))
+
+
+def test_summary_and_mark_use_the_stable_crossover(monkeypatch):
+    """A lone noisy jacfwd win at out = 2 is contradicted by out = 4: neither the status nor the plot names it."""
+    medians = {1: (2.0, 1.0), 2: (1.0, 1.1), 4: (2.0, 1.0), 8: (1.0, 1.05), 16: (1.0, 4.0), 32: (1.0, 8.0)}
+    spread = RunStats(1.0, 1.0, 0.9, 1.1, 0.1, 5)  # out = 8: 5% apart, IQRs of 10%: a tie
+
+    def sweep(in_features, out_dims, *, batch=None, on_point=None):
+        result = JacobianSweep(in_features, batch)
+        for out in out_dims:
+            fwd, rev = medians[out]
+            jacfwd = spread if out == 8 else _stats(fwd)
+            result.points.append(JacobianCost(in_features, out, batch, jacfwd=jacfwd, jacrev=_stats(rev)))
+            if on_point is not None:
+                on_point(result)
+        return result
+
+    monkeypatch.setattr(module, "jacobian_sweep", sweep)
+    widget = JacobianScaling(in_features=4, out_features=8, batch=None)
+    assert widget.sweep.crossover == 16  # out = 8 is a tie, jacfwd wins from 16 on
+    assert "jacfwd stays faster from out = 16 (ties from out = 8)" in widget.status.value
+    assert "a tie: the two timings overlap" in widget.status.value
+    assert "crossover ≈ 16" in bytes(widget.image.value).decode()

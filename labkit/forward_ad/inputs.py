@@ -1,0 +1,95 @@
+"""What every forward-AD entry point accepts and returns: tensors, checked once, with errors that say what to do.
+
+Why its own module: ``jvp``, ``module_jvp``, ``hvp`` and ``verify_jvp`` take the
+same primals and tangents and give the same kinds of outputs; checking them in
+one place keeps one wording for each mistake (an integer primal, a tangent of
+the wrong shape or dtype, a Python number instead of a tensor).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Union
+
+import torch
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+
+Tensors = Union[torch.Tensor, Sequence[torch.Tensor]]
+def _as_tuple(value: Tensors, what: str, argument: str | None = None) -> tuple[torch.Tensor, ...]:
+    """``value`` as a tuple of tensors; ``argument`` names the parameter in the error."""
+    if not isinstance(value, (torch.Tensor, tuple, list)):
+        kind = type(value).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise LabkitTypeError(
+            f"{argument or what} is {article} {kind}, not a torch.Tensor; pass a tensor or a tuple of tensors, "
+            f"e.g. torch.tensor(1.0) instead of 1.0."
+        )
+    items = (value,) if isinstance(value, torch.Tensor) else tuple(value)
+    for index, item in enumerate(items):
+        if not isinstance(item, torch.Tensor):
+            raise LabkitTypeError(
+                f"{what} {index} is a {type(item).__name__}, not a torch.Tensor; "
+                f"pass a tensor or a tuple of tensors (e.g. torch.tensor([1.0]))."
+            )
+    return items
+
+
+def _validate_pairs(primals: tuple[torch.Tensor, ...], tangents: tuple[torch.Tensor, ...]) -> None:
+    if len(primals) != len(tangents):
+        raise LabkitValueError(
+            f"Got {len(primals)} primal(s) but {len(tangents)} tangent(s); give exactly one tangent per primal."
+        )
+    for index, (primal, tangent) in enumerate(zip(primals, tangents)):
+        for what, tensor in (("Primal", primal), ("Tangent", tangent)):
+            if tensor.layout != torch.strided:
+                raise LabkitTypeError(
+                    f"{what} {index} is a sparse or other non-strided tensor ({tensor.layout}); forward-mode AD "
+                    f"(make_dual) needs dense tensors. Convert it first with .to_dense()."
+                )
+        if not (primal.is_floating_point() or primal.is_complex()):
+            raise LabkitTypeError(
+                f"Primal {index} has dtype {primal.dtype}; forward-mode AD needs a floating-point "
+                f"(or complex) primal, because an integer has no derivative. Convert it first, "
+                f"e.g. x.float() or x.double()."
+            )
+        if tangent.shape != primal.shape:
+            raise LabkitValueError(
+                f"Tangent {index} has shape {tuple(tangent.shape)} but its primal has shape "
+                f"{tuple(primal.shape)}; a tangent must have exactly its primal's shape."
+            )
+        if tangent.dtype != primal.dtype:
+            raise LabkitValueError(
+                f"Tangent {index} has dtype {tangent.dtype} (shape {tuple(tangent.shape)}) but its primal "
+                f"has dtype {primal.dtype} (shape {tuple(primal.shape)}); torch would keep both precisions side by side "
+                f"(a {primal.dtype} value with a {tangent.dtype} tangent), and a matrix multiply would then fail "
+                "on the mix. Use tangent.to(primal.dtype)."
+            )
+def _tensors_in(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in nested tuples, lists and dicts (a torch function's arguments or result)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors_in(item)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _tensors_in(item)
+
+
+def _differentiable(tensor: torch.Tensor) -> bool:
+    return tensor.is_floating_point() or tensor.is_complex()
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+def _split_output(output: Any) -> tuple[tuple[torch.Tensor, ...], bool]:
+    is_tensor = isinstance(output, torch.Tensor)
+    if not is_tensor and not isinstance(output, (tuple, list)):
+        raise LabkitTypeError(
+            f"The function returned a {type(output).__name__}; jvp needs a tensor or a tuple of tensors."
+        )
+    return _as_tuple(output, "Output"), is_tensor
+def _fork_rng(tensors: Iterable[torch.Tensor]) -> AbstractContextManager[None]:
+    """``torch.random.fork_rng`` for the CPU and the CUDA devices these tensors live on."""
+    devices = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
+    return torch.random.fork_rng(devices=devices)

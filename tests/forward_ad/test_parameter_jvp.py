@@ -1,0 +1,149 @@
+"""labkit.forward_ad.parameter_jvp: module_jvp, both methods, leaves the module as it was."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.forward_ad.derivatives import module_jvp
+from tests.forward_ad.support import small_model
+
+# --- modules -----------------------------------------------------------------
+
+
+def test_module_jvp_methods_agree_and_match_torch_func():
+    model = small_model()
+    x = torch.randn(5, 3)
+    params = dict(model.named_parameters())
+    tangents = {"0.weight": torch.randn(4, 3), "2.bias": torch.randn(2)}
+    swap = module_jvp(model, x, tangents, method="swap")
+    functional = module_jvp(model, x, tangents, method="functional_call")
+
+    def by_params(w, b):
+        return torch.func.functional_call(model, {**params, "0.weight": w, "2.bias": b}, (x,))
+
+    expected = torch.func.jvp(by_params, (params["0.weight"].detach(), params["2.bias"].detach()), tuple(tangents.values()))
+    for result in (swap, functional):
+        torch.testing.assert_close(result[0], expected[0])
+        torch.testing.assert_close(result[1], expected[1])
+
+
+def test_swap_restores_parameters_in_order_even_on_error():
+    model = small_model()
+    before = [(name, id(p)) for name, p in model.named_parameters()]
+    tangents = {"0.weight": torch.zeros(4, 3)}
+    module_jvp(model, torch.randn(1, 3), tangents)
+    assert [(name, id(p)) for name, p in model.named_parameters()] == before
+    with pytest.raises(RuntimeError):
+        module_jvp(model, torch.randn(1, 7), tangents)  # wrong input width fails inside forward
+    assert [(name, id(p)) for name, p in model.named_parameters()] == before
+    assert isinstance(model[0].weight, nn.Parameter)
+
+
+def test_module_jvp_rejects_bad_input():
+    model = small_model()
+    x = torch.randn(1, 3)
+    with pytest.raises(LabkitValueError, match="not a parameter"):
+        module_jvp(model, x, {"nope": torch.zeros(1)})
+    with pytest.raises(LabkitValueError, match="empty"):
+        module_jvp(model, x, {})
+    with pytest.raises(LabkitValueError, match="method"):
+        module_jvp(model, x, {"2.bias": torch.zeros(2)}, method="magic")
+    with pytest.raises(LabkitValueError, match=r"shape \(3,\) but its primal has shape \(2,\)"):
+        module_jvp(model, x, {"2.bias": torch.zeros(3)})
+    with pytest.raises(LabkitTypeError, match="nn.Module"):
+        module_jvp(torch.sin, x, {"2.bias": torch.zeros(2)})
+
+
+# --- trust: tied weights, train mode, bad input (issue 10) -----------------------
+def _tied_model():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+    model[2].weight = model[0].weight  # one Parameter used by both layers
+    return model
+
+
+def _torch_func_reference(model, x, tangents):
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    names = list(tangents)
+
+    def by_params(*values):
+        return torch.func.functional_call(model, {**params, **dict(zip(names, values))}, (x,))
+
+    return torch.func.jvp(by_params, tuple(params[n] for n in names), tuple(tangents.values()))
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_perturbs_every_use_of_a_tied_weight(method):
+    model = _tied_model()
+    x = torch.randn(3, 4)
+    tangents = {"0.weight": torch.randn(4, 4), "2.bias": torch.randn(4)}
+    out, tangent = module_jvp(model, x, tangents, method=method)
+    expected_out, expected_tangent = _torch_func_reference(model, x, tangents)
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(tangent, expected_tangent)
+    assert model[2].weight is model[0].weight and isinstance(model[0].weight, nn.Parameter)  # still tied
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_accepts_the_alias_name_of_a_tied_weight(method):
+    model = _tied_model()
+    x = torch.randn(3, 4)
+    v = torch.randn(4, 4)
+    _, by_alias = module_jvp(model, x, {"2.weight": v}, method=method)
+    _, expected = _torch_func_reference(model, x, {"0.weight": v})
+    torch.testing.assert_close(by_alias, expected)
+    with pytest.raises(LabkitValueError, match=r"'0.weight' and '2.weight' are the same parameter"):
+        module_jvp(model, x, {"0.weight": v, "2.weight": v}, method=method)
+
+
+def _train_mode_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Dropout(0.5), nn.Linear(6, 2)).train()
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_leaves_a_train_mode_model_and_the_rng_untouched(method):
+    model = _train_mode_model()
+    x = torch.randn(5, 4)
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    buffers = {name: b for name, b in model.named_buffers()}
+    rng = torch.get_rng_state()
+    first = module_jvp(model, x, {"0.weight": torch.ones(6, 4)}, method=method)
+    assert torch.equal(torch.get_rng_state(), rng)
+    for name, b in model.named_buffers():
+        assert b is buffers[name] and torch.equal(b, before[name]), name
+    second = module_jvp(model, x, {"0.weight": torch.ones(6, 4)}, method=method)
+    torch.testing.assert_close(first[1], second[1])  # the same dropout mask: nothing was consumed
+    assert model.training
+
+
+def test_module_jvp_restores_buffers_and_rng_when_forward_raises():
+    model = _train_mode_model()
+    x = torch.randn(5, 4)
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    rng = torch.get_rng_state()
+
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("boom")
+
+    model.append(Boom())
+    with pytest.raises(RuntimeError, match="boom"):
+        module_jvp(model, x, {"0.bias": torch.ones(6)})
+    assert torch.equal(torch.get_rng_state(), rng)
+    for name, b in model.named_buffers():
+        assert torch.equal(b, before[name]), name
+
+
+@pytest.mark.parametrize("tangents", [[torch.zeros(2)], [torch.zeros(4, 3), torch.zeros(4)], torch.zeros(2)])
+def test_module_jvp_needs_a_dict_of_tangents(tangents):
+    model = small_model()
+    with pytest.raises(LabkitTypeError, match=r"tangents must be a dict.*\{'0.weight': "):
+        module_jvp(model, torch.randn(1, 3), tangents)
+
+
+def test_module_jvp_names_unknown_parameters_as_given():
+    with pytest.raises(LabkitValueError, match=r"0 is not a parameter of this model"):
+        module_jvp(small_model(), torch.randn(1, 3), {0: torch.zeros(4)})
