@@ -77,6 +77,7 @@ from typing import Any
 from labkit.core.errors import LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
 from labkit.core.tables import ShowsAsTable, Table
+from labkit.fx.model_kinds import eager_model
 from labkit.fx.profile import NodeProfiler, require_count
 
 # (aten operators without "aten::", the labkit op types whose nodes issue them: torch.nn classes first, then
@@ -430,7 +431,7 @@ def compare_with_torch_profiler(
 
     runs = require_count("runs", runs, 1, "e.g. runs=5")
     silence_known_warnings()
-    profiler = NodeProfiler(model, *inputs, mode=mode)
+    profiler = NodeProfiler(eager_model(model), *inputs, mode=mode)
     device_type = profiler.device.type
     basis = {"cpu": "wall", "cuda": "kernel"}.get(device_type, "operator")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])

@@ -39,6 +39,7 @@ import torch.fx
 
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
+from labkit.fx.model_kinds import CompiledModelWarning, eager_model
 from labkit.fx.module_hooks import ModuleProfiler
 from labkit.fx.report import NODE_FIELDS, OP_TYPE_SORT_KEYS, SORT_KEYS, NodeTiming, OpTypeBreakdown, ProfileReport
 from labkit.fx.runs import (
@@ -420,6 +421,7 @@ def make_profiler(
     warning, counted from this function (2: its caller's line).
     """
     _check_mode(mode)
+    model = eager_model(model, stacklevel=stacklevel)
     leaves = [leaf_modules] if isinstance(leaf_modules, (str, type)) else list(leaf_modules)
     call_args = call_arguments(model, inputs, concrete_args)
     run_eager_once(model, call_args)
@@ -452,7 +454,11 @@ def require_profilable(model: Any, *inputs: Any, mode: str = "fast", fallback: b
     is built, with labkit's message, not at the first click. A model fx cannot
     trace is fine while ``fallback`` is on (it is profiled module by module).
     """
-    if _check_mode(mode) == "modules" and isinstance(model, torch.nn.Module):
+    _check_mode(mode)
+    with warnings.catch_warnings():  # profile_model warns when it runs; this only checks
+        warnings.simplefilter("ignore", CompiledModelWarning)
+        model = eager_model(model)
+    if mode == "modules" and isinstance(model, torch.nn.Module):
         check_input_devices(model, inputs)
         return
     try:
