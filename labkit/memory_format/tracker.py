@@ -357,7 +357,7 @@ class FormatTracker:
         return self._of_kind("dropped", "dropped")
 
     def layout_ops(self) -> list[FormatRecord]:
-        """The calls that changed the layout because the caller asked (permute, reshape, .contiguous(), out=, copy_, ...)."""
+        """The calls that changed the layout because the caller asked (permute, reshape, ``out=``, ``copy_``, ...)."""
         return self._of_kind("layout_ops", "layout op")
 
     def kept(self) -> list[FormatRecord]:
