@@ -27,6 +27,7 @@ from torch.utils._pytree import keystr, tree_flatten_with_path
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.timing import SideBySide, compare
 from labkit.fx.profile import trace
+from labkit.fx.runs import fresh_inputs, private_copy
 
 # The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
 TORCH_FUSE_PATTERNS = (
@@ -46,9 +47,18 @@ class UnsafeFusionError(LabkitValueError):
 
 
 def _require_eval_module(model: Any) -> None:
+    """Refuse a model with a BatchNorm in training mode: only there would folding change what the model computes.
+
+    Why only BatchNorms: a ``GraphModule``'s containers, or a model's own
+    modules, may be in train mode without changing what fusion folds.
+    """
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(f"Fusion needs a torch.nn.Module, got {type(model).__name__}.")
-    training = [repr(name) if name else "the model" for name, module in model.named_modules() if module.training]
+    training = [
+        repr(name) if name else "the model"
+        for name, module in model.named_modules()
+        if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.training
+    ]
     if training:
         raise LabkitValueError(
             "Conv-BN fusion is only valid in inference: BatchNorm in training mode uses batch statistics. "
@@ -152,10 +162,11 @@ def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
     silently compute ``bn(conv(x))`` too. Other pairs stay, with a
     :class:`FusionSkippedWarning`. The rewrite: swap in the folded conv, point
     the BatchNorm's users at the conv node, erase the BatchNorm node.
-    ``model`` is left unchanged.
+    ``model`` is left unchanged: the trace is of a copy with its own weights
+    (:func:`~labkit.fx.runs.private_copy`), without the model's hooks.
     """
     _require_eval_module(model)
-    graph_module = trace(copy.deepcopy(model))
+    graph_module = trace(private_copy(model, share_parameters=False))
     modules = dict(graph_module.named_modules())
     for node in list(graph_module.graph.nodes):
         if not matches_module_pattern((nn.Conv2d, nn.BatchNorm2d), node, modules):
@@ -185,10 +196,11 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
     it, which silently changes that other use; such a model raises
     :class:`UnsafeFusionError` instead (:func:`fuse_safely` falls back to the
     teaching pass's safe rule). Pairs ``fuse`` leaves alone get a
-    :class:`FusionSkippedWarning`.
+    :class:`FusionSkippedWarning`. Both the check and ``fuse`` work on copies
+    (:func:`~labkit.fx.runs.private_copy`): ``model``, its caches and hooks are left alone.
     """
     _require_eval_module(model)
-    graph_module = trace(model)  # a clear labkit error if the model cannot be traced
+    graph_module = trace(private_copy(model))  # a clear labkit error if the model cannot be traced
     modules = dict(graph_module.named_modules())
     unsafe = []
     for node in graph_module.graph.nodes:
@@ -205,7 +217,7 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
             + "; ".join(unsafe)
             + ". Use labkit.fx.fusion.fuse_conv_bn_teaching(model) (or fuse_safely), which leaves such pairs unfused."
         )
-    return cast(torch.fx.GraphModule, fuse(model, inplace=False))
+    return cast(torch.fx.GraphModule, fuse(private_copy(model, share_parameters=False), inplace=True))
 
 
 def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
@@ -231,8 +243,8 @@ def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
 
 
 def count_nodes(model: nn.Module, op_type: type[nn.Module] | None = None) -> int:
-    """Nodes of the traced model; with ``op_type``, only call_module nodes of that class."""
-    graph_module = trace(model)
+    """Nodes of the traced model (a copy: tracing runs ``forward``); with ``op_type``, only call_module nodes of that class."""
+    graph_module = model if isinstance(model, torch.fx.GraphModule) else trace(private_copy(model))
     if op_type is None:
         return len(graph_module.graph.nodes)
     return sum(
@@ -336,14 +348,16 @@ def verify_fusion(
 ) -> FusionVerification:
     """Run both models on ``inputs`` and compare every output tensor relative to its scale (see :class:`FusionVerification`).
 
-    Named "verify", not "check": in labkit a check is an exercise checker.
+    Both run as copies (:func:`~labkit.fx.runs.private_copy`) on fresh clones
+    of ``inputs``, so neither model nor the inputs change. Named "verify", not
+    "check": in labkit a check is an exercise checker.
     """
     rtol, atol = validate_tolerance("rtol", rtol), validate_tolerance("atol", atol)
     if not inputs:
         raise LabkitValueError("verify_fusion needs the example inputs to run both models on: verify_fusion(model, fused, x).")
     with torch.no_grad():
-        expected = original(*inputs)
-        actual = fused(*inputs)
+        expected = private_copy(original)(*fresh_inputs(inputs))
+        actual = private_copy(fused)(*fresh_inputs(inputs))
     max_abs_diff, same = compare_outputs(expected, actual, rtol=rtol, atol=atol)
     return FusionVerification(
         nodes_before=count_nodes(original),
@@ -369,9 +383,14 @@ class FusionTimings(SideBySide):
 
 
 def fusion_timings(model: nn.Module, *inputs: Any, rounds: int = 10, warmup: int = 2) -> FusionTimings:
-    """Time ``model``, its teaching-fused and its library-fused versions side by side."""
+    """Time ``model``, its teaching-fused and its library-fused versions side by side.
+
+    The original is timed as a :func:`~labkit.fx.runs.private_copy`, so its buffers and attributes stay as they
+    were. The inputs are not cloned per run (that would be timed too): a model that changes its input in place
+    changes ``inputs``.
+    """
     variants = {
-        "original": model,
+        "original": private_copy(model),
         "teaching pass": fuse_conv_bn_teaching(model),
         "torch.fx fuse": fuse_conv_bn_library(model),
     }

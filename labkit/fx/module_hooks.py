@@ -10,21 +10,21 @@ children, or a subclass of a torch.nn layer, or one you name in
 the model's own Python and functional code between them. A module called twice
 gets two rows (``relu`` and ``relu#2``).
 
-The hooks go on a private copy of the model (:func:`~labkit.fx.runs.with_private_buffers`),
-so the learner's model never carries them, not even after an error.
+The hooks go on a private copy of the model (:func:`~labkit.fx.runs.private_copy`), which
+starts without the learner's own hooks: the learner's model never carries labkit's hooks, not
+even after an error, and the learner's hooks never run while profiling.
 """
 from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitTypeError
-from labkit.fx.runs import Profiler, check_input_devices, with_private_buffers
+from labkit.fx.runs import Profiler, check_input_devices, private_copy
 from labkit.fx.tracing import LeafModules, leaf_list, torch_nn_layer
 
 #: The row for time spent between leaf modules (the model's own Python and functional calls).
@@ -84,9 +84,9 @@ class ModuleProfiler(Profiler):
                 "wrap the function in a module, or use mode='fast'."
             )
         super().__init__(fallback_reason, traceable_children)
-        self.module = with_private_buffers(model)
+        self.module = private_copy(model)
         self.device = check_input_devices(self.module, inputs)
-        self.inputs: Sequence[Any] = inputs
+        self.inputs = inputs
         self.leaves = hooked_leaves(self.module, leaf_modules)
         self.training = model.training or any(leaf.training for _, leaf in self.leaves)
         self._asynchronous = self.device.type != "cpu"
@@ -114,9 +114,10 @@ class ModuleProfiler(Profiler):
     def _timed_call(self) -> tuple[float, list[tuple[str, float]]]:
         self._started.clear()
         self._calls.clear()
+        inputs = self._run_inputs()
         with torch.no_grad():
             start = self._clock()
-            self.module(*self.inputs)
+            self.module(*inputs)
             total = self._clock() - start
         seen: Counter[str] = Counter()
         durations = []

@@ -48,9 +48,10 @@ from labkit.fx.runs import (
     Profiler,
     TrainModeWarning,
     check_input_devices,
+    fresh_inputs,
     model_device,
+    private_copy,
     run_eager_once,
-    with_private_buffers,
 )
 from labkit.fx.tracing import (
     LeafModules,
@@ -321,7 +322,7 @@ def _traced_failure(graph_module: torch.fx.GraphModule, inputs: Any, exc: Except
     finder = _NodeFinder(graph_module)
     try:
         with torch.no_grad():
-            finder.run(*inputs)
+            finder.run(*fresh_inputs(inputs))
     except Exception:  # noqa: BLE001 - the same failure again, now with the node that raised it
         pass
     node = finder.failed
@@ -342,7 +343,10 @@ class NodeProfiler(Profiler):
     ``run_once()`` adds one timed run, ``report()`` summarizes all runs so far,
     so a widget can redraw after every run. The trace options are those of
     :func:`labkit.fx.tracing.trace`; ``inputs`` are the arguments not fixed by
-    ``concrete_args``.
+    ``concrete_args``. What is traced and run is a
+    :func:`~labkit.fx.runs.private_copy` of ``model``, each run on
+    :func:`~labkit.fx.runs.fresh_inputs` cloned before its clock starts, so
+    ``model``, its caches and the caller's tensors are left as they were.
     """
 
     def __init__(
@@ -358,13 +362,13 @@ class NodeProfiler(Profiler):
             raise LabkitValueError("NodeProfiler times a traced graph; for mode='modules' use labkit.fx.ModuleProfiler.")
         super().__init__()
         call_args = call_arguments(model, inputs, concrete_args)
-        traced = trace(model, concrete_args, leaf_modules=leaf_modules, tracer=tracer)
-        self.device = check_input_devices(traced, call_args)
-        self.graph_module = with_private_buffers(traced)
+        own = private_copy(model) if isinstance(model, torch.nn.Module) else model
+        self.graph_module = trace(own, concrete_args, leaf_modules=leaf_modules, tracer=tracer)
+        self.device = check_input_devices(self.graph_module, call_args)
         self.inputs = call_args
         self.mode = mode
         self.nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
-        # The model itself or a layer the graph calls; fx's own container stand-ins are always "training".
+        # The model itself or a layer the graph calls; fx's container stand-ins may say "training" in any mode.
         self.training = isinstance(model, torch.nn.Module) and (
             model.training
             or any(self.graph_module.get_submodule(n.target).training for n in self.nodes if n.op == "call_module")
@@ -384,15 +388,16 @@ class NodeProfiler(Profiler):
         return total, list(zip(self.samples, durations, strict=True))
 
     def _run_graph(self) -> tuple[float, list[float]]:
+        inputs = self._run_inputs()
         with torch.no_grad():
             if self.mode == "fast":
                 synchronize(self.device)
                 start = time.perf_counter()
-                self._instrumented(*self.inputs)
+                self._instrumented(*inputs)
                 synchronize(self.device)
                 return time.perf_counter() - start, self._instrumented.last_durations()
             interpreter = self._interpreter
-            interpreter.run(*self.inputs)
+            interpreter.run(*inputs)
             return interpreter.total_runtime_sec[-1], [interpreter.runtimes_sec[n][-1] for n in self.nodes]
 
     def _describe(self, key: str) -> tuple[str, str, str, str, str]:
@@ -433,7 +438,7 @@ def make_profiler(
         if not fallback or not isinstance(model, torch.nn.Module):
             raise
         reason = str(exc)
-        children = traceable_children(model)
+        children = traceable_children(private_copy(model))
         where = reason.splitlines()[1] if len(reason.splitlines()) > 1 else reason
         suggestion = f" For node-level detail, profile a part that traces, e.g. model.{children[0][0]}." if children else ""
         warnings.warn(
@@ -462,7 +467,7 @@ def require_profilable(model: Any, *inputs: Any, mode: str = "fast", fallback: b
         check_input_devices(model, inputs)
         return
     try:
-        check_input_devices(trace(model), inputs)
+        check_input_devices(trace(private_copy(model) if isinstance(model, torch.nn.Module) else model), inputs)
     except TraceFailedError:
         if not fallback or not isinstance(model, torch.nn.Module):
             raise
@@ -497,9 +502,11 @@ def profile_model(
 
     The first, untimed run is the model itself: if it fails, the
     :class:`ModelRunError` carries the model's own message. Runs happen under
-    ``torch.no_grad()`` on a copy with private buffers, and the global RNG is
-    restored afterwards, so ``model`` and later random numbers are left
-    unchanged. A train-mode model is profiled as it is, with a :class:`TrainModeWarning`.
+    ``torch.no_grad()`` on a :func:`~labkit.fx.runs.private_copy` (shared
+    parameters; its own buffers, attributes and caches; none of the model's
+    hooks), each on fresh clones of the input tensors, and the global RNG is
+    restored afterwards, so ``model``, the inputs and later random numbers are
+    left unchanged. A train-mode model is profiled as it is, with a :class:`TrainModeWarning`.
 
     ``on_run(report)``, if given, is called after each timed run with the report
     of the runs so far (its ``runs`` grows 1, 2, ... ``runs``), so a widget can

@@ -8,11 +8,14 @@ run is timed; the rest is the same and lives here once:
   :class:`~labkit.fx.report.ProfileReport`;
 - :meth:`Profiler.session` restores the global RNG afterwards and warns about a
   model in train mode;
-- :func:`with_private_buffers` gives a copy of the model that shares its
-  parameters, so a train-mode BatchNorm updates the copy's running statistics,
-  never the learner's;
-- :func:`run_eager_once` runs the model itself once before any tracing, so a
-  wrong input is reported as the model's own error, not as a traced graph's.
+- :func:`private_copy` gives a copy of the model that shares its parameters but
+  owns its buffers and Python attributes and has none of its hooks, so a
+  BatchNorm's running statistics, a call counter or a cache filled in
+  ``forward`` change on the copy, never on the learner's model;
+- :func:`fresh_inputs` clones the input tensors for one run, so a model that
+  changes its input in place changes a copy, never the caller's tensor;
+- :func:`run_eager_once` runs the model once before any tracing, so a wrong
+  input is reported as the model's own error, not as a traced graph's.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import contextlib
 import copy
 import os
 import re
+import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
@@ -27,7 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map
 
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.timing import RunStats
@@ -70,15 +74,103 @@ def check_input_devices(module: torch.nn.Module, inputs: Sequence[Any]) -> torch
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 
 
-def with_private_buffers(module: ModuleT) -> ModuleT:
-    """A copy of ``module`` that shares its parameters but owns its buffers.
+class UncopyableModelError(LabkitError):
+    """The model holds something ``copy.deepcopy`` cannot copy, so labkit cannot profile a private copy of it."""
 
-    A training-mode BatchNorm updates running_mean/var and num_batches_tracked on
-    every forward, even under ``no_grad``. Profiling runs on this copy, so the
-    learner's model is left exactly as it was, at the memory cost of the buffers only.
+
+#: What ``nn.Module.__init__`` puts in every module's ``__dict__``: torch's bookkeeping, not the model's own attributes.
+_MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
+#: The hook dictionaries the copy starts without: the learner's hooks are neither run nor copied.
+_HOOK_DICTS = (
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+)
+#: Locks are shared with the copy, not copied (deepcopy cannot): they guard something outside the model.
+_SHARED_TYPES = (type(threading.Lock()), type(threading.RLock()))
+
+
+def _own_attributes(module: torch.nn.Module) -> Iterator[tuple[str, str, Any]]:
+    """``(submodule name, attribute, value)`` for every Python attribute the model's code set (``self.cache = {}``)."""
+    for name, sub in module.named_modules(remove_duplicate=False):
+        for attribute, value in vars(sub).items():
+            if attribute not in _MODULE_INTERNALS:
+                yield name, attribute, value
+
+
+def _copy_memo(module: torch.nn.Module, share_parameters: bool) -> dict[int, Any]:
+    """What ``copy.deepcopy`` must not copy as it is: parameters (shared), hooks (left out), locks (shared),
+    and tensors computed from parameters in a cache (a detached clone: deepcopy refuses non-leaf tensors)."""
+    memo: dict[int, Any] = {id(p): p for p in module.parameters()} if share_parameters else {}
+    for sub in module.modules():
+        for hooks in _HOOK_DICTS:
+            value = getattr(sub, hooks, None)
+            if value:
+                memo[id(value)] = type(value)()
+    for _, _, value in _own_attributes(module):
+        for leaf in tree_leaves(value):
+            if isinstance(leaf, _SHARED_TYPES):
+                memo[id(leaf)] = leaf
+            elif isinstance(leaf, torch.Tensor) and not leaf.is_leaf and id(leaf) not in memo:
+                memo[id(leaf)] = leaf.detach().clone()
+    return memo
+
+
+def _uncopyable_message(module: torch.nn.Module, share_parameters: bool, exc: Exception) -> str:
+    """Which attribute ``copy.deepcopy`` fails on, and what to do; found by copying each attribute alone."""
+    where = "an attribute of the model"
+    for name, attribute, value in _own_attributes(module):
+        try:
+            copy.deepcopy(value, _copy_memo(module, share_parameters))
+        except Exception:  # noqa: BLE001 - any failure names this attribute
+            where = f"{'model.' + name if name else 'model'}.{attribute} (a {type(value).__name__})"
+            break
+    return (
+        "labkit profiles a private copy of the model, so that profiling changes none of its buffers, attributes "
+        f"or caches, but copy.deepcopy fails on {where}: {type(exc).__name__}: {exc}. Keep that object outside the "
+        "model (pass it in, or hold it in a global), or give its class a __deepcopy__ that returns a fresh one "
+        "(threading locks are shared with the copy and need neither)."
+    )
+
+
+def private_copy(module: ModuleT, *, share_parameters: bool = True) -> ModuleT:
+    """A copy of ``module`` that owns its buffers and Python attributes and has none of its hooks.
+
+    Why: profiling must change nothing the learner created. A forward can update
+    a buffer (a train-mode BatchNorm's running statistics, even under
+    ``no_grad``; a call counter), a Python attribute (``self.n_calls += 1``) or a
+    cache (``self.cache[key] = ...``, which tracing would fill with fx Proxies
+    that break every later trace); the learner's forward hooks must not run
+    either. All of that happens on this copy. Parameters are shared by default
+    (no copy of large weights); ``share_parameters=False`` copies them too, for
+    a result the learner keeps (a fused model). Raises
+    :class:`UncopyableModelError` naming an attribute ``copy.deepcopy`` cannot copy.
     """
-    shared_parameters = {id(p): p for p in module.parameters()}
-    return copy.deepcopy(module, memo=shared_parameters)
+    try:
+        return copy.deepcopy(module, _copy_memo(module, share_parameters))
+    except Exception as exc:  # noqa: BLE001 - deepcopy raises TypeError, RuntimeError, a class's own errors...
+        raise UncopyableModelError(_uncopyable_message(module, share_parameters, exc)) from exc
+
+
+def fresh_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """``inputs`` with every tensor (also one in a list or dict) cloned, other values as they are.
+
+    Why: a model that changes its input in place (``x.add_(1)``) would otherwise
+    change the caller's tensor once per profiled run, and each run would see a
+    different input. Cloning happens before a run's clock starts.
+    """
+
+    def clone(value: Any) -> Any:
+        if not isinstance(value, torch.Tensor):
+            return value
+        cloned = value.detach().clone()
+        return cloned.requires_grad_() if value.requires_grad else cloned
+
+    return tuple(tree_map(clone, list(inputs)))
 
 
 @contextlib.contextmanager
@@ -123,17 +215,17 @@ def run_eager_once(model: Any, call_args: Sequence[Any]) -> None:
 
     Why first: a traced graph that fails on a wrong input reports it at a fx node
     (``Expected 224 but got Proxy(getitem_2)``), a dozen frames deep. The model's
-    own message says it plainly (``Expected 224 but got 64``). A train-mode model
-    runs on a copy with private buffers, and the global RNG is restored, so the
-    run leaves no trace.
+    own message says it plainly (``Expected 224 but got 64``). A module runs as
+    a :func:`private_copy` on :func:`fresh_inputs`, and the global RNG is
+    restored, so the run leaves no trace.
     """
     if not callable(model):
         return  # trace() says what to pass instead
     device = check_input_devices(model, call_args) if isinstance(model, torch.nn.Module) else torch.device("cpu")
-    runnable = with_private_buffers(model) if isinstance(model, torch.nn.Module) and model.training else model
+    runnable = private_copy(model) if isinstance(model, torch.nn.Module) else model
     try:
         with preserved_rng(device), torch.no_grad():
-            runnable(*call_args)
+            runnable(*fresh_inputs(call_args))
     except Exception as exc:  # noqa: BLE001 - whatever the model raises is reported the same way
         raise ModelRunError(_eager_failure_message(model, call_args, exc)) from exc
 
@@ -168,6 +260,7 @@ class Profiler:
     mode: str
     device: torch.device
     training: bool
+    inputs: Sequence[Any]
 
     def __init__(self, fallback_reason: str = "", traceable_children: tuple[tuple[str, int], ...] = ()) -> None:
         self.warmup_runs = 0
@@ -175,6 +268,22 @@ class Profiler:
         self.samples: dict[str, list[float]] = {}
         self.fallback_reason = fallback_reason
         self.traceable_children = traceable_children
+        self._prepared: tuple[Any, ...] | None = None
+
+    def prepare_run(self) -> None:
+        """Clone the inputs of the next run now, not when it starts.
+
+        Why: every run gets :func:`fresh_inputs`, cloned before its clock starts.
+        A caller that labels each run for another instrument (the cross-check's
+        ``record_function``) calls this first, so the clone's ``aten::clone`` is
+        outside the label too.
+        """
+        self._prepared = fresh_inputs(self.inputs)
+
+    def _run_inputs(self) -> tuple[Any, ...]:
+        """The inputs :meth:`prepare_run` cloned, or a fresh clone."""
+        prepared, self._prepared = self._prepared, None
+        return prepared if prepared is not None else fresh_inputs(self.inputs)
 
     def _timed_call(self) -> tuple[float, list[tuple[str, float]]]:
         raise NotImplementedError
@@ -234,10 +343,12 @@ __all__ = [
     "NotRunYetError",
     "Profiler",
     "TrainModeWarning",
+    "UncopyableModelError",
     "check_input_devices",
     "describe_inputs",
+    "fresh_inputs",
     "model_device",
     "preserved_rng",
+    "private_copy",
     "run_eager_once",
-    "with_private_buffers",
 ]

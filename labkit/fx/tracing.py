@@ -282,7 +282,24 @@ def trace(
             f"It failed in {_describe_trace_failure(exc)}.\n" + _explain_trace_failure(exc, source)
         ) from exc
     name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "function")
-    return torch.fx.GraphModule(chosen.root, graph, name)
+    graph_module = torch.fx.GraphModule(chosen.root, graph, name)
+    _match_stand_ins(graph_module, chosen.root)
+    return graph_module
+
+
+def _match_stand_ins(graph_module: torch.fx.GraphModule, root: torch.nn.Module) -> None:
+    """Give fx's stand-in containers the traced model's mode.
+
+    Why: a ``GraphModule`` keeps a submodule path such as ``layer1.0.conv1`` by
+    creating a plain ``nn.Module`` for ``layer1`` and ``layer1.0``, in train mode
+    whatever the model's mode, so an eval-mode trace looked half in training
+    (fusion refused it). Only those stand-ins change: a module of the model
+    itself is shared with the trace and is never touched.
+    """
+    own = {id(module) for module in root.modules()}
+    for module in graph_module.modules():
+        if id(module) not in own:
+            module.training = root.training
 
 
 def count_timed_nodes(graph_module: torch.fx.GraphModule) -> int:
