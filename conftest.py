@@ -4,6 +4,12 @@ Why: a student copy written inside the tree (``python -m labkit student-copy
 notebooks/handout``) holds stub notebooks whose exercises are unsolved; nbval
 would run them as tests. Any folder that holds a student copy (its marker or
 manifest) is never collected, wherever it is.
+
+And the browser tests run after every other test of ``tests/``: their
+Chromium is session-wide (see ``tests/ui/support.py``), and Playwright's sync
+API keeps an event loop running in the main thread for as long as it lives, so
+a test that starts an event loop of its own, or a Playwright of its own (the
+hub's log-in attacks), must run before it.
 """
 from __future__ import annotations
 
@@ -19,3 +25,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if collection_path.is_dir() and is_student_copy(collection_path):
         return True
     return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``tests/ui`` after the rest of ``tests/`` (and before the notebooks, as collected); otherwise the order stays."""
+    ui = Path(config.rootpath, "tests", "ui")
+
+    def group(item: pytest.Item) -> int:
+        path = Path(item.path)
+        if path.is_relative_to(ui):
+            return 1
+        return 2 if path.suffix == ".ipynb" else 0
+
+    items.sort(key=group)  # a stable sort: the order inside each group is pytest's

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -11,13 +14,21 @@ from labkit.workshop import provision
 from labkit.workshop.provision import workspace_command
 from labkit.workshop.settings import HubSettings
 
+T = TypeVar("T")
+
+
+def _in_a_thread(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` in a thread of its own: an event loop may already run in this one (a browser test's)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
 
 def _run(code: str) -> tuple[str, int | None]:
     async def go() -> tuple[str, int | None]:
         process = await asyncio.create_subprocess_exec(sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE,
                                                        stderr=asyncio.subprocess.STDOUT)
         return await provision._bounded(process)
-    return asyncio.run(go())
+    return _in_a_thread(go())
 
 
 def test_output_is_read_whole_and_made_printable():
@@ -45,7 +56,7 @@ def test_the_command_runs_isolated_from_a_labkit_planted_in_the_folder(spawner: 
     planted.mkdir()
     (planted / "__init__.py").write_text("")
     (planted / "__main__.py").write_text("print('the learner ran this')")
-    probe = asyncio.run(_probe(tmp_path))
+    probe = _in_a_thread(_probe(tmp_path))
     assert "the learner ran this" not in probe and "usage: python -m labkit" in probe
 
 
