@@ -14,6 +14,7 @@ from typing import Any, Literal
 import torch
 import torch.autograd.forward_ad as fwAD
 from torch import nn
+from torch.utils._pytree import tree_leaves
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad.diagnosis import (
@@ -27,6 +28,7 @@ from labkit.forward_ad.inputs import (
     _split_output,
     _validate_pairs,
 )
+from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 
 Method = Literal["swap", "functional_call"]
 
@@ -36,8 +38,11 @@ def module_jvp(
     inputs: Tensors,
     tangents: Mapping[str, torch.Tensor],
     method: Method = "swap",
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    **stray: Any,
 ) -> tuple[Any, Any]:
-    """JVP of ``model(*inputs)`` with respect to its parameters, in direction ``tangents``.
+    """JVP of ``model(*inputs, **kwargs)`` with respect to its parameters, in direction ``tangents``.
 
     ``tangents`` maps parameter names (as in ``model.named_parameters()``) to
     tangent tensors; parameters not named are held constant. A tied weight (one
@@ -51,6 +56,10 @@ def module_jvp(
     - ``method="functional_call"``: ``torch.func.functional_call`` runs the
       model with the dual tensors in place of its parameters.
 
+    The model's keyword inputs go in ``kwargs`` (``kwargs={"mask": m}``), as in
+    ``torch.export.export(model, args, kwargs=...)`` and labkit's profilers, so
+    they never collide with ``method``; a keyword passed directly is refused.
+
     Either way the module is left untouched, in train mode too: a freshly built
     module *is* in train mode, and a learner probing a derivative expects to
     look at the model, not to train it. So buffers (BatchNorm's running
@@ -59,6 +68,7 @@ def module_jvp(
     on every call, and later random numbers do not change. Call ``model.eval()``
     first for the JVP of the model as used for inference.
     """
+    keywords = keyword_inputs("module_jvp", kwargs, stray, ("method", "kwargs"))
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(
             f"module_jvp needs an nn.Module, got {type(model).__name__}; "
@@ -81,13 +91,15 @@ def module_jvp(
         _as_tuple([tangents[n] for n in names], "Tangent", "tangents"),
     )
     input_tuple = _as_tuple(inputs, "Input", "inputs")
-    with _state_kept(model, input_tuple), forward_level():
+    refuse_unknown_keywords(model, keywords, input_tuple)
+    keyword_tensors = [leaf for leaf in tree_leaves(keywords) if isinstance(leaf, torch.Tensor)]
+    with _state_kept(model, (*input_tuple, *keyword_tensors)), forward_level():
         duals = {canonical: fwAD.make_dual(parameters[canonical].detach(), tangents[given]) for given, canonical in names.items()}
         if method == "swap":
             with _swapped_parameters(model, duals):
-                outputs, single = _split_output(model(*input_tuple))
+                outputs, single = _split_output(model(*input_tuple, **keywords))
         else:
-            outputs, single = _split_output(torch.func.functional_call(model, duals, input_tuple))
+            outputs, single = _split_output(torch.func.functional_call(model, duals, input_tuple, keywords))
         primals_out, tangents_out, _ = _unpack(outputs)
     if single:
         return primals_out[0], tangents_out[0]

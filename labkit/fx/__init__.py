@@ -5,6 +5,7 @@
 - :mod:`~labkit.fx.tracing`: ``trace`` with fx's options, and why a model does not trace.
 - :mod:`~labkit.fx.module_hooks`: ``mode="modules"``, forward hooks for models fx cannot trace.
 - :mod:`~labkit.fx.runs`: the run loop every mode shares, and the eager first run.
+- :mod:`~labkit.fx.model_inputs`: the model's keyword inputs, ``kwargs={...}``, checked the same way by every helper.
 - :mod:`~labkit.fx.model_kinds`: a ``torch.compile``'d model profiled as what it wraps; TorchScript refused.
 - :mod:`~labkit.fx.report`: ``ProfileReport``, the result every mode fills.
 - :mod:`~labkit.fx.overhead`: what each profiling mode costs per node.
@@ -21,6 +22,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "tracing": ("trace", "traceable_children", "TraceFailedError"),
     "module_hooks": ("ModuleProfiler",),
     "runs": ("ModelRunError", "NotRunYetError", "TrainModeWarning"),
+    "model_inputs": ("StrayKeywordError", "UnknownKeywordInputError", "InputsDoNotFitError",
+                     "KeywordsIntoVarKeywordError"),
     "model_kinds": ("CompiledModelWarning", "eager_model"),
     "report": ("ProfileReport", "OpTypeBreakdown", "NodeTiming"),
     "overhead": ("measure_overhead", "OverheadResult", "TinyOpsChain"),

@@ -77,6 +77,7 @@ from typing import Any
 from labkit.core.errors import LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
 from labkit.core.tables import ShowsAsTable, Table
+from labkit.fx.model_inputs import keyword_inputs
 from labkit.fx.model_kinds import eager_model
 from labkit.fx.profile import NodeProfiler, require_count
 
@@ -417,7 +418,8 @@ def match_op_types(
 
 
 def compare_with_torch_profiler(
-    model: Any, *inputs: Any, warmup: int = 2, runs: int = 5, mode: str = "fast"
+    model: Any, *inputs: Any, kwargs: Mapping[str, Any] | None = None, warmup: int = 2, runs: int = 5,
+    mode: str = "fast", **stray: Any,
 ) -> CrossCheck:
     """Time the same runs with labkit and with ``torch.profiler``; compare shares per op type.
 
@@ -426,12 +428,14 @@ def compare_with_torch_profiler(
     so a burst of background load hits both alike. ``warmup`` untimed passes come
     first, so cold-start costs (allocation, kernel selection) distort neither
     side. How names are matched and which time is compared: see the module docstring.
+    The model's keyword inputs go in ``kwargs``, as for :func:`~labkit.fx.profile.profile_model`.
     """
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    keywords = keyword_inputs("compare_with_torch_profiler", kwargs, stray, ("kwargs", "warmup", "runs", "mode"))
     runs = require_count("runs", runs, 1, "e.g. runs=5")
     silence_known_warnings()
-    profiler = NodeProfiler(eager_model(model), *inputs, mode=mode)
+    profiler = NodeProfiler(eager_model(model), *inputs, kwargs=keywords, mode=mode)
     device_type = profiler.device.type
     basis = {"cpu": "wall", "cuda": "kernel"}.get(device_type, "operator")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])

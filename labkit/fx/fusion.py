@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,8 +26,9 @@ from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.timing import SideBySide, compare
+from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.profile import trace
-from labkit.fx.runs import fresh_inputs, private_copy
+from labkit.fx.runs import fresh_call, private_copy
 
 # The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
 TORCH_FUSE_PATTERNS = (
@@ -244,6 +245,8 @@ def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
 
 def count_nodes(model: nn.Module, op_type: type[nn.Module] | None = None) -> int:
     """Nodes of the traced model (a copy: tracing runs ``forward``); with ``op_type``, only call_module nodes of that class."""
+    if not isinstance(model, nn.Module):
+        raise LabkitTypeError(f"count_nodes needs a torch.nn.Module, got {type(model).__name__}.")
     graph_module = model if isinstance(model, torch.fx.GraphModule) else trace(private_copy(model))
     if op_type is None:
         return len(graph_module.graph.nodes)
@@ -344,20 +347,26 @@ def compare_outputs(
 
 
 def verify_fusion(
-    original: nn.Module, fused: nn.Module, *inputs: Any, rtol: float = 1e-4, atol: float = 1e-5
+    original: nn.Module, fused: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | None = None,
+    rtol: float = 1e-4, atol: float = 1e-5, **stray: Any,
 ) -> FusionVerification:
-    """Run both models on ``inputs`` and compare every output tensor relative to its scale (see :class:`FusionVerification`).
+    """Run both models on ``inputs`` (and keyword inputs ``kwargs``) and compare every output tensor relative to its
+    scale (see :class:`FusionVerification`).
 
     Both run as copies (:func:`~labkit.fx.runs.private_copy`) on fresh clones
-    of ``inputs``, so neither model nor the inputs change. Named "verify", not
+    of ``inputs`` and ``kwargs``, so neither model nor the inputs change. Named "verify", not
     "check": in labkit a check is an exercise checker.
     """
+    keywords = keyword_inputs("verify_fusion", kwargs, stray, ("kwargs", "rtol", "atol"))
     rtol, atol = validate_tolerance("rtol", rtol), validate_tolerance("atol", atol)
-    if not inputs:
+    if not inputs and not keywords:
         raise LabkitValueError("verify_fusion needs the example inputs to run both models on: verify_fusion(model, fused, x).")
+    refuse_unknown_keywords(original, keywords, inputs)
     with torch.no_grad():
-        expected = private_copy(original)(*fresh_inputs(inputs))
-        actual = private_copy(fused)(*fresh_inputs(inputs))
+        args, kwargs_copy = fresh_call(inputs, keywords)
+        expected = private_copy(original)(*args, **kwargs_copy)
+        args, kwargs_copy = fresh_call(inputs, keywords)
+        actual = private_copy(fused)(*args, **kwargs_copy)
     max_abs_diff, same = compare_outputs(expected, actual, rtol=rtol, atol=atol)
     return FusionVerification(
         nodes_before=count_nodes(original),
@@ -382,13 +391,18 @@ class FusionTimings(SideBySide):
     title: str = "Forward pass before and after Conv-BN fusion"
 
 
-def fusion_timings(model: nn.Module, *inputs: Any, rounds: int = 10, warmup: int = 2) -> FusionTimings:
-    """Time ``model``, its teaching-fused and its library-fused versions side by side.
+def fusion_timings(
+    model: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | None = None, rounds: int = 10, warmup: int = 2,
+    **stray: Any,
+) -> FusionTimings:
+    """Time ``model(*inputs, **kwargs)``, its teaching-fused and its library-fused versions side by side.
 
     The original is timed as a :func:`~labkit.fx.runs.private_copy`, so its buffers and attributes stay as they
     were. The inputs are not cloned per run (that would be timed too): a model that changes its input in place
-    changes ``inputs``.
+    changes ``inputs`` (or ``kwargs``).
     """
+    keywords = keyword_inputs("fusion_timings", kwargs, stray, ("kwargs", "rounds", "warmup"))
+    refuse_unknown_keywords(model, keywords, inputs)
     variants = {
         "original": private_copy(model),
         "teaching pass": fuse_conv_bn_teaching(model),
@@ -396,7 +410,7 @@ def fusion_timings(model: nn.Module, *inputs: Any, rounds: int = 10, warmup: int
     }
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     def forward_of(module: nn.Module) -> Callable[[], object]:
-        return lambda: module(*inputs)
+        return lambda: module(*inputs, **keywords)
 
     with torch.no_grad():
         stats = compare(

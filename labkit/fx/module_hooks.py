@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitTypeError
+from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.runs import Profiler, check_input_devices, private_copy
 from labkit.fx.tracing import LeafModules, leaf_list, torch_nn_layer
 
@@ -65,8 +67,15 @@ def hooked_leaves(model: torch.nn.Module, leaf_modules: LeafModules = ()) -> lis
     return found
 
 
+_OPTIONS = ("kwargs", "leaf_modules", "fallback_reason", "traceable_children")
+
+
 class ModuleProfiler(Profiler):
-    """Times every call of every leaf module with forward hooks (``mode="modules"``); same report as the graph modes."""
+    """Times every call of every leaf module with forward hooks (``mode="modules"``); same report as the graph modes.
+
+    Each run calls ``model(*inputs, **kwargs)``: keyword inputs stay keywords, so a
+    forward taking ``**kwargs`` (a Hugging Face model's) gets them as it expects.
+    """
 
     mode = "modules"
 
@@ -74,19 +83,24 @@ class ModuleProfiler(Profiler):
         self,
         model: torch.nn.Module,
         *inputs: Any,
+        kwargs: Mapping[str, Any] | None = None,
         leaf_modules: LeafModules = (),
         fallback_reason: str = "",
         traceable_children: tuple[tuple[str, int], ...] = (),
+        **stray: Any,
     ) -> None:
+        keywords = keyword_inputs("ModuleProfiler", kwargs, stray, _OPTIONS)
         if not isinstance(model, torch.nn.Module):
             raise LabkitTypeError(
                 f"mode='modules' times the calls of a torch.nn.Module's submodules, got {type(model).__name__}; "
                 "wrap the function in a module, or use mode='fast'."
             )
         super().__init__(fallback_reason, traceable_children)
+        refuse_unknown_keywords(model, keywords, inputs)
         self.module = private_copy(model)
-        self.device = check_input_devices(self.module, inputs)
+        self.device = check_input_devices(self.module, [*inputs, *keywords.values()])
         self.inputs = inputs
+        self.kwargs = keywords
         self.leaves = hooked_leaves(self.module, leaf_modules)
         self.training = model.training or any(leaf.training for _, leaf in self.leaves)
         self._asynchronous = self.device.type != "cpu"
@@ -114,10 +128,10 @@ class ModuleProfiler(Profiler):
     def _timed_call(self) -> tuple[float, list[tuple[str, float]]]:
         self._started.clear()
         self._calls.clear()
-        inputs = self._run_inputs()
+        inputs, kwargs = self._run_inputs()
         with torch.no_grad():
             start = self._clock()
-            self.module(*inputs)
+            self.module(*inputs, **kwargs)
             total = self._clock() - start
         seen: Counter[str] = Counter()
         durations = []

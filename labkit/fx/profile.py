@@ -30,7 +30,7 @@ import re
 import statistics
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import tabulate
@@ -39,6 +39,15 @@ import torch.fx
 
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
+from labkit.fx.model_inputs import (
+    InputsDoNotFitError,
+    KeywordsIntoVarKeywordError,
+    StrayKeywordError,
+    UnknownKeywordInputError,
+    graph_arguments,
+    keyword_inputs,
+    refuse_unknown_keywords,
+)
 from labkit.fx.model_kinds import CompiledModelWarning, eager_model
 from labkit.fx.module_hooks import ModuleProfiler
 from labkit.fx.report import NODE_FIELDS, OP_TYPE_SORT_KEYS, SORT_KEYS, NodeTiming, OpTypeBreakdown, ProfileReport
@@ -63,6 +72,10 @@ from labkit.fx.tracing import (
 )
 
 MODES = ("fast", "interpreter", "modules")
+#: Each helper's own keyword options: a stray keyword close to one is pointed at it, not at kwargs=.
+_TRACE_OPTIONS = ("mode", "concrete_args", "leaf_modules", "tracer")
+_MAKE_OPTIONS = ("kwargs", *_TRACE_OPTIONS, "fallback", "stacklevel")
+_PROFILE_OPTIONS = ("kwargs", "warmup", "runs", "on_run", *_TRACE_OPTIONS, "fallback")
 SUMMARY_HEADERS = ["Op type", "Op", "Average runtime (s)", "Pct total runtime"]
 
 
@@ -347,21 +360,26 @@ class NodeProfiler(Profiler):
     :func:`~labkit.fx.runs.private_copy` of ``model``, each run on
     :func:`~labkit.fx.runs.fresh_inputs` cloned before its clock starts, so
     ``model``, its caches and the caller's tensors are left as they were.
+    ``kwargs`` are the model's keyword inputs; the graph gets them by position
+    (its placeholders follow ``forward``'s parameters).
     """
 
     def __init__(
         self,
         model: Any,
         *inputs: Any,
+        kwargs: Mapping[str, Any] | None = None,
         mode: str = "fast",
         concrete_args: dict[str, Any] | None = None,
         leaf_modules: LeafModules = (),
         tracer: Any = None,
+        **stray: Any,
     ) -> None:
+        keywords = keyword_inputs("NodeProfiler", kwargs, stray, ("kwargs", *_TRACE_OPTIONS))
         if _check_mode(mode) == "modules":
             raise LabkitValueError("NodeProfiler times a traced graph; for mode='modules' use labkit.fx.ModuleProfiler.")
         super().__init__()
-        call_args = call_arguments(model, inputs, concrete_args)
+        call_args = call_arguments(model, inputs, concrete_args, keywords)
         own = private_copy(model) if isinstance(model, torch.nn.Module) else model
         self.graph_module = trace(own, concrete_args, leaf_modules=leaf_modules, tracer=tracer)
         self.device = check_input_devices(self.graph_module, call_args)
@@ -388,7 +406,7 @@ class NodeProfiler(Profiler):
         return total, list(zip(self.samples, durations, strict=True))
 
     def _run_graph(self) -> tuple[float, list[float]]:
-        inputs = self._run_inputs()
+        inputs, _ = self._run_inputs()  # a graph takes every input by position
         with torch.no_grad():
             if self.mode == "fast":
                 synchronize(self.device)
@@ -410,12 +428,14 @@ class NodeProfiler(Profiler):
 def make_profiler(
     model: Any,
     *inputs: Any,
+    kwargs: Mapping[str, Any] | None = None,
     mode: str = "fast",
     concrete_args: dict[str, Any] | None = None,
     leaf_modules: LeafModules = (),
     tracer: Any = None,
     fallback: bool = True,
     stacklevel: int = 2,
+    **stray: Any,
 ) -> Profiler:
     """The profiler :func:`profile_model` uses, after one eager run of the model.
 
@@ -423,60 +443,79 @@ def make_profiler(
     with a :class:`TraceFallbackWarning`, unless ``fallback=False`` (then the
     :class:`TraceFailedError` is raised). The profiler's report then says why,
     and which parts of the model do trace. ``stacklevel`` is that of the
-    warning, counted from this function (2: its caller's line).
+    warning, counted from this function (2: its caller's line). Keyword inputs
+    that only forward's ``**kwargs`` takes cannot be passed to a graph: they
+    fall back to ``mode="modules"`` the same way.
     """
+    keywords = keyword_inputs("make_profiler", kwargs, stray, _MAKE_OPTIONS)
     _check_mode(mode)
     model = eager_model(model, stacklevel=stacklevel)
+    refuse_unknown_keywords(model, keywords, None if concrete_args else inputs)
     leaves = [leaf_modules] if isinstance(leaf_modules, (str, type)) else list(leaf_modules)
-    call_args = call_arguments(model, inputs, concrete_args)
-    run_eager_once(model, call_args)
+    # With concrete_args every input goes by position (as the graph gets them); else as the caller gave them.
+    call_args, call_kwargs = (call_arguments(model, inputs, concrete_args, keywords), {}) if concrete_args else (inputs, keywords)
+    run_eager_once(model, call_args, call_kwargs)
     if mode == "modules":
-        return ModuleProfiler(model, *call_args, leaf_modules=leaves)
+        return ModuleProfiler(model, *call_args, kwargs=call_kwargs, leaf_modules=leaves)
     try:
-        return NodeProfiler(model, *inputs, mode=mode, concrete_args=concrete_args, leaf_modules=leaves, tracer=tracer)
-    except TraceFailedError as exc:
+        return NodeProfiler(
+            model, *inputs, kwargs=keywords, mode=mode, concrete_args=concrete_args, leaf_modules=leaves, tracer=tracer
+        )
+    except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
         if not fallback or not isinstance(model, torch.nn.Module):
             raise
         reason = str(exc)
         children = traceable_children(private_copy(model))
         where = reason.splitlines()[1] if len(reason.splitlines()) > 1 else reason
         suggestion = f" For node-level detail, profile a part that traces, e.g. model.{children[0][0]}." if children else ""
+        cannot = (
+            f"torch.fx could not trace {type(model).__name__}" if isinstance(exc, TraceFailedError)
+            else f"A traced graph of {type(model).__name__} cannot take these keyword inputs"
+        )
         warnings.warn(
-            f"torch.fx could not trace {type(model).__name__}, so it is profiled module by module (mode='modules'). "
+            f"{cannot}, so it is profiled module by module (mode='modules'). "
             f"{where} report.fallback_reason has the details.{suggestion}",
             TraceFallbackWarning,
             stacklevel=stacklevel,
         )
         return ModuleProfiler(
-            model, *call_args, leaf_modules=leaves, fallback_reason=reason, traceable_children=children
+            model, *call_args, kwargs=call_kwargs, leaf_modules=leaves, fallback_reason=reason, traceable_children=children
         )
 
 
-def require_profilable(model: Any, *inputs: Any, mode: str = "fast", fallback: bool = True) -> None:
+def require_profilable(
+    model: Any, *inputs: Any, kwargs: Mapping[str, Any] | None = None, mode: str = "fast", fallback: bool = True,
+    **stray: Any,
+) -> None:
     """Raise now the labkit error :func:`profile_model` would raise for these arguments, without running the model.
 
     Why: a widget built with a model that cannot be profiled should fail where it
     is built, with labkit's message, not at the first click. A model fx cannot
     trace is fine while ``fallback`` is on (it is profiled module by module).
     """
+    keywords = keyword_inputs("require_profilable", kwargs, stray, ("kwargs", "mode", "fallback"))
     _check_mode(mode)
     with warnings.catch_warnings():  # profile_model warns when it runs; this only checks
         warnings.simplefilter("ignore", CompiledModelWarning)
         model = eager_model(model)
+    refuse_unknown_keywords(model, keywords, inputs)
+    every_input = [*inputs, *keywords.values()]
     if mode == "modules" and isinstance(model, torch.nn.Module):
-        check_input_devices(model, inputs)
+        check_input_devices(model, every_input)
         return
     try:
-        check_input_devices(trace(private_copy(model) if isinstance(model, torch.nn.Module) else model), inputs)
-    except TraceFailedError:
+        graph_module = trace(private_copy(model) if isinstance(model, torch.nn.Module) else model)
+        check_input_devices(graph_module, graph_arguments(model, inputs, keywords))
+    except (TraceFailedError, KeywordsIntoVarKeywordError):
         if not fallback or not isinstance(model, torch.nn.Module):
             raise
-        check_input_devices(model, inputs)
+        check_input_devices(model, every_input)
 
 
 def profile_model(
     model: Any,
     *inputs: Any,
+    kwargs: Mapping[str, Any] | None = None,
     warmup: int = 2,
     runs: int = 5,
     mode: str = "fast",
@@ -485,6 +524,7 @@ def profile_model(
     leaf_modules: LeafModules = (),
     tracer: Any = None,
     fallback: bool = True,
+    **stray: Any,
 ) -> ProfileReport:
     """Run ``model`` once, then ``warmup`` times untimed and ``runs`` times timed; time every node.
 
@@ -500,6 +540,13 @@ def profile_model(
     Tracing options, as in :func:`labkit.fx.tracing.trace`: ``concrete_args``
     (``inputs`` are then the other arguments), ``leaf_modules``, ``tracer``.
 
+    The model is called as ``model(*inputs, **kwargs)``: its keyword inputs go
+    in one dict, as in ``torch.export.export(model, args, kwargs=...)``, e.g.
+    ``profile_model(model, ids, kwargs={"attention_mask": mask})``, so they never
+    collide with labkit's own options (``mode``, ``runs``...). A model keyword
+    given directly (``attention_mask=mask``) is a :class:`StrayKeywordError`, a
+    name ``forward`` does not take an :class:`UnknownKeywordInputError`.
+
     The first, untimed run is the model itself: if it fails, the
     :class:`ModelRunError` carries the model's own message. Runs happen under
     ``torch.no_grad()`` on a :func:`~labkit.fx.runs.private_copy` (shared
@@ -512,9 +559,10 @@ def profile_model(
     of the runs so far (its ``runs`` grows 1, 2, ... ``runs``), so a widget can
     redraw while the profile is still running.
     """
+    keywords = keyword_inputs("profile_model", kwargs, stray, _PROFILE_OPTIONS)
     warmup, runs = _check_runs(warmup, runs)
     profiler = make_profiler(
-        model, *inputs, mode=mode, concrete_args=concrete_args, leaf_modules=leaf_modules, tracer=tracer,
+        model, *inputs, kwargs=keywords, mode=mode, concrete_args=concrete_args, leaf_modules=leaf_modules, tracer=tracer,
         fallback=fallback, stacklevel=3,
     )
     with profiler.session(stacklevel=4):  # the warning points at the caller's line
@@ -531,7 +579,9 @@ __all__ = [
     "NODE_FIELDS",
     "OP_TYPE_SORT_KEYS",
     "SORT_KEYS",
+    "InputsDoNotFitError",
     "InstrumentedModule",
+    "KeywordsIntoVarKeywordError",
     "ModelRunError",
     "ModuleProfiler",
     "NodeProfiler",
@@ -540,10 +590,12 @@ __all__ = [
     "OpTypeBreakdown",
     "ProfileReport",
     "ProfilingInterpreter",
+    "StrayKeywordError",
     "TraceFailedError",
     "TraceFallbackWarning",
     "TracedRunError",
     "TrainModeWarning",
+    "UnknownKeywordInputError",
     "make_profiler",
     "profile_model",
     "require_count",

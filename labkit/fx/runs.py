@@ -12,8 +12,9 @@ run is timed; the rest is the same and lives here once:
   owns its buffers and Python attributes and has none of its hooks, so a
   BatchNorm's running statistics, a call counter or a cache filled in
   ``forward`` change on the copy, never on the learner's model;
-- :func:`fresh_inputs` clones the input tensors for one run, so a model that
-  changes its input in place changes a copy, never the caller's tensor;
+- :func:`fresh_inputs` (and :func:`fresh_call`, with keyword inputs) clones the
+  input tensors for one run, so a model that changes its input in place changes
+  a copy, never the caller's tensor;
 - :func:`run_eager_once` runs the model once before any tracing, so a wrong
   input is reported as the model's own error, not as a traced graph's.
 """
@@ -26,7 +27,7 @@ import re
 import threading
 import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -156,6 +157,13 @@ def private_copy(module: ModuleT, *, share_parameters: bool = True) -> ModuleT:
         raise UncopyableModelError(_uncopyable_message(module, share_parameters, exc)) from exc
 
 
+def _clone(value: Any) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    cloned = value.detach().clone()
+    return cloned.requires_grad_() if value.requires_grad else cloned
+
+
 def fresh_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
     """``inputs`` with every tensor (also one in a list or dict) cloned, other values as they are.
 
@@ -163,14 +171,13 @@ def fresh_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
     change the caller's tensor once per profiled run, and each run would see a
     different input. Cloning happens before a run's clock starts.
     """
+    return tuple(tree_map(_clone, list(inputs)))
 
-    def clone(value: Any) -> Any:
-        if not isinstance(value, torch.Tensor):
-            return value
-        cloned = value.detach().clone()
-        return cloned.requires_grad_() if value.requires_grad else cloned
 
-    return tuple(tree_map(clone, list(inputs)))
+def fresh_call(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """:func:`fresh_inputs` for one call with keyword inputs: the tensors of ``kwargs`` are cloned too."""
+    cloned_args, cloned_kwargs = tree_map(_clone, (list(args), dict(kwargs)))
+    return tuple(cloned_args), cloned_kwargs
 
 
 @contextlib.contextmanager
@@ -186,8 +193,8 @@ def preserved_rng(device: torch.device) -> Iterator[None]:
         yield
 
 
-def describe_inputs(inputs: Sequence[Any]) -> str:
-    """'a 1x3x64x64 tensor', 'a list of 2 tensors (3x224x224, 3x224x224)', ... for error messages."""
+def describe_inputs(inputs: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
+    """'a 1x3x64x64 tensor', 'a list of 2 tensors (3x224x224, 3x224x224)', 'mask=a 1x8 int64 tensor', ... for errors."""
 
     def one(value: Any) -> str:
         if isinstance(value, torch.Tensor):
@@ -197,7 +204,8 @@ def describe_inputs(inputs: Sequence[Any]) -> str:
             return f"a {type(value).__name__} of {len(value)} tensors ({shapes})"
         return f"{type(value).__name__} {value!r}"[:60]
 
-    return "; ".join(one(value) for value in inputs) or "no inputs"
+    described = [one(value) for value in inputs] + [f"{name}={one(value)}" for name, value in (kwargs or {}).items()]
+    return "; ".join(described) or "no inputs"
 
 
 def _raised_in(exc: BaseException) -> str:
@@ -210,31 +218,34 @@ def _raised_in(exc: BaseException) -> str:
     return f" (raised in {Path(frame.filename).name}, line {frame.lineno}: `{(frame.line or '').strip()}`)"
 
 
-def run_eager_once(model: Any, call_args: Sequence[Any]) -> None:
-    """Run ``model(*call_args)`` once under ``no_grad``; a failure is a :class:`ModelRunError` with the model's message.
+def run_eager_once(model: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> None:
+    """Run ``model(*call_args, **kwargs)`` once under ``no_grad``; a failure is a :class:`ModelRunError` with the model's message.
 
     Why first: a traced graph that fails on a wrong input reports it at a fx node
     (``Expected 224 but got Proxy(getitem_2)``), a dozen frames deep. The model's
     own message says it plainly (``Expected 224 but got 64``). A module runs as
-    a :func:`private_copy` on :func:`fresh_inputs`, and the global RNG is
+    a :func:`private_copy` on :func:`fresh_call`, and the global RNG is
     restored, so the run leaves no trace.
     """
     if not callable(model):
         return  # trace() says what to pass instead
-    device = check_input_devices(model, call_args) if isinstance(model, torch.nn.Module) else torch.device("cpu")
+    kwargs = kwargs or {}
+    every_input = [*call_args, *kwargs.values()]
+    device = check_input_devices(model, every_input) if isinstance(model, torch.nn.Module) else torch.device("cpu")
     runnable = private_copy(model) if isinstance(model, torch.nn.Module) else model
     try:
         with preserved_rng(device), torch.no_grad():
-            runnable(*fresh_inputs(call_args))
+            args, keywords = fresh_call(call_args, kwargs)
+            runnable(*args, **keywords)
     except Exception as exc:  # noqa: BLE001 - whatever the model raises is reported the same way
-        raise ModelRunError(_eager_failure_message(model, call_args, exc)) from exc
+        raise ModelRunError(_eager_failure_message(model, call_args, kwargs, exc)) from exc
 
 
-def _eager_failure_message(model: Any, call_args: Sequence[Any], exc: Exception) -> str:
+def _eager_failure_message(model: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any], exc: Exception) -> str:
     name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "the function")
     first_line = (str(exc).strip().splitlines() or [""])[0]
     message = (
-        f"{name} itself fails on {describe_inputs(call_args)}, before any profiling: "
+        f"{name} itself fails on {describe_inputs(call_args, kwargs)}, before any profiling: "
         f"{type(exc).__name__}: {first_line}{_raised_in(exc)}."
     )
     if "has been specialized" in first_line:
@@ -263,27 +274,29 @@ class Profiler:
     inputs: Sequence[Any]
 
     def __init__(self, fallback_reason: str = "", traceable_children: tuple[tuple[str, int], ...] = ()) -> None:
+        #: The keyword inputs of every run (``model(*inputs, **kwargs)``); a traced graph gets all by position.
+        self.kwargs: Mapping[str, Any] = {}
         self.warmup_runs = 0
         self.totals: list[float] = []
         self.samples: dict[str, list[float]] = {}
         self.fallback_reason = fallback_reason
         self.traceable_children = traceable_children
-        self._prepared: tuple[Any, ...] | None = None
+        self._prepared: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     def prepare_run(self) -> None:
         """Clone the inputs of the next run now, not when it starts.
 
-        Why: every run gets :func:`fresh_inputs`, cloned before its clock starts.
+        Why: every run gets :func:`fresh_call`, cloned before its clock starts.
         A caller that labels each run for another instrument (the cross-check's
         ``record_function``) calls this first, so the clone's ``aten::clone`` is
         outside the label too.
         """
-        self._prepared = fresh_inputs(self.inputs)
+        self._prepared = fresh_call(self.inputs, self.kwargs)
 
-    def _run_inputs(self) -> tuple[Any, ...]:
-        """The inputs :meth:`prepare_run` cloned, or a fresh clone."""
+    def _run_inputs(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The ``(inputs, kwargs)`` :meth:`prepare_run` cloned, or a fresh clone."""
         prepared, self._prepared = self._prepared, None
-        return prepared if prepared is not None else fresh_inputs(self.inputs)
+        return prepared if prepared is not None else fresh_call(self.inputs, self.kwargs)
 
     def _timed_call(self) -> tuple[float, list[tuple[str, float]]]:
         raise NotImplementedError
@@ -346,6 +359,7 @@ __all__ = [
     "UncopyableModelError",
     "check_input_devices",
     "describe_inputs",
+    "fresh_call",
     "fresh_inputs",
     "model_device",
     "preserved_rng",

@@ -16,7 +16,7 @@ import linecache
 import os
 import traceback
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
 
@@ -24,6 +24,7 @@ import torch
 import torch.fx
 
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.fx.model_inputs import graph_arguments, refuse_unknown_keywords
 
 #: What ``leaf_modules=`` accepts: module classes, class names ("MultiScaleRoIAlign") or
 #: qualified submodule names ("backbone.body").
@@ -337,18 +338,23 @@ def traceable_children(model: torch.nn.Module, limit: int = 5) -> tuple[tuple[st
     return tuple(sorted(found, key=lambda item: -item[1])[:limit])
 
 
-def call_arguments(model: Any, inputs: Sequence[Any], concrete_args: dict[str, Any] | None) -> tuple[Any, ...]:
-    """The positional arguments for one forward: ``inputs`` for the free parameters, ``concrete_args`` for the rest.
+def call_arguments(
+    model: Any, inputs: Sequence[Any], concrete_args: dict[str, Any] | None, kwargs: Mapping[str, Any] | None = None
+) -> tuple[Any, ...]:
+    """The positional arguments for one forward: ``inputs`` and ``kwargs`` for the free parameters, ``concrete_args``
+    for the rest.
 
     Why: fx keeps a specialized argument as a parameter of the traced
     ``forward``, renamed (``flip_1``) and guarded by an assert that it gets the
     traced value; its default stays the original one. So both the eager model and
     the traced graph are called with every parameter by position, in ``forward``'s
     order: ``profile_model(model, x, concrete_args={"flip": True})`` then calls
-    ``model(x, True)`` and ``traced(x, True)``.
+    ``model(x, True)`` and ``traced(x, True)``. Keyword inputs are put at their
+    parameter's place the same way (see :func:`labkit.fx.model_inputs.graph_arguments`).
     """
+    kwargs = kwargs or {}
     if not concrete_args:
-        return tuple(inputs)
+        return graph_arguments(model, inputs, kwargs)
     forward = model.forward if isinstance(model, torch.nn.Module) else model
     parameters = list(inspect.signature(forward).parameters.values())
     variadic = [p.name for p in parameters if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY)]
@@ -363,11 +369,21 @@ def call_arguments(model: Any, inputs: Sequence[Any], concrete_args: dict[str, A
             f"concrete_args names {', '.join(unknown)}, which forward does not take; its parameters are "
             f"{', '.join(p.name for p in parameters)}."
         )
+    refuse_unknown_keywords(model, kwargs)
+    both = sorted(set(concrete_args) & set(kwargs))
+    if both:
+        raise LabkitValueError(
+            f"{', '.join(map(repr, both))} is in both concrete_args and kwargs; give it in one of them: "
+            "concrete_args fixes it in the graph, kwargs passes it as an input."
+        )
     free = iter(inputs)
     arguments = []
     for parameter in parameters:
         if parameter.name in concrete_args:
             arguments.append(concrete_args[parameter.name])
+            continue
+        if parameter.name in kwargs:
+            arguments.append(kwargs[parameter.name])
             continue
         value = next(free, parameter.default)
         if value is inspect.Parameter.empty:

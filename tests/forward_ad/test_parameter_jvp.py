@@ -147,3 +147,34 @@ def test_module_jvp_needs_a_dict_of_tangents(tangents):
 def test_module_jvp_names_unknown_parameters_as_given():
     with pytest.raises(LabkitValueError, match=r"0 is not a parameter of this model"):
         module_jvp(small_model(), torch.randn(1, 3), {0: torch.zeros(4)})
+
+
+# --- keyword inputs ------------------------------------------------------------
+
+
+class _Scaled(nn.Module):
+    """A forward with a keyword-only input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x, *, scale=1.0):
+        return self.linear(x) * scale
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_passes_keyword_inputs_in_kwargs(method):
+    from labkit.fx.model_inputs import StrayKeywordError, UnknownKeywordInputError
+
+    model = _Scaled()
+    x = torch.randn(4, 3)
+    tangents = {"linear.weight": torch.randn(2, 3)}
+    plain_out, plain_tangent = module_jvp(model, x, tangents, method=method)
+    out, tangent = module_jvp(model, x, tangents, method=method, kwargs={"scale": 3.0})
+    torch.testing.assert_close(out, 3.0 * plain_out)
+    torch.testing.assert_close(tangent, 3.0 * plain_tangent)
+    with pytest.raises(StrayKeywordError, match=r"kwargs=\{'scale': \.\.\.\}"):
+        module_jvp(model, x, tangents, method=method, scale=3.0)
+    with pytest.raises(UnknownKeywordInputError, match=r"x, \*, scale=1\.0"):
+        module_jvp(model, x, tangents, method=method, kwargs={"scal": 3.0})
