@@ -12,5 +12,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                  "FUSED_CHANNELS_LAST_GOAL",
                  "Variant", "VariantResult", "VariantComparison", "compiler_available", "build_variants",
                  "optimize_for_inference_variant", "compile_variant", "compare_variants", "challenge_model",
-                 "challenge_input", "profile_variants", "op_type_table", "break_even_runs"),
+                 "challenge_input", "profile_variants", "op_type_table", "OpTypeSaving", "TimeSaved", "time_saved_by_op_type",
+                 "break_even_runs"),
 })

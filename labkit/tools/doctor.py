@@ -95,7 +95,7 @@ class DoctorReport:
         if self.ok:
             warned = f", {len(self.warnings)} with a warning ({', '.join(p.name for p in self.warnings)})" \
                 if self.warnings else ""
-            return f"doctor: READY - all {len(self.probes)} probes passed{warned}; open notebooks/00_start_here.ipynb"
+            return f"doctor: READY - all {len(self.probes)} probes passed{warned}; open 00_start_here.ipynb"
         names = ", ".join(c.name for c in self.problems)
         return (f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. "
                 "Run the fix command(s) above, then `python -m labkit doctor` again.")

@@ -220,9 +220,9 @@ Run the exercise cell after each change, then the checker again.
 
 Stuck? Solutions live in `solutions/` (your instructor may hand that folder
 out later). In the exercise cell, replace everything with
-`%load solutions/<file>.py` (the file name is in the stub's message) and run
-the cell: it loads the solution into the cell; run it once more, then the
-checker.
+`%load solutions/<file>.py` (one file per exercise: exercise 2.1 is
+`02_1_<name>.py`) and run the cell: it loads the solution into the cell;
+run it once more, then the checker.
 {solutions_note}{track_note}"""
 
 CORE_TRACK_NOTE = """

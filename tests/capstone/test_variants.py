@@ -99,6 +99,29 @@ def test_profile_variants_and_op_type_table(small):
     assert table.column("eager")[2].endswith(("s", "ms", "µs", "ns"))  # formatted by format_seconds
 
 
+def test_profile_variants_in_rounds_keeps_each_variants_fastest_round(small, monkeypatch):
+    import labkit.fx.profile
+    from labkit.capstone.variants import profile_variants
+
+    model, x = small
+    variants = build_variants(model, x)[:2]
+    real = labkit.fx.profile.profile_model
+    totals = []
+
+    def recording(*args, **kwargs):
+        report = real(*args, **kwargs)
+        totals.append(report.total.mean)
+        return report
+
+    monkeypatch.setattr(labkit.fx.profile, "profile_model", recording)
+    reports = profile_variants(variants, warmup=0, runs=1, rounds=3)
+    assert list(reports) == ["eager", "channels_last"] and len(totals) == 6  # interleaved: eager, cl, eager, cl, ...
+    assert reports["eager"].total.mean == min(totals[0::2])
+    assert reports["channels_last"].total.mean == min(totals[1::2])
+    with pytest.raises(LabkitValueError, match="rounds must be at least 1"):
+        profile_variants(variants, rounds=0)
+
+
 def test_break_even_runs():
     from labkit.capstone.variants import COMPILED, VariantComparison, VariantResult, break_even_runs
     from labkit.core.timing import RunStats
@@ -169,3 +192,60 @@ def test_variants_of_a_model_with_a_dict_output_are_compared_leaf_by_leaf():
     variants[2].model = nn.Identity()
     with pytest.raises(LabkitValueError, match="variant 'fused' Tensor of 1 value"):
         compare_variants(variants, rounds=1, warmup=0)
+
+
+class _Profile:
+    """Stands in for a ProfileReport: only by_op_type() is read."""
+
+    def __init__(self, seconds):
+        from labkit.fx.report import OpTypeBreakdown
+
+        self.breakdown = OpTypeBreakdown([(t, 1, s, 0.0) for t, s in seconds.items()])
+
+    def by_op_type(self):
+        return self.breakdown
+
+
+def test_time_saved_by_op_type_ranks_op_types_by_their_share_of_the_saving():
+    from labkit.capstone.variants import EAGER, time_saved_by_op_type
+
+    reports = {
+        EAGER: _Profile({"Conv2d": 0.360, "MaxPool2d": 0.050, "BatchNorm2d": 0.030, "ReLU": 0.006}),
+        FUSED_CHANNELS_LAST: _Profile({"Conv2d": 0.250, "MaxPool2d": 0.005, "ReLU": 0.007}),
+    }
+    saved = time_saved_by_op_type(reports, FUSED_CHANNELS_LAST)
+    assert saved.ranking == ["Conv2d", "MaxPool2d", "BatchNorm2d"]  # ReLU got slower: not in the ranking
+    assert saved.total_saved_seconds == pytest.approx(0.184)
+    assert saved.share("Conv2d") == pytest.approx(0.110 / 0.184)
+    assert saved.share("BatchNorm2d") == pytest.approx(0.030 / 0.184)  # fused away: all of its time saved
+    assert saved.share("ReLU") < 0
+    summary = saved.summary()
+    assert "largest first: Conv2d 60%, MaxPool2d 24%, BatchNorm2d 16%;" in summary
+    assert "slower: ReLU (by 1 ms)" in summary
+    assert summary.endswith("Largest share: Conv2d.")
+    table = saved.table()
+    assert table.column("op type") == ["Conv2d", "MaxPool2d", "BatchNorm2d", "ReLU"]
+    assert table.column(FUSED_CHANNELS_LAST)[2] == "0 ns"  # no BatchNorm2d left
+    assert table.column("saved")[3].startswith("-")
+
+
+def test_time_saved_by_op_type_when_nothing_was_saved_and_on_bad_names():
+    from labkit.capstone.variants import EAGER, time_saved_by_op_type
+
+    reports = {EAGER: _Profile({"Conv2d": 0.1}), FUSED_CHANNELS_LAST: _Profile({"Conv2d": 0.2})}
+    saved = time_saved_by_op_type(reports, FUSED_CHANNELS_LAST)
+    assert saved.ranking == [] and "saved no time over eager in these profiles (100 ms more" in saved.summary()
+    assert saved.table().column("share of saved") == ["-"]
+    with pytest.raises(LabkitValueError, match="No profile named 'fused'"):
+        time_saved_by_op_type(reports, "fused")
+    with pytest.raises(KeyError):
+        saved.share("MaxPool2d")
+
+
+def test_time_saved_summary_groups_the_op_types_under_one_percent():
+    from labkit.capstone.variants import EAGER, time_saved_by_op_type
+
+    reports = {EAGER: _Profile({"Conv2d": 1.0, "flatten": 0.001, "Linear": 0.002}),
+               FUSED_CHANNELS_LAST: _Profile({"Conv2d": 0.5, "flatten": 0.0005, "Linear": 0.001})}
+    summary = time_saved_by_op_type(reports, FUSED_CHANNELS_LAST).summary()
+    assert "largest first: Conv2d 100%, 2 more under 1% each. Largest share: Conv2d." in summary
