@@ -86,6 +86,23 @@ class OverheadResult(ShowsAsTable):
     def fast_spread_us(self) -> float:
         return self._spread_us(self.fast)
 
+    def verdict(self) -> str:
+        """Each mode's added time per node against what a node of the plain graph costs, from this measurement.
+
+        Why computed: whether a profiler's overhead exceeds the ops it times is
+        a measurement of this machine, so the notebook prints it, never states it.
+        """
+        op = self.plain_us_per_node
+        lines = [f"One node of the plain graph costs {op:.2f} µs here."]
+        for name, added, spread in ((INTERPRETER, self.interpreter_us_per_node, self.interpreter_spread_us),
+                                    (FAST, self.fast_us_per_node, self.fast_spread_us)):
+            if abs(added - op) <= spread:
+                compared = "about as much as a node costs (within the spread)"
+            else:
+                compared = f"{'more' if added > op else 'less'} than a node costs ({added / op:.1f}x its cost)"
+            lines.append(f"{name} adds {added:.2f} ± {spread:.2f} µs per node: {compared}.")
+        return "\n".join(lines)
+
     def table(self) -> Table:
         return Table(
             ["variant", "µs per node", "added µs per node", "± (IQR)"],

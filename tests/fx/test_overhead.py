@@ -40,3 +40,13 @@ def test_added_cost_per_node_comes_from_the_fastest_rounds():
 
 def test_tiny_ops_chain_traces_to_one_node_per_op():
     assert len(trace(TinyOpsChain(7)).graph.nodes) == 9
+
+
+def test_the_verdict_compares_each_modes_overhead_with_a_nodes_cost():
+    timings = SideBySide({PLAIN: _stats(1e-3, 1e-5), INTERPRETER: _stats(3e-3, 2e-5), FAST: _stats(1.5e-3, 4e-5)}, PLAIN)
+    lines = OverheadResult(100, timings).verdict().splitlines()
+    assert lines[0] == "One node of the plain graph costs 10.00 µs here."
+    assert lines[1].startswith(f"{INTERPRETER} adds 20.00 ± 0.30 µs per node: more than a node costs (2.0x")
+    assert lines[2].startswith(f"{FAST} adds 5.00 ± 0.50 µs per node: less than a node costs (0.5x")
+    tie = SideBySide({PLAIN: _stats(1e-3, 5e-4), INTERPRETER: _stats(2e-3, 5e-4), FAST: _stats(2e-3, 5e-4)}, PLAIN)
+    assert "about as much as a node costs" in OverheadResult(100, tie).verdict()
