@@ -31,6 +31,10 @@ from typing import Any, TypeVar
 import torch
 from torch.autograd import forward_ad as _fwad  # not "forward_ad": that name is the submodule labkit.forward_ad.checks
 
+from labkit.core.guard import StateReport, guarded_state, remember_original_code
+
+remember_original_code()
+
 T = TypeVar("T")
 
 
@@ -223,7 +227,7 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
     where it starts (:func:`learner_code_line`).
     """
     level = _fwad._current_level
-    with _collecting_notes() as notes:
+    with guarded_state() as state, _collecting_notes() as notes:
         try:
             result = CheckResult(exercise, Status.SOLVED, check())
         except CheckFailed as exc:
@@ -244,9 +248,22 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
                 )
         finally:
             _close_dual_levels(level)
-    if notes:
-        result = CheckResult(result.exercise, result.status, " ".join([result.message, *notes]))
-    return result
+    return _with_state(_with_notes(result, notes), state)
+
+
+def _with_notes(result: CheckResult, notes: list[str]) -> CheckResult:
+    return CheckResult(result.exercise, result.status, " ".join([result.message, *notes])) if notes else result
+
+
+def _with_state(result: CheckResult, state: StateReport) -> CheckResult:
+    """The verdict once the guard has put torch back: a check that ran on replaced code cannot say "solved"."""
+    if state.replaced_code:
+        replaced = ", ".join(state.replaced_code)
+        message = (f"Your code replaced torch's or labkit's own functions, so this check cannot count: {replaced}. "
+                   "Answer with your own functions and modules and leave torch's as they are.")
+        status = Status.WRONG if result.status in (Status.SOLVED, Status.WRONG) else result.status
+        result = CheckResult(result.exercise, status, message if result.solved else f"{result.message} {message}")
+    return _with_notes(result, [state.note] if state.note else [])
 
 
 def _learner_failure(exercise: str, exc: BaseException, case: str | None = None) -> CheckResult:
@@ -258,7 +275,15 @@ def _learner_failure(exercise: str, exc: BaseException, case: str | None = None)
     line = f" (line {where.lineno} of {where.name})" if where is not None else ""
     hint = _missing_super_hint(exc) or _returned_none_hint(exc)
     subject = f"On {case}, your code" if case else "Your code"
-    return CheckResult(exercise, Status.WRONG, f"{subject} raised {type(exc).__name__}: {exc}{line}.{hint}")
+    text = _first_line(str(exc)) if hint else str(exc)
+    return CheckResult(exercise, Status.WRONG, f"{subject} raised {type(exc).__name__}: {text}{line}.{hint}")
+
+
+def _first_line(text: str) -> str:
+    """Torch's message cut to its first line, so the hint after it is not buried (a wrong call's message lists
+    every overload torch knows)."""
+    first, _, rest = text.strip().partition("\n")
+    return f"{first.rstrip(':')} …" if rest.strip() else first
 
 
 def _returned_none_hint(exc: BaseException) -> str:

@@ -1,0 +1,280 @@
+"""What an exercise check leaves as it found it: torch's global settings, and torch's and labkit's own code.
+
+Why: a learner's answer runs inside the checker's process, so it can reach everything the checker
+relies on. An answer that calls ``torch.set_num_threads``, patches ``nn.MaxPool2d.forward`` or
+leaves a ``TorchFunctionMode`` on would change how the checker measures, and would leave the
+learner's later cells running on a changed torch. :func:`guarded_state` takes a snapshot before a
+check, puts back whatever the check changed and names it; :func:`labkit.core.checks.run_check`
+wraps every check in it and refuses "solved" when torch's or labkit's code was replaced.
+
+A replacement made *before* the check (in an earlier cell) is not undone, since labkit never
+changes what it did not create, but it still voids the verdict: the check ran on a changed torch.
+Only functions whose code lives outside torch and labkit count there, so torch's own lazy set-up
+is never mistaken for a patch.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.modules import module as _module_globals
+
+# Namespaces whose functions an answer could replace to fool a checker or a timing.
+_NAMESPACES: tuple[Callable[[], object], ...] = (
+    lambda: torch,
+    lambda: torch.nn.functional,
+    lambda: torch.Tensor,
+    lambda: torch._C.TensorBase,
+    lambda: torch.func,
+    lambda: torch.autograd,
+    lambda: torch.autograd.Function,
+    lambda: torch.autograd.forward_ad,
+    lambda: torch.fx,
+    lambda: torch.fx.Interpreter,
+    lambda: torch.fx.Tracer,
+    lambda: torch.nn.init,
+    lambda: torch.nn.utils,
+    lambda: torch.nn.utils.fusion,
+    lambda: torch.overrides,
+)
+
+_GLOBAL_HOOK_DICTS = (
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_module_registration_hooks",
+    "_global_parameter_registration_hooks",
+    "_global_buffer_registration_hooks",
+)
+
+Key = tuple[int, str]  # (id of the namespace, attribute name)
+
+
+def _is_code(value: object) -> bool:
+    """Functions, classes and descriptors: what a patch replaces. Caches and constants are left out."""
+    return callable(value) or isinstance(value, (staticmethod, classmethod, property))
+
+
+def _torch_module_classes() -> list[type]:
+    """nn.Module and every subclass torch itself defines (nn.Conv2d, nn.MaxPool2d, fx.GraphModule, ...)."""
+    found, queue = [nn.Module], [nn.Module]
+    while queue:
+        for sub in queue.pop().__subclasses__():
+            if sub not in found and sub.__module__.startswith("torch."):
+                found.append(sub)
+                queue.append(sub)
+    return found
+
+
+def _labkit_namespaces() -> list[object]:
+    """Every loaded labkit module and the classes defined in it: an answer may reach the checker itself."""
+    spaces: list[object] = []
+    for name, module in list(sys.modules.items()):
+        if (name == "labkit" or name.startswith("labkit.")) and isinstance(module, types.ModuleType):
+            spaces.append(module)
+            spaces.extend(
+                value for value in vars(module).values()
+                if isinstance(value, type) and value.__module__ == name
+            )
+    return spaces
+
+
+def _namespaces(with_labkit: bool) -> list[object]:
+    torch_spaces = [space() for space in _NAMESPACES] + _torch_module_classes()
+    return torch_spaces + _labkit_namespaces() if with_labkit else torch_spaces
+
+
+@dataclass
+class _CodeSnapshot:
+    """The code objects found in each namespace, by identity."""
+
+    owners: dict[int, object] = field(default_factory=dict)
+    values: dict[Key, object] = field(default_factory=dict)
+
+    @classmethod
+    def take(cls, with_labkit: bool = True) -> _CodeSnapshot:
+        snapshot = cls()
+        for space in _namespaces(with_labkit):
+            snapshot.owners[id(space)] = space
+            for name, value in list(vars(space).items()):
+                if _is_code(value):
+                    snapshot.values[(id(space), name)] = value
+        return snapshot
+
+    def current(self, key: Key) -> object:
+        return vars(self.owners[key[0]]).get(key[1], _MISSING)
+
+
+_MISSING = object()
+
+
+def _qualified(owner: object, name: str) -> str:
+    prefix = owner.__name__ if isinstance(owner, types.ModuleType) else f"{owner.__module__}.{owner.__qualname__}"  # type: ignore[attr-defined]
+    return f"{prefix.replace('torch.nn.modules.', 'torch.nn.').replace('torch._C.TensorBase', 'torch.Tensor')}.{name}"
+
+
+def _library_folders() -> tuple[str, ...]:
+    import labkit
+
+    return tuple(str(Path(module.__file__).resolve().parent) for module in (torch, labkit) if module.__file__)
+
+
+def _code_file(value: object) -> str | None:
+    function = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+    code = getattr(function, "__code__", None)
+    return str(Path(code.co_filename).resolve()) if code is not None else None
+
+
+def _is_a_patch(value: object, known: set[int]) -> bool:
+    """Whether ``value``, found where another function was, was put there by a learner.
+
+    It was if its code is the learner's, or if it is one of torch's or labkit's own functions moved
+    to another name (``F.max_pool2d = F.avg_pool2d``). A new function of torch's own, in a slot where
+    it was not before, is torch setting itself up (torch.compile wraps ``nn.Module.__init__`` the
+    first time it runs).
+    """
+    if value is _MISSING or id(value) in known:
+        return True
+    where = _code_file(value)
+    return where is not None and not where.startswith(_library_folders())
+
+
+_BASELINE: _CodeSnapshot | None = None
+
+
+def remember_original_code() -> None:
+    """Record torch's functions as first seen (labkit.core.checks calls this on import).
+
+    labkit's own functions are compared only within a check: replacing one in an earlier cell is
+    editing the checker, not answering the exercise.
+    """
+    global _BASELINE
+    if _BASELINE is None:
+        _BASELINE = _CodeSnapshot.take(with_labkit=False)
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """One global setting of torch: how to read it, how to put it back, how to name it."""
+
+    name: str
+    read: Callable[[], Any]
+    write: Callable[[Any], None]
+
+
+def _set_default_device(device: torch.device) -> None:
+    torch.set_default_device(None if device == torch.device("cpu") else device)
+
+
+def _set_mkldnn(enabled: bool) -> None:
+    torch.backends.mkldnn.enabled = enabled
+
+
+def _set_cudnn_benchmark(enabled: bool) -> None:
+    torch.backends.cudnn.benchmark = enabled
+
+
+_SETTINGS = (
+    _Setting("torch.set_num_threads", torch.get_num_threads, torch.set_num_threads),
+    _Setting("torch.set_grad_enabled", torch.is_grad_enabled, torch.set_grad_enabled),
+    _Setting("torch.set_default_dtype", torch.get_default_dtype, torch.set_default_dtype),
+    _Setting("torch.set_default_device", torch.get_default_device, _set_default_device),
+    _Setting("torch.use_deterministic_algorithms", torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms),
+    _Setting("torch.autograd.set_detect_anomaly", torch.is_anomaly_enabled, torch.autograd.set_detect_anomaly),
+    _Setting("torch.backends.mkldnn.enabled", lambda: torch.backends.mkldnn.enabled, _set_mkldnn),
+    _Setting("torch.backends.cudnn.benchmark", lambda: torch.backends.cudnn.benchmark, _set_cudnn_benchmark),
+)
+
+
+@dataclass
+class StateReport:
+    """What a check found changed: ``restored`` (put back afterwards) and ``replaced_code`` (functions of torch
+    or labkit that were not their own during the check, which voids its verdict)."""
+
+    restored: list[str] = field(default_factory=list)
+    replaced_code: list[str] = field(default_factory=list)
+
+    @property
+    def note(self) -> str:
+        """One sentence for the verdict, or an empty string when nothing changed."""
+        if not self.restored:
+            return ""
+        return f"Note: your code changed torch's global state ({'; '.join(self.restored)}); the checker put it back."
+
+
+def _function_modes() -> list[object]:
+    return list(torch.overrides._get_current_function_mode_stack())
+
+
+def _hook_keys() -> dict[str, set[object]]:
+    return {name: set(getattr(_module_globals, name, {})) for name in _GLOBAL_HOOK_DICTS}
+
+
+def _restore_hooks(before: dict[str, set[object]], report: StateReport) -> None:
+    for name, keys in _hook_keys().items():
+        added = keys - before[name]
+        for key in added:
+            getattr(_module_globals, name).pop(key, None)
+        if added:
+            report.restored.append(f"{len(added)} global module hook(s) removed ({name.strip('_')})")
+
+
+def _restore_modes(before: list[object], report: StateReport) -> None:
+    extra = _function_modes()[len(before):]
+    for mode in reversed(extra):
+        mode.__exit__(None, None, None)  # type: ignore[attr-defined]
+    if extra:
+        names = ", ".join(type(mode).__name__ for mode in extra)
+        report.restored.append(f"a TorchFunctionMode left on ({names}) exited")
+
+
+def _restore_code(before: _CodeSnapshot, report: StateReport) -> None:
+    """Put back every function of torch or labkit the check replaced or deleted, and name it."""
+    known = {id(value) for value in before.values.values()}
+    for key, original in before.values.items():
+        current = before.current(key)
+        if current is not original and _is_a_patch(current, known):
+            setattr(before.owners[key[0]], key[1], original)
+            report.replaced_code.append(f"{_qualified(before.owners[key[0]], key[1])} (restored)")
+
+
+def _replaced_before(before: _CodeSnapshot) -> list[str]:
+    """Functions of torch or labkit replaced before the check by code of the learner's (left as they are)."""
+    if _BASELINE is None:
+        return []
+    known = {id(value) for value in _BASELINE.values.values()}
+    return [
+        f"{_qualified(_BASELINE.owners[key[0]], key[1])} (replaced before the check)"
+        for key, original in _BASELINE.values.items()
+        if key[0] in before.owners
+        and before.values.get(key, _MISSING) is not original
+        and _is_a_patch(before.values.get(key, _MISSING), known)
+    ]
+
+
+@contextmanager
+def guarded_state() -> Iterator[StateReport]:
+    """Run a check; afterwards put back what it changed in torch and report it (see the module docstring)."""
+    code = _CodeSnapshot.take()
+    settings = [(setting, setting.read()) for setting in _SETTINGS]
+    modes, hooks = _function_modes(), _hook_keys()
+    report = StateReport(replaced_code=_replaced_before(code))
+    try:
+        yield report
+    finally:
+        _restore_modes(modes, report)
+        for setting, value in settings:
+            now = setting.read()
+            if now != value:
+                setting.write(value)
+                report.restored.append(f"{setting.name}: {value!r} -> {now!r}")
+        _restore_hooks(hooks, report)
+        _restore_code(code, report)
