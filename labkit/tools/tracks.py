@@ -30,6 +30,13 @@ keeps everything). ``student-copy`` and ``workspace`` apply a track with
   define a name (variable, function, import) that a later kept cell reads. This
   is checked statically (``ast``) before anything is written, and the error
   names the section and the name, so the author can tag differently.
+- Nor may it advertise what it left out. A markdown line that ends with the
+  marker ``<!-- extra -->`` (a learning goal, a summary bullet, a sentence
+  pointing ahead) is left out of the core track with the sections; the marker
+  is an HTML comment, invisible in every edition. A kept markdown cell that
+  still names a left-out section (its title up to a colon, a link to its
+  anchor, or "Exercise N.M" of a left-out exercise) is an error naming the
+  cell, so no core copy says "as you will see in the pitfalls section".
 """
 from __future__ import annotations
 
@@ -46,6 +53,7 @@ TRACKS = ("all", "core")
 DEFAULT_TRACK = "all"
 EXTRA_TAG = "extra"
 HEADING = re.compile(r"^(#{1,3}) +(\S.*?)\s*$")  # a markdown heading of level 1 to 3
+EXTRA_LINE = re.compile(r"\s*<!--\s*extra\s*-->\s*$")  # ends a markdown line the core track leaves out
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -156,15 +164,57 @@ def apply_track(path: Path, notebook: nbformat.NotebookNode, track: str) -> nbfo
     if not dropped:
         return notebook
     check_kept_names(path, notebook, dropped)
+    check_kept_references(path, notebook, dropped)
     cells = []
     for index, cell in enumerate(notebook.cells):
         section = next((s for s in dropped if s.start <= index < s.stop), None)
         if section is None:
+            if cell.cell_type == "markdown":
+                cell.source = without_extra_lines(cell.source)
             cells.append(cell)
         elif index == section.start:
             cells.append(_left_out_note(cell, section))
     notebook.cells = cells
     return notebook
+
+
+def without_extra_lines(source: str) -> str:
+    """``source`` without its lines marked ``<!-- extra -->`` (see the module docstring)."""
+    return "\n".join(line for line in source.split("\n") if not EXTRA_LINE.search(line))
+
+
+def _anchor(title: str) -> str:
+    """The anchor JupyterLab and the docs give a heading: lowercase, markup and punctuation gone, spaces as '-'."""
+    plain = re.sub(r"[`*_]", "", title).strip().lower()
+    return re.sub(r"\s+", "-", re.sub(r"[^\w\s-]", "", plain))
+
+
+def _names_of(section: Section) -> list[str]:
+    """How a kept cell could name ``section``: "Exercise N.M" for an exercise, else its title up to a colon or
+    parenthesis and without its number (e.g. 'The overhead lesson'), without markup; and a link to its anchor."""
+    plain = re.sub(r"[`*_]", "", section.title).strip()
+    exercise = re.match(r"Exercise \d+\.\d+", plain)
+    lead = exercise[0] if exercise else re.sub(r"^\d+\.\s*", "", re.split(r"[:(]", plain)[0]).strip()
+    return [lead, f"#{_anchor(section.title)}"]
+
+
+def check_kept_references(path: Path, notebook: nbformat.NotebookNode, dropped: list[Section]) -> None:
+    """Refuse a track whose kept markdown names a left-out section, unless that line is marked ``<!-- extra -->``."""
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown" or any(s.start <= index < s.stop for s in dropped):
+            continue
+        text = re.sub(r"[`*_]", "", without_extra_lines(cell.source)).lower()
+        for section in dropped:
+            named = [name for name in _names_of(section) if re.search(rf"(?<![\w.]){re.escape(name.lower())}(?!\w)", text)]
+            if named:
+                problems.append(f"{path.name}, cell {index + 1} names the left-out {'section' if section.level == 2 else 'part'} "
+                                f"'{section.title}' ({named[0]!r})")
+    if problems:
+        raise LabkitValueError(
+            "The core track would point at what it leaves out: " + "; ".join(problems) + ". End that line with "
+            "<!-- extra --> so the core track leaves it out too, or reword it."
+        )
 
 
 def _left_out_note(heading_cell: nbformat.NotebookNode, section: Section) -> nbformat.NotebookNode:

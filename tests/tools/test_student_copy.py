@@ -543,6 +543,50 @@ def test_extra_on_a_cell_that_is_not_a_section_heading_is_an_error(
         assert not (tmp_path / track).exists()
 
 
+def test_lines_marked_extra_leave_the_core_track_and_stay_in_the_full_one(tmp_path: Path) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[0].source += "- take a side trip <!-- extra -->\n- come back\n"
+    nbformat.write(notebook, lab)
+    core = nbformat.read(student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")[0], 4)
+    full = nbformat.read(student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "all", track="all")[0], 4)
+    assert core.cells[0].source.endswith("- double things\n- come back\n")
+    assert "- take a side trip <!-- extra -->" in full.cells[0].source
+
+
+@pytest.mark.parametrize("reference", [
+    "Later, the side trip shows more.",  # the title, any case, markup left out
+    "As you will see in [the detour](#side-trip).",  # a link to its anchor
+    "Exercise 1.2 builds on this.",  # a left-out exercise by its number
+])
+def test_a_kept_cell_that_names_a_left_out_section_is_an_error_in_the_core_track(tmp_path: Path, reference: str) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[2].source += f"\n\n{reference}"
+    nbformat.write(notebook, lab)
+    with pytest.raises(LabkitValueError, match=r"01_demo.ipynb, cell 3 names the left-out (section 'Side trip'|part 'Exercise 1.2)"):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    assert not (tmp_path / "core").exists()
+    notebook.cells[2].source += " <!-- extra -->"  # the marker leaves that line out of the core track
+    nbformat.write(notebook, lab)
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+
+
+def test_a_mention_that_only_looks_like_a_left_out_name_is_fine(tmp_path: Path) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[2].source += "\n\nExercise 1.20 and a side tripwire are other things."
+    nbformat.write(notebook, lab)
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+
+
+def test_the_labs_core_tracks_name_nothing_they_leave_out() -> None:
+    from labkit.tools.tracks import apply_track
+
+    for path in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("0*.ipynb")):
+        apply_track(path, nbformat.read(path, as_version=4), "core")  # raises naming the cell
+
+
 def test_a_section_heading_below_the_first_line_of_a_cell_is_an_error_in_the_core_track(tmp_path: Path) -> None:
     lab = write_tracked_lab(tmp_path / "notebooks")
     notebook = nbformat.read(lab, as_version=4)
