@@ -110,11 +110,30 @@ class FormatBenchmark(ShowsAsTable):
         title = f"input {self.input_shape} on {self.device}, {self.num_threads} thread(s)"
         return Table(headers, rows, title=title)
 
-    def _skip_lines(self) -> list[str]:
-        return [f"{name} skipped: {reason}" for name, reason in self.skipped.items()]
+    def across_precisions(self) -> list[str]:
+        """How each lower precision compares with fp32 in the same layout, one line each.
+
+        Why: the table's speedups compare the two layouts within one precision, so a large speedup on a
+        bf16 row says nothing about bf16 against fp32 (on a CPU without bf16 arithmetic, bf16 can be the
+        slowest of all). These lines make that comparison explicit, from the same medians.
+        """
+        if self.timings[0].precision != "fp32":
+            return []
+        fp32 = self.timings[0]
+        lines = []
+        for timing in self.timings[1:]:
+            ratios = ", ".join(
+                f"{getattr(fp32, layout).median / getattr(timing, layout).median:.2f}x ({layout})" for layout in LAYOUTS
+            )
+            lines.append(f"{timing.precision} against fp32 in the same layout: {ratios}; above 1 means {timing.precision} is faster.")
+        return lines
+
+    def _footer_lines(self) -> list[str]:
+        notes = ["Each speedup compares the two layouts of one precision."] if len(self.timings) > 1 else []
+        return [*notes, *self.across_precisions(), *(f"{name} skipped: {reason}" for name, reason in self.skipped.items())]
 
     def to_text(self) -> str:
-        return "\n".join([self.table().to_text(), *self._skip_lines()])
+        return "\n".join([self.table().to_text(), *self._footer_lines()])
 
     def as_dict(self) -> dict:
         return {
@@ -131,7 +150,7 @@ class FormatBenchmark(ShowsAsTable):
         }
 
     def _repr_html_(self) -> str:
-        return self.table().to_html() + "".join(f"<p>{html.escape(line)}</p>" for line in self._skip_lines())
+        return self.table().to_html() + "".join(f"<p>{html.escape(line)}</p>" for line in self._footer_lines())
 
 
 def _runner(

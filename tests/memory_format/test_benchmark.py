@@ -45,6 +45,16 @@ def test_renders_text_html_and_json(result):
         result.timing("fp8")
 
 
+def test_lower_precisions_are_compared_with_fp32_in_words_not_by_the_layout_speedup(result):
+    # A bf16 row's speedup is bf16 channels_last against bf16 contiguous; the footer compares bf16 with fp32.
+    fp32, bf16 = result.timing("fp32"), result.timing("bf16")
+    (line,) = result.across_precisions()
+    expected = f"{fp32.channels_last.median / bf16.channels_last.median:.2f}x (channels_last)"
+    assert line.startswith("bf16 against fp32 in the same layout:") and expected in line
+    assert "Each speedup compares the two layouts of one precision." in str(result)
+    assert line in result._repr_html_()
+
+
 def test_model_and_input_left_untouched():
     model = nn.Conv2d(3, 4, 3)
     x = torch.randn(1, 3, 6, 6)
