@@ -6,11 +6,22 @@ of its own, and compares with an independent reference from torch:
 FLOPs, ``torch.nn.utils.fusion.fuse_linear_bn_eval`` for the folded layer.
 They never raise, time nothing, and their messages hold no timings, so a
 notebook's stored checker output is reproducible.
+
+Why the learner gets copies: an answer can change what it is given (prune the
+graph, set ``bn.eps = 0``), so every reference is computed on the checker's own
+private copy, which the answer never sees, and a changed copy is named in the
+verdict. Why the cases differ in every way a mistake can hide (groups != stride**2,
+a non-square kernel, in_features != out_features, a square Linear, an eps that is
+not the default): two different mistakes then give two different numbers, and
+each gets its own hint.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import numbers
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -23,6 +34,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from labkit.core.checks import (
     CheckFailed,
     CheckResult,
+    LearnerError,
     call_learner,
     expect,
     int_tuple,
@@ -30,46 +42,124 @@ from labkit.core.checks import (
     run_check,
 )
 from labkit.core.notebook import seeded
-from labkit.fx.profile import ProfileReport
+from labkit.fx.profile import OpTypeBreakdown, ProfileReport
+from labkit.fx.runs import RunWatch, WatchedReport, watch_runs
+
+# ------------------------------------------------------------------ exercise 1.1
+
+
+def _report_type_hint(value: object) -> str:
+    """What to say when ``profile_my_model()`` returned something other than a ProfileReport."""
+    if value is None:
+        return ("profile_my_model() returned None: does it end with `return`? Printing or displaying the report is "
+                "not returning it; return the report labkit.profile_model(...) gives you.")
+    if isinstance(value, str):
+        return ("profile_my_model() returned a str (a printed table?); return the report object labkit.profile_model(...) "
+                "gives you, not its text.")
+    if isinstance(value, nn.Module):
+        return (f"profile_my_model() returned the model (a {type(value).__name__}), not its profile; return what "
+                "labkit.profile_model(model, x, ...) gives you.")
+    if isinstance(value, OpTypeBreakdown):
+        return "profile_my_model() returned report.by_op_type(), a summary by type; return the whole report."
+    return f"profile_my_model() returned {type(value).__name__}; return what labkit.profile_model(...) gives you."
+
+
+def _claimed_runs(report: ProfileReport) -> object:
+    """The number of timed runs ``report`` says it has, without trusting it to be a real RunStats."""
+    return getattr(getattr(report, "total", None), "count", "?")
+
+
+def _watched(report: ProfileReport, watch: RunWatch) -> WatchedReport:
+    """The record of the profile labkit really made during the call that ``report`` is, unchanged; else fail, saying
+    what is off (no profile at all, more runs claimed than were timed, a part of the report, a changed report)."""
+    expect(watch.reports, "profile_my_model() returned a ProfileReport, but labkit timed no runs while it ran: the checker "
+                          "watches labkit's profilers and saw none. Profile your model inside profile_my_model() and return "
+                          "that report, not one made earlier or built by hand.")
+    same_runs = [watched for watched in watch.reports if watched.report.total == report.total]
+    claimed = _claimed_runs(report)
+    if not same_runs:
+        if isinstance(claimed, int) and claimed > watch.timed_runs:
+            raise CheckFailed(f"The report says it has {claimed} timed runs, but labkit really timed only "
+                              f"{watch.timed_runs} run(s) while profile_my_model() ran: the report was relabelled or "
+                              "built by hand. Ask labkit.profile_model for the runs (runs=3) and return its report as it is.")
+        raise CheckFailed("The report's timings are not those of any profile labkit ran while profile_my_model() ran; "
+                          "return the report labkit.profile_model(...) gave you, as it is.")
+    for watched in reversed(same_runs):
+        if watched.report == report:
+            return watched
+    original = same_runs[-1].report
+    rows = getattr(report, "rows", None)
+    if isinstance(rows, list) and len(rows) < len(original.rows) and all(row in original.rows for row in rows):
+        raise CheckFailed(f"The report holds {len(rows)} of the model's {len(original.rows)} nodes (report.top(...)?); "
+                          "return the whole report.")
+    raise CheckFailed("The report was changed after labkit.profile_model made it; return it as it is.")
+
+
+def _call_profile(profile_my_model: Callable[[], Any]) -> Any:
+    """The learner's report; an attempt to change a frozen report's field (``report.runs = 3``) gets a hint."""
+    try:
+        return call_learner(profile_my_model)
+    except LearnerError as exc:
+        if isinstance(exc.original, dataclasses.FrozenInstanceError):
+            raise CheckFailed(f"Your code raised FrozenInstanceError: {exc.original}. A ProfileReport cannot be changed: "
+                              "its runs are the runs labkit timed. Ask labkit.profile_model for them (runs=3) "
+                              "instead.") from exc
+        raise
+
+
+def check_profile_own_model(profile_my_model: Callable[[], Any]) -> CheckResult:
+    """Exercise 1.1: ``profile_my_model()`` returns a ProfileReport of a small CNN in eval mode, 3+ timed runs.
+
+    The runs are observed (:func:`labkit.fx.runs.watch_runs`), not read from the
+    report: a report relabelled with ``dataclasses.replace`` or built by hand
+    does not match any profile labkit made during the call.
+    """
+
+    def check() -> str:
+        with watch_runs() as watch:
+            report = _call_profile(profile_my_model)
+        expect(isinstance(report, ProfileReport), _report_type_hint(report))
+        watched = _watched(report, watch)
+        runs = watched.timed_runs
+        expect(runs == watched.report.runs, f"The report says it has {watched.report.runs} timed runs, but its profiler "
+                                            f"really timed {runs}; return the report labkit.profile_model(...) gave you.")
+        expect(runs >= 3, f"The report has {runs} timed run(s); pass runs=3 or more.")
+        expect(not watched.training, "Your model was profiled in train mode (every nn.Module starts in it; BatchNorm and "
+                                     "Dropout then do training work); call model.eval() before profiling, as the "
+                                     "exercise asks.")
+        modules = [row for row in watched.report.rows if row.op == "call_module"]
+        expect(len(modules) >= 3, f"Your model has {len(modules)} layer(s) in the graph; build one with at least 3.")
+        types = watched.report.by_op_type().pct
+        expect("Conv2d" in types, f"No Conv2d in your model (found {sorted(types)}); add an nn.Conv2d.")
+        return f"{len(watched.report.rows)} nodes of {len(types)} op types profiled over {runs} runs."
+
+    return run_check("1.1", check, profile_my_model)
+
+
+# ------------------------------------------------------------------ exercise 1.2
+
+Nodes = dict[str, tuple[torch.fx.Node, "nn.Module | None"]]
 
 
 def _reference_input() -> torch.Tensor:
     return torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
 
 
-def check_profile_own_model(profile_my_model: Callable[[], Any]) -> CheckResult:
-    """Exercise 1.1: ``profile_my_model()`` returns a ProfileReport of a small CNN, 3+ runs."""
-
-    def check() -> str:
-        report = call_learner(profile_my_model)
-        expect(
-            isinstance(report, ProfileReport),
-            f"profile_my_model() returned {type(report).__name__}; return what labkit.profile_model(...) gives you.",
-        )
-        expect(report.runs >= 3, f"The report has {report.runs} timed run(s); pass runs=3 or more.")
-        modules = [r for r in report.rows if r.op == "call_module"]
-        expect(len(modules) >= 3, f"Your model has {len(modules)} layer(s) in the graph; build one with at least 3.")
-        types = report.by_op_type().pct
-        expect("Conv2d" in types, f"No Conv2d in your model (found {sorted(types)}); add an nn.Conv2d.")
-        return f"{len(report.rows)} nodes of {len(types)} op types profiled over {report.runs} runs."
-
-    return run_check("1.1", check, profile_my_model)
-
-
 def _recorder_model() -> nn.Module:
-    """Exercise 1.2's model: a grouped, strided convolution and a Linear, so a FLOP formula must use
-    ``groups`` and the *output* size, and a BatchNorm that must not be counted."""
+    """Exercise 1.2's model. ``conv1`` has a 3x5 kernel (a formula that squares one side fails); ``conv2`` has
+    groups=2, stride=2 and 8 -> 12 channels, so ignoring groups (x2), forgetting the stride (x4) and using the input's
+    size (x8/3) give three different counts; ``fc`` has in_features != out_features; ``bn`` must not be counted."""
     with seeded(0):
-        return nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1),
-            nn.BatchNorm2d(8),
-            nn.ReLU(),
-            nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=4),
-            nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1),
-            nn.Flatten(),
-            nn.Linear(8, 5),
-        ).eval()
+        return nn.Sequential(OrderedDict(
+            conv1=nn.Conv2d(3, 8, (3, 5), padding=(1, 2)),
+            bn=nn.BatchNorm2d(8),
+            relu1=nn.ReLU(),
+            conv2=nn.Conv2d(8, 12, 3, stride=2, padding=1, groups=2),
+            relu2=nn.ReLU(),
+            pool=nn.AdaptiveAvgPool2d(1),
+            flatten=nn.Flatten(),
+            fc=nn.Linear(12, 5),
+        )).eval()
 
 
 def _counted_flops(layer: nn.Module, inputs: torch.Tensor) -> int:
@@ -79,19 +169,60 @@ def _counted_flops(layer: nn.Module, inputs: torch.Tensor) -> int:
     return int(counter.get_total_flops())
 
 
-def _flop_hint(layer: nn.Module, got: int, expected: int, outputs: int) -> str:
-    """Why a FLOP count is off, for the usual slips; empty when none of them explains it."""
-    if got * 2 == expected:
-        return " Count 2 FLOPs per multiply-add (a multiplication and an addition), as torch.utils.flop_counter does."
-    if isinstance(layer, nn.Conv2d) and layer.groups > 1 and got == expected * layer.groups:
-        return (f" This convolution has groups={layer.groups}: each output value sums over in_channels / groups "
-                "input channels, not all of them.")
-    if got == expected + outputs:
-        return " Leave the bias out: torch.utils.flop_counter counts the multiply-adds only."
-    return " Per output value, a Conv2d does (in_channels / groups) * kernel height * kernel width multiply-adds."
+_PER_MAC = " Count 2 FLOPs per multiply-add (a multiplication and an addition), as torch.utils.flop_counter does."
+_BIAS = " Leave the bias out: torch.utils.flop_counter counts the multiply-adds only."
 
 
-def _recorded_nodes(graph_module: torch.fx.GraphModule, x: torch.Tensor) -> dict[str, tuple[torch.fx.Node, nn.Module | None]]:
+def _conv_slips(layer: nn.Conv2d, inputs: torch.Size, outputs: torch.Size) -> list[tuple[int, str]]:
+    """(the count a slip gives, the hint naming it) for the usual slips in a Conv2d's FLOPs."""
+    (kh, kw), cin, cout, groups = layer.kernel_size, layer.in_channels, layer.out_channels, layer.groups
+    out, per_output = math.prod(outputs), cin // groups * kh * kw
+    input_positions = outputs[0] * cout * inputs[2] * inputs[3]
+    square = f" This kernel is {kh}x{kw}, not square: multiply by kernel height * kernel width, both entries of kernel_size."
+    return [
+        (out * per_output, _PER_MAC),
+        (2 * out * cin * kh * kw, f" This convolution has groups={groups}: each output value sums over in_channels / groups "
+                                  f"= {cin // groups} input channels, not all {cin} of them."),
+        (2 * input_positions * per_output, f" This convolution has stride={layer.stride[0]}: its output is "
+                                           f"{outputs[2]}x{outputs[3]}, smaller than its {inputs[2]}x{inputs[3]} input; "
+                                           "count the output values, not the input's positions."),
+        (2 * math.prod(inputs) * per_output, f" You counted per value of the node's *input* {tuple(inputs)}; the "
+                                             f"multiply-adds are per value of its output {tuple(outputs)}."),
+        (2 * out * per_output + out, _BIAS),
+        (2 * out * per_output + 2 * out, _BIAS),
+        (2 * out * (cin // groups) * kh * kh, square),
+        (2 * out * (cin // groups) * kw * kw, square),
+        (2 * out * (cin // groups), f" Each output value also sums over the {kh}x{kw} kernel window: multiply by kernel "
+                                    "height * kernel width."),
+        (2 * out * (cout // groups) * kh * kw, " Each output value sums over the *input* channels of its group: "
+                                               "in_channels / groups, not out_channels / groups."),
+    ]
+
+
+def _linear_slips(layer: nn.Linear, outputs: torch.Size) -> list[tuple[int, str]]:
+    """(the count a slip gives, the hint naming it) for the usual slips in a Linear's FLOPs."""
+    out, features = math.prod(outputs), layer.in_features
+    return [
+        (out * features, _PER_MAC),
+        (2 * out * features + out, _BIAS),
+        (2 * out * features + 2 * out, _BIAS),
+        (2 * out * layer.out_features, f" Each output value of a Linear sums over its in_features ({features}) inputs, "
+                                       f"not out_features ({layer.out_features})."),
+    ]
+
+
+def _flop_hint(layer: nn.Module, got: int, expected: int, inputs: torch.Size, outputs: torch.Size) -> str:
+    """The slip that gives exactly ``got``; a pointer to the formula when none of them does."""
+    if isinstance(layer, nn.Conv2d):
+        slips = _conv_slips(layer, inputs, outputs)
+        general = " Per output value, a Conv2d does (in_channels / groups) * kernel height * kernel width multiply-adds."
+    else:
+        slips = _linear_slips(cast(nn.Linear, layer), outputs)
+        general = " Per output value, a Linear does in_features multiply-adds."
+    return next((hint for count, hint in slips if count == got and count != expected), general)
+
+
+def _recorded_nodes(graph_module: torch.fx.GraphModule, x: torch.Tensor) -> Nodes:
     """Every node ShapeProp gives a tensor shape, with the module it calls (None when it calls none)."""
     ShapeProp(graph_module).propagate(x)
     return {
@@ -101,9 +232,43 @@ def _recorded_nodes(graph_module: torch.fx.GraphModule, x: torch.Tensor) -> dict
     }
 
 
-def _check_shapes(shapes: object, nodes: dict[str, tuple[torch.fx.Node, nn.Module | None]]) -> None:
+def _graph_changes(given: torch.fx.GraphModule, reference: torch.fx.GraphModule) -> list[str]:
+    """What differs between the graph module the learner was given and the checker's private copy of it."""
+    ours = {n.name: n.format_node() for n in reference.graph.nodes}
+    theirs = {n.name: n.format_node() for n in given.graph.nodes}
+    changes = [f"{label} {names}" for label, names in (
+        ("node(s) removed:", [name for name in ours if name not in theirs]),
+        ("node(s) added:", [name for name in theirs if name not in ours]),
+        ("node(s) rewired:", [name for name in ours if name in theirs and ours[name] != theirs[name]]),
+    ) if names]
+    if not changes and list(ours) != list(theirs):
+        changes.append("the nodes reordered")
+    for name, module in reference.named_modules():
+        try:
+            now = given.get_submodule(name)
+        except AttributeError:
+            changes.append(f"module {name!r} removed")
+            continue
+        if name and (type(now) is not type(module) or str(now) != str(module)):
+            changes.append(f"module {name!r} replaced: {module} is now {now}")
+    return changes
+
+
+def _expect_graph_unchanged(given: torch.fx.GraphModule, reference: torch.fx.GraphModule) -> None:
+    changes = _graph_changes(given, reference)
+    expect(not changes, f"Your code changed the graph module it was given ({'; '.join(changes)}). The checker compares "
+                        "with its own copy, which your code never sees: record what the graph does, and leave it as it is.")
+
+
+def _keyed_by_nodes(table: dict[Any, Any], what: str) -> None:
+    expect(not any(isinstance(key, torch.fx.Node) for key in table),
+           f"self.{what} is keyed by the Node objects; key it by each node's name, n.name (a str).")
+
+
+def _check_shapes(shapes: object, nodes: Nodes) -> None:
     if not isinstance(shapes, dict):
         raise CheckFailed("After run(), self.shapes must be a dict {node name: shape tuple}.")
+    _keyed_by_nodes(shapes, "shapes")
     missing = sorted(set(nodes) - set(shapes))
     expect(not missing, f"No shape recorded for node(s) {missing}; record every node whose output is a tensor.")
     for name, (node, _) in nodes.items():
@@ -115,50 +280,68 @@ def _check_shapes(shapes: object, nodes: dict[str, tuple[torch.fx.Node, nn.Modul
         )
 
 
-def _check_flops(flops: object, nodes: dict[str, tuple[torch.fx.Node, nn.Module | None]]) -> int:
+def _check_one_count(name: str, got: object, node: torch.fx.Node, layer: nn.Module) -> None:
+    """Compare one Conv2d/Linear node's recorded FLOPs with torch's counter, naming the slip when they differ."""
+    inputs = node.args[0].meta["tensor_meta"].shape  # type: ignore[union-attr]
+    outputs = node.meta["tensor_meta"].shape
+    expected = _counted_flops(layer, torch.zeros(inputs))
+    if isinstance(got, float) and got == expected:
+        raise CheckFailed(f"Node {name!r}: {got!r} is the right count, but a float; record the FLOPs as an int "
+                          "(`/` makes a float, `//` keeps an int).")
+    expect(isinstance(got, numbers.Integral) and not isinstance(got, bool),
+           f"Node {name!r}: record the FLOPs as an int, got {type(got).__name__} {got!r}.")
+    counted = int(cast(int, got))
+    expect(counted == expected, f"Node {name!r} ({layer}): you counted {counted} FLOPs, torch.utils.flop_counter counts "
+                                f"{expected}.{_flop_hint(layer, counted, expected, inputs, outputs)}")
+
+
+def _check_flops(flops: object, nodes: Nodes) -> int:
     """Compare each Conv2d/Linear node's FLOPs with torch's counter; return how many were compared."""
     if not isinstance(flops, dict):
         raise CheckFailed("After run(), self.flops must be a dict {node name: FLOPs} for the Conv2d and Linear nodes.")
+    _keyed_by_nodes(flops, "flops")
     compared = 0
     for name, (node, layer) in nodes.items():
         got = flops.get(name, 0)
         if not isinstance(layer, (nn.Conv2d, nn.Linear)):
-            expect(not got, f"Node {name!r} ({type(layer).__name__ if layer else node.target}) has {got!r} FLOPs in "
-                            f"self.flops; count only nn.Conv2d and nn.Linear nodes, as torch.utils.flop_counter does.")
+            kind = type(layer).__name__ if layer else node.target
+            expect(not got, f"Node {name!r} ({kind}) has {got!r} FLOPs in self.flops; count only nn.Conv2d and nn.Linear "
+                            f"nodes: torch.utils.flop_counter counts none for {kind}.")
             continue
         expect(name in flops, f"No FLOPs recorded for node {name!r}, a {type(layer).__name__}; record every nn.Conv2d "
                               f"and nn.Linear node: self.fetch_attr(n.target) is the module a call_module node calls.")
-        expect(isinstance(got, numbers.Integral) and not isinstance(got, bool),
-               f"Node {name!r}: record the FLOPs as an int, got {type(got).__name__} {got!r}.")
-        source = node.args[0]
-        inputs = torch.zeros(source.meta["tensor_meta"].shape)  # type: ignore[union-attr]
-        expected = _counted_flops(layer, inputs)
-        outputs = math.prod(node.meta["tensor_meta"].shape)
-        expect(int(got) == expected, f"Node {name!r} ({layer}): you counted {got} FLOPs, torch.utils.flop_counter counts "
-                                     f"{expected}.{_flop_hint(layer, int(got), expected, outputs)}")
+        _check_one_count(name, got, node, layer)
         compared += 1
     return compared
 
 
 def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
     """Exercise 1.2: ``recorder_class(graph_module).run(x)`` fills ``.shapes`` like ShapeProp and ``.flops``
-    like ``torch.utils.flop_counter``."""
+    like ``torch.utils.flop_counter``.
+
+    The learner's class gets a deep copy of the traced model; ShapeProp and the
+    FLOP counter run on the checker's own copy, and a copy the answer changed
+    (nodes erased, a module replaced) is named in the verdict.
+    """
 
     def check() -> str:
-        x = _reference_input()
         expect(
             isinstance(recorder_class, type),
             "Pass the class itself (a subclass of torch.fx.Interpreter), e.g. check_shape_flop_recorder(ShapeFlopRecorder).",
         )
-        graph_module = torch.fx.symbolic_trace(_recorder_model())
-        recorder = call_learner(recorder_class, graph_module)
+        x = _reference_input()
+        reference = torch.fx.symbolic_trace(_recorder_model())
+        given = copy.deepcopy(reference)  # before ShapeProp, so the learner's copy carries no shapes
+        nodes = _recorded_nodes(reference, x)
+        recorder = call_learner(recorder_class, given)
+        _expect_graph_unchanged(given, reference)
         expect(
             callable(getattr(recorder, "run", None)),
             f"{getattr(recorder_class, '__name__', recorder_class)!s} has no run() method: subclass torch.fx.Interpreter.",
         )
         with torch.no_grad():
-            call_learner(recorder.run, x)
-        nodes = _recorded_nodes(graph_module, x)
+            call_learner(recorder.run, x.clone())
+        _expect_graph_unchanged(given, reference)
         _check_shapes(getattr(recorder, "shapes", None), nodes)
         compared = _check_flops(getattr(recorder, "flops", None), nodes)
         return (f"all {len(nodes)} tensor shapes match torch.fx's ShapeProp, and the FLOPs of all {compared} "
@@ -167,7 +350,16 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
     return run_check("1.2", check, recorder_class, "run_node")
 
 
-FOLD_CASES = (("a Linear with bias", True, 1e-5), ("a Linear without bias (linear.bias is None)", False, 1e-2))
+# ------------------------------------------------------------------ exercise 1.3
+
+#: (what it is, in_features, out_features, bias, eps). The square case comes first: there scaling the columns
+#: instead of the rows computes silently and is told by value; eps=1e-3 tells a hard-coded 1e-5 from bn.eps.
+FOLD_CASES = (
+    ("a square Linear (4 in, 4 out) with bias", 4, 4, True, 1e-3),
+    ("a Linear with bias (6 in, 4 out)", 6, 4, True, 1e-5),
+    ("a Linear without bias (linear.bias is None)", 6, 4, False, 1e-2),
+)
+_FLOAT64_TOLERANCE = 1e-9
 
 
 def _fold_cases() -> list[tuple[str, nn.Linear, nn.BatchNorm1d]]:
@@ -175,9 +367,9 @@ def _fold_cases() -> list[tuple[str, nn.Linear, nn.BatchNorm1d]]:
     far from their defaults, so a fold that skips any of them gives a visibly different layer."""
     cases = []
     with seeded(0), torch.no_grad():
-        for label, bias, eps in FOLD_CASES:
-            linear = nn.Linear(6, 4, bias=bias).double().eval()
-            bn = nn.BatchNorm1d(4, eps=eps).double().eval()
+        for label, in_features, out_features, bias, eps in FOLD_CASES:
+            linear = nn.Linear(in_features, out_features, bias=bias).double().eval()
+            bn = nn.BatchNorm1d(out_features, eps=eps).double().eval()
             mean, variance, gamma, beta = _bn_terms(bn)
             mean.uniform_(-1, 1)
             variance.uniform_(0.05, 0.2)  # small variances: a forgotten eps shows
@@ -192,62 +384,164 @@ def _bn_terms(bn: nn.BatchNorm1d) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
     return cast(torch.Tensor, bn.running_mean), cast(torch.Tensor, bn.running_var), bn.weight, bn.bias
 
 
-def _fold_hint(linear: nn.Linear, bn: nn.BatchNorm1d, weight: torch.Tensor, bias: torch.Tensor) -> str:
-    """Why a folded layer is off, for the usual slips; a pointer to the formula when none of them explains it."""
+def _tolerance(dtype: torch.dtype) -> float:
+    """Relative tolerance for a folded layer of ``dtype``: exact arithmetic in float64, float32's rounding otherwise."""
+    return _FLOAT64_TOLERANCE if dtype == torch.float64 else 64 * torch.finfo(dtype).eps
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, tolerance: float) -> bool:
+    """``got`` equals ``want`` (float64) to ``tolerance``, relative to the largest entry (a bias entry may be near 0)."""
+    if got.shape != want.shape:
+        return False
+    return torch.allclose(got.double(), want, rtol=tolerance, atol=tolerance * float(want.abs().max()))
+
+
+def _weight_hint(linear: nn.Linear, bn: nn.BatchNorm1d, weight: torch.Tensor, tolerance: float) -> str:
+    """Why a folded weight is off, for the usual slips; a pointer to the formula when none of them explains it."""
+    _, variance, gamma, _ = _bn_terms(bn)
+    rows = [
+        (gamma / torch.sqrt(variance), " The weights miss bn.eps: the scale is gamma / sqrt(running_var + eps)."),
+        (gamma / torch.sqrt(variance + 1e-5), f" The weights use eps = 1e-5, but this BatchNorm has eps={bn.eps:g}: "
+                                              "read it from bn.eps."),
+        (gamma / variance, " The weights divide by the variance; divide by the standard deviation, sqrt(running_var + eps)."),
+        (gamma / (variance + bn.eps), " The weights divide by the variance; divide by the standard deviation, "
+                                      "sqrt(running_var + eps)."),
+        (1 / torch.sqrt(variance + bn.eps), " The weights miss bn.weight (gamma): the scale is gamma / sqrt(running_var + eps)."),
+    ]
+    scale = gamma / torch.sqrt(variance + bn.eps)
+    if linear.in_features == linear.out_features and _close(weight, linear.weight * scale, tolerance):
+        return (" Each output feature c is a *row* of linear.weight (its shape is (out_features, in_features)): scale "
+                "the rows, not the columns.")
+    for wrong_scale, hint in rows:
+        if _close(weight, linear.weight * wrong_scale.unsqueeze(1), tolerance):
+            return hint
+    return " The folded weight is linear.weight with row c multiplied by s_c = gamma_c / sqrt(running_var_c + eps)."
+
+
+def _bias_hint(linear: nn.Linear, bn: nn.BatchNorm1d, bias: torch.Tensor, tolerance: float) -> str:
+    """Why a folded bias is off (the weight is right), for the usual slips; the formula when none of them explains it."""
     mean, variance, gamma, beta = _bn_terms(bn)
     scale = gamma / torch.sqrt(variance + bn.eps)
-    linear_bias = linear.bias if linear.bias is not None else torch.zeros_like(mean)
-    if linear.in_features == linear.out_features and torch.allclose(weight, linear.weight * scale):
-        return " Each output feature c is a *row* of linear.weight: scale the rows, scale.unsqueeze(1), not the columns."
-    if not torch.allclose(weight, linear.weight * scale.unsqueeze(1)):
-        if torch.allclose(weight, linear.weight * (gamma / torch.sqrt(variance)).unsqueeze(1)):
-            return " The weights miss bn.eps: the scale is gamma / sqrt(running_var + eps)."
-        if any(torch.allclose(weight, linear.weight * (gamma / v).unsqueeze(1)) for v in (variance, variance + bn.eps)):
-            return " The weights divide by the variance; divide by the standard deviation, sqrt(running_var + eps)."
-        return " The folded weight is linear.weight with row c multiplied by s_c = gamma_c / sqrt(running_var_c + eps)."
-    if linear.bias is not None and torch.allclose(bias, -mean * scale + beta):
-        return " The Linear's own bias passes through BatchNorm too: the folded bias is (b - running_mean) * s + beta."
-    if torch.allclose(bias, linear_bias * scale + beta):
-        return " The folded bias misses the running mean: (b - running_mean) * s + beta."
+    own = linear.bias if linear.bias is not None else torch.zeros_like(mean)
+    slips = [
+        (-mean * scale + beta, " The Linear's own bias passes through BatchNorm too: the folded bias is "
+                               "(b - running_mean) * s + beta."),
+        (own * scale + beta, " The folded bias misses the running mean: (b - running_mean) * s + beta."),
+        ((own - mean) * scale, " The folded bias misses bn.bias (beta): (b - running_mean) * s + beta."),
+        (own - mean + beta, " The shift b - running_mean is scaled by s too: (b - running_mean) * s + beta."),
+    ]
+    for wrong, hint in slips[0 if linear.bias is not None else 1:]:
+        if _close(bias, wrong, tolerance):
+            return hint
     return " The folded bias is (b_c - running_mean_c) * s_c + beta_c."
 
 
-def _fold_state(linear: nn.Linear, bn: nn.BatchNorm1d) -> dict[str, torch.Tensor]:
-    return nn.ModuleDict({"linear": linear, "bn": bn}).state_dict()
+def _same(before: object, after: object) -> bool:
+    """Equal values of one setting or tensor (a tensor also of the same dtype and shape); never raises."""
+    if isinstance(before, torch.Tensor) or isinstance(after, torch.Tensor):
+        return (isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor) and before.dtype == after.dtype
+                and before.shape == after.shape and torch.equal(before, after))
+    try:
+        return type(before) is type(after) and bool(before == after)
+    except Exception:  # noqa: BLE001 - an object whose == raises is compared by identity
+        return before is after
+
+
+def _module_changes(given: nn.Module, private: nn.Module, name: str) -> list[str]:
+    """What the answer changed on the module it was given, against the checker's untouched copy: settings (``eps``,
+    ``momentum``, ``training``...), parameters and buffers, and whether each parameter requires grad."""
+    if type(given) is not type(private):
+        return [f"{name} is now a {type(given).__name__}"]
+    missing = object()
+    settings = sorted(key for key in {*vars(private), *vars(given)} if not key.startswith("_"))
+    changes = [f"{name}.{key}: {vars(private).get(key, missing)!r} is now {vars(given).get(key, missing)!r}"
+               for key in settings if not _same(vars(private).get(key, missing), vars(given).get(key, missing))]
+    ours, theirs = private.state_dict(), given.state_dict()
+    changes += [f"{name}.{key}" for key in sorted(ours.keys() | theirs.keys()) if not _same(ours.get(key), theirs.get(key))]
+    grads = dict(given.named_parameters())
+    changes += [f"{name}.{key}.requires_grad" for key, parameter in private.named_parameters()
+                if key in grads and grads[key].requires_grad != parameter.requires_grad]
+    return changes
+
+
+def _expect_unchanged(label: str, given: tuple[nn.Linear, nn.BatchNorm1d], private: tuple[nn.Linear, nn.BatchNorm1d]) -> None:
+    linear, bn = _module_changes(given[0], private[0], "linear"), _module_changes(given[1], private[1], "bn")
+    which = " and the ".join(kind for kind, changes in (("Linear", linear), ("BatchNorm", bn)) if changes)
+    expect(not which, f"For {label}, your code changed the {which} it was given ({'; '.join(linear + bn)}); build a new "
+                      "nn.Linear and leave both as they are. The checker compares with its own copies, which your code "
+                      "never sees.")
+
+
+def _shape_hint(label: str, linear: nn.Linear, error: BaseException) -> str:
+    """The learner's broadcast error, cut to its first line, and what the shapes are: the weight's rows are outputs."""
+    first_line = (str(error).strip().splitlines() or [""])[0]
+    out_features, in_features = linear.weight.shape
+    return (f"On {label}, your code raised {type(error).__name__}: {first_line}. linear.weight has shape "
+            f"(out_features, in_features) = ({out_features}, {in_features}) and the BatchNorm one value per output "
+            f"feature ({out_features}): output feature c is row c, so the scale multiplies the rows, and the folded "
+            "layer maps in_features to out_features like the Linear it replaces.")
+
+
+def _call_fold(fold_linear_bn: Callable[..., Any], label: str, linear: nn.Linear, bn: nn.BatchNorm1d) -> Any:
+    """The learner's fold of ``linear`` and ``bn``; a broadcast error (rows and columns mixed up) gets a hint."""
+    try:
+        with learner_case(label):
+            return call_learner(fold_linear_bn, linear, bn)
+    except LearnerError as exc:
+        if isinstance(exc.original, RuntimeError) and "must match the size" in str(exc.original):
+            raise CheckFailed(_shape_hint(label, linear, exc.original)) from exc
+        raise
+
+
+def _check_fold(label: str, folded: Any, given: nn.Linear, linear: nn.Linear, bn: nn.BatchNorm1d) -> float:
+    """Compare the learner's folded layer with torch's fold of the checker's own copies; return the tolerance used."""
+    expect(isinstance(folded, nn.Linear) and folded is not given,
+           f"For {label} you returned {type(folded).__name__}; return one new nn.Linear (not a Sequential, "
+           f"not the Linear you were given).")
+    expect(folded.weight.shape == linear.weight.shape and folded.bias is not None,
+           f"For {label} the folded Linear must have the same weight shape {tuple(linear.weight.shape)} and a bias "
+           f"(bias=True): BatchNorm's shift becomes its bias.")
+    dtype = folded.weight.dtype
+    expect(dtype in (torch.float32, torch.float64) and folded.bias.dtype == dtype,
+           f"For {label} your folded layer is {dtype} (bias {folded.bias.dtype}); build it in float64, the dtype of the "
+           f"Linear you were given, or float32.")
+    tolerance = _tolerance(dtype)
+    reference = fuse_linear_bn_eval(linear, bn)
+    x = torch.randn(5, linear.in_features, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        weight, bias = folded.weight.detach(), folded.bias.detach()
+        expect(_close(weight, reference.weight, tolerance),
+               f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval."
+               f"{_weight_hint(linear, bn, weight, tolerance)}")
+        expect(_close(bias, reference.bias, tolerance),
+               f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval."
+               f"{_bias_hint(linear, bn, bias, tolerance)}")
+        output = call_learner(folded, x.to(dtype))
+        expect(isinstance(output, torch.Tensor) and _close(output, bn(linear(x)), tolerance),
+               f"For {label} the folded layer's output differs from bn(linear(x)), although its weight and bias are "
+               "right: return a plain nn.Linear.")
+    return tolerance
 
 
 def check_fold_linear_bn(fold_linear_bn: Callable[..., Any]) -> CheckResult:
     """Exercise 1.3: ``fold_linear_bn(linear, bn)`` returns one new ``nn.Linear`` computing ``bn(linear(x))`` in eval mode.
 
-    Compared with torch's own fold, ``torch.nn.utils.fusion.fuse_linear_bn_eval``,
-    and on outputs, in float64 so that only exact arithmetic passes.
+    The learner gets copies of the checker's float64 Linear and BatchNorm; the expected layer is
+    ``torch.nn.utils.fusion.fuse_linear_bn_eval`` of the checker's own untouched copies. A float64
+    layer must match to 1e-9, a float32 one (``nn.Linear``'s default) to float32's rounding.
     """
 
     def check() -> str:
-        x = torch.randn(5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+        tolerances = []
         for label, linear, bn in _fold_cases():
-            before = {name: t.clone() for name, t in _fold_state(linear, bn).items()}
-            with learner_case(label):
-                folded = call_learner(fold_linear_bn, linear, bn)
-            after = _fold_state(linear, bn)
-            expect(all(torch.equal(before[name], after[name]) for name in before),
-                   f"For {label}, your code changed the Linear or the BatchNorm it was given; build a new nn.Linear "
-                   f"and leave both as they are.")
-            expect(isinstance(folded, nn.Linear) and folded is not linear,
-                   f"For {label} you returned {type(folded).__name__}; return one new nn.Linear (not a Sequential, "
-                   f"not the Linear you were given).")
-            expect(folded.weight.shape == linear.weight.shape and folded.bias is not None,
-                   f"For {label} the folded Linear must have the same weight shape {tuple(linear.weight.shape)} and a bias "
-                   f"(bias=True): BatchNorm's shift becomes its bias.")
-            reference = fuse_linear_bn_eval(linear, bn)
-            with torch.no_grad():
-                same_layer = (torch.allclose(folded.weight.double(), reference.weight, rtol=1e-9, atol=1e-12)
-                              and torch.allclose(folded.bias.double(), reference.bias, rtol=1e-9, atol=1e-12))
-                expect(same_layer, f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval"
-                                   f".{_fold_hint(linear, bn, folded.weight.double(), folded.bias.double())}")
-                expect(torch.allclose(folded(x), bn(linear(x)), rtol=1e-9, atol=1e-12),
-                       f"For {label} the folded layer's output differs from bn(linear(x)).")
-        return ("for a Linear with and without bias, your layer equals torch.nn.utils.fusion.fuse_linear_bn_eval's "
-                "and computes bn(linear(x)) to 1e-9.")
+            given = copy.deepcopy(linear), copy.deepcopy(bn)
+            folded = _call_fold(fold_linear_bn, label, *given)
+            _expect_unchanged(label, given, (linear, bn))
+            tolerances.append(_check_fold(label, folded, given[0], linear, bn))
+        done = "for a Linear with and without bias, your layer equals torch.nn.utils.fusion.fuse_linear_bn_eval's"
+        if max(tolerances) == _FLOAT64_TOLERANCE:
+            return f"{done} and computes bn(linear(x)) to 1e-9."
+        return (f"{done} and computes bn(linear(x)) to float32 precision ({max(tolerances):.1e}): your layer is float32, "
+                "the Linear you were given float64; build it in linear's dtype to keep float64.")
 
     return run_check("1.3", check, fold_linear_bn)

@@ -16,7 +16,9 @@ run is timed; the rest is the same and lives here once:
   input tensors for one run, so a model that changes its input in place changes
   a copy, never the caller's tensor;
 - :func:`run_eager_once` runs the model once before any tracing, so a wrong
-  input is reported as the model's own error, not as a traced graph's.
+  input is reported as the model's own error, not as a traced graph's;
+- :func:`watch_runs` lets a checker see the timed runs really happen, rather
+  than trust the count a report object states.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -260,6 +264,56 @@ def _eager_failure_message(model: Any, call_args: Sequence[Any], kwargs: Mapping
     return message + " This is the model's own error on this input, not labkit's: fix the input (its shape, size or type) first."
 
 
+@dataclass(frozen=True)
+class WatchedReport:
+    """A report a profiler built while :func:`watch_runs` was open: a copy as it was built, the timed runs
+    its profiler had really done by then, and whether the model was in train mode."""
+
+    report: ProfileReport
+    timed_runs: int
+    training: bool
+
+
+@dataclass
+class RunWatch:
+    """What labkit's profilers did while :func:`watch_runs` was open."""
+
+    reports: list[WatchedReport] = field(default_factory=list)
+    _runs: dict[Profiler, int] = field(default_factory=dict)  # timed runs each profiler did
+
+    @property
+    def timed_runs(self) -> int:
+        """The most timed runs any one profiler did."""
+        return max(self._runs.values(), default=0)
+
+    def _ran(self, profiler: Profiler) -> None:
+        self._runs[profiler] = self._runs.get(profiler, 0) + 1
+
+    def _reported(self, profiler: Profiler, report: ProfileReport) -> None:
+        self.reports.append(WatchedReport(copy.deepcopy(report), self._runs.get(profiler, 0), profiler.training))
+
+
+_watch: ContextVar[RunWatch | None] = ContextVar("labkit_run_watch", default=None)
+
+
+@contextlib.contextmanager
+def watch_runs() -> Iterator[RunWatch]:
+    """Record every timed run and every report labkit's profilers make inside the block.
+
+    Why: exercise 1.1's checker must know that the runs a report claims really
+    happened; a report is a plain object that an answer can build or relabel
+    (``dataclasses.replace``). What the profilers do is counted here, out of the
+    answer's reach, and the checker compares the report with it. Costs one
+    context-variable read per run when no watch is open.
+    """
+    watch = RunWatch()
+    token = _watch.set(watch)
+    try:
+        yield watch
+    finally:
+        _watch.reset(token)
+
+
 class Profiler:
     """Records timed runs of a model and summarizes them in a :class:`ProfileReport`.
 
@@ -336,6 +390,9 @@ class Profiler:
         self.totals.append(total)
         for key, seconds in durations:
             self.samples.setdefault(key, []).append(seconds)
+        watch = _watch.get()
+        if watch is not None:
+            watch._ran(self)
 
     def report(self) -> ProfileReport:
         if not self.totals:
@@ -346,17 +403,23 @@ class Profiler:
             stats = RunStats.from_samples(samples)
             op, name, target, op_type, module_class = self._describe(key)
             rows.append(NodeTiming(op, name, target, op_type, stats, stats.mean / total.mean * 100, module_class))
-        return ProfileReport(
+        report = ProfileReport(
             rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children
         )
+        watch = _watch.get()
+        if watch is not None:
+            watch._reported(self, report)
+        return report
 
 
 __all__ = [
     "ModelRunError",
     "NotRunYetError",
     "Profiler",
+    "RunWatch",
     "TrainModeWarning",
     "UncopyableModelError",
+    "WatchedReport",
     "check_input_devices",
     "describe_inputs",
     "fresh_call",
@@ -365,4 +428,5 @@ __all__ = [
     "preserved_rng",
     "private_copy",
     "run_eager_once",
+    "watch_runs",
 ]

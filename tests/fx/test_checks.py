@@ -1,5 +1,12 @@
-"""Checkers of notebook 01: the solutions solve them, stubs are 'not yet', wrong answers get a hint."""
+"""Checkers of notebook 01: the solutions solve them, stubs are 'not yet', wrong answers get a hint, cheats are refused.
+
+The catalogue of learners' mistakes, with the words each hint must contain, is tests/mistakes/catalogue_01.py;
+this file tests the checkers' design: the observed runs (1.1), distinct counts for distinct slips and the private
+graph (1.2), the private Linear and BatchNorm and the dtype tolerance (1.3).
+"""
+import dataclasses
 import importlib.util
+import math
 from pathlib import Path
 
 import pytest
@@ -9,7 +16,10 @@ from torch import nn
 
 import labkit
 from labkit.core.checks import Status
+from labkit.fx import checks as fx_checks
 from labkit.fx.checks import check_fold_linear_bn, check_profile_own_model, check_shape_flop_recorder
+from labkit.fx.profile import make_profiler
+from labkit.fx.runs import watch_runs
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
 
@@ -30,6 +40,15 @@ def stub_for(exercise: str):
     return stub
 
 
+# ------------------------------------------------------------------ 1.1
+
+def _cnn() -> nn.Module:
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 2)).eval()
+
+
+X = torch.randn(1, 3, 6, 6)
+
+
 def test_exercise_1_1():
     assert check_profile_own_model(solution("01_1_profile_own_model.py", "profile_my_model")).solved
     assert check_profile_own_model(stub_for("1.1")).status is Status.NOT_YET
@@ -44,6 +63,63 @@ def test_exercise_1_1():
     wrong_type = check_profile_own_model(lambda: "fast")
     assert wrong_type.status is Status.WRONG and "labkit.profile_model" in wrong_type.message
 
+
+def test_watch_runs_counts_the_timed_runs_and_copies_each_report():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten()).eval()
+    with watch_runs() as watch:
+        report = labkit.profile_model(model, X, warmup=2, runs=2, on_run=lambda _: None)
+    assert watch.timed_runs == 2  # warm-up runs are not timed runs
+    assert [watched.timed_runs for watched in watch.reports] == [1, 2, 2]  # two from on_run, then the result
+    assert watch.reports[-1].report == report and watch.reports[-1].report is not report
+    assert not watch.reports[-1].training
+    labkit.profile_model(model, X, runs=1)
+    assert watch.timed_runs == 2  # nothing is recorded once the block is closed
+
+
+def test_exercise_1_1_takes_a_report_from_any_profiler_whose_runs_it_saw():
+    def by_hand():
+        profiler = make_profiler(_cnn(), X)
+        for _ in range(3):
+            profiler.run_once()
+        return profiler.report()
+
+    assert check_profile_own_model(by_hand).solved
+
+
+def test_exercise_1_1_refuses_a_profiler_whose_runs_were_padded():
+    def padded():
+        profiler = make_profiler(_cnn(), X)
+        profiler.run_once()
+        profiler.totals *= 3
+        for samples in profiler.samples.values():
+            samples *= 3
+        return profiler.report()
+
+    result = check_profile_own_model(padded)
+    assert result.status is Status.WRONG and "its profiler really timed 1" in result.message, result
+
+
+def test_exercise_1_1_refuses_a_report_changed_after_profiling():
+    def extra_row():
+        report = labkit.profile_model(_cnn(), X, runs=3)
+        report.rows.append(dataclasses.replace(report.rows[0], name="conv_extra"))
+        return report
+
+    result = check_profile_own_model(extra_row)
+    assert result.status is Status.WRONG and "changed after labkit.profile_model made it" in result.message, result
+
+
+def test_exercise_1_1_relabelled_runs_fail_under_every_mode():
+    for mode in ("fast", "interpreter", "modules"):
+        def relabelled(mode=mode):
+            report = labkit.profile_model(_cnn(), X, runs=1, mode=mode)
+            return dataclasses.replace(report, total=dataclasses.replace(report.total, count=3))
+
+        result = check_profile_own_model(relabelled)
+        assert result.status is Status.WRONG and "really timed only 1" in result.message, (mode, result)
+
+
+# ------------------------------------------------------------------ 1.2
 
 RECORDER = solution("01_2_shape_flop_recorder.py", "ShapeFlopRecorder")
 
@@ -75,6 +151,41 @@ def test_exercise_1_2():
     assert "self.shapes" in nothing.message and "Your run_node" not in nothing.message  # torch's run_node: no pointer
 
 
+def _model_layers() -> list[tuple[nn.Module, torch.Size, torch.Size]]:
+    """(layer, input shape, output shape) of every Conv2d and Linear in exercise 1.2's model."""
+    graph_module = torch.fx.symbolic_trace(fx_checks._recorder_model())
+    nodes = fx_checks._recorded_nodes(graph_module, fx_checks._reference_input())
+    return [(layer, node.args[0].meta["tensor_meta"].shape, node.meta["tensor_meta"].shape)
+            for node, layer in nodes.values() if isinstance(layer, (nn.Conv2d, nn.Linear))]
+
+
+def test_exercise_1_2_model_tells_the_slips_apart():
+    layers = _model_layers()
+    grouped = [layer for layer, _, _ in layers if isinstance(layer, nn.Conv2d) and layer.groups > 1]
+    assert grouped and all(layer.groups != layer.stride[0] ** 2 for layer in grouped)
+    assert any(isinstance(layer, nn.Conv2d) and layer.kernel_size[0] != layer.kernel_size[1] for layer, _, _ in layers)
+    assert any(isinstance(layer, nn.Linear) and layer.in_features != layer.out_features for layer, _, _ in layers)
+    for layer, inputs, outputs in layers:
+        expected = fx_checks._counted_flops(layer, torch.zeros(inputs))
+        slips = (fx_checks._conv_slips(layer, inputs, outputs) if isinstance(layer, nn.Conv2d)
+                 else fx_checks._linear_slips(layer, outputs))
+        hints_by_count: dict[int, set[str]] = {}
+        for count, hint in slips:
+            if count != expected:
+                hints_by_count.setdefault(count, set()).add(hint)
+        assert all(len(hints) == 1 for hints in hints_by_count.values()), (layer, hints_by_count)
+
+
+def test_exercise_1_2_formula_of_the_solution_is_torchs():
+    for layer, inputs, outputs in _model_layers():
+        expected = fx_checks._counted_flops(layer, torch.zeros(inputs))
+        if isinstance(layer, nn.Conv2d):
+            kh, kw = layer.kernel_size
+            assert expected == 2 * math.prod(outputs) * layer.in_channels // layer.groups * kh * kw
+        else:
+            assert expected == 2 * math.prod(outputs) * layer.in_features
+
+
 def _recorder_changing_flops(change):
     """The solution with ``change(layer, output, flops)`` applied to each recorded FLOP count."""
 
@@ -92,10 +203,13 @@ def _recorder_changing_flops(change):
     ("change", "hint"),
     [
         (lambda layer, out, flops: flops // 2, "2 FLOPs per multiply-add"),
-        (lambda layer, out, flops: flops * getattr(layer, "groups", 1), "groups=4"),
+        (lambda layer, out, flops: flops * getattr(layer, "groups", 1), "groups=2"),
+        (lambda layer, out, flops: flops * (layer.stride[0] ** 2 if isinstance(layer, nn.Conv2d) else 1), "stride=2"),
         (lambda layer, out, flops: flops + out.numel(), "Leave the bias out"),
-        (lambda layer, out, flops: float(flops), "as an int"),
+        (lambda layer, out, flops: flops + 2 * out.numel(), "Leave the bias out"),
+        (lambda layer, out, flops: float(flops + 1), "as an int"),
         (lambda layer, out, flops: flops + 2, "kernel height * kernel width"),
+        (lambda layer, out, flops: flops + 2 if isinstance(layer, nn.Linear) else flops, "a Linear does in_features"),
     ],
 )
 def test_exercise_1_2_wrong_flops_get_their_hint(change, hint):
@@ -114,15 +228,38 @@ def test_exercise_1_2_counts_only_conv_and_linear():
     result = check_shape_flop_recorder(CountsEverything)
     assert result.status is Status.WRONG and "count only nn.Conv2d and nn.Linear" in result.message
 
-    class SkipsLinear(RECORDER):
-        def run_node(self, n):
-            result = super().run_node(n)
-            if isinstance(self.fetch_attr(n.target) if n.op == "call_module" else None, nn.Linear):
-                del self.flops[n.name]
+
+def test_exercise_1_2_refuses_a_graph_changed_while_running():
+    class PrunesAsItRuns(RECORDER):
+        def run(self, *args):
+            result = super().run(*args)
+            relu = next(n for n in self.module.graph.nodes if n.name == "relu2")
+            relu.replace_all_uses_with(relu.args[0])
+            self.module.graph.erase_node(relu)
             return result
 
-    result = check_shape_flop_recorder(SkipsLinear)
-    assert result.status is Status.WRONG and "a Linear" in result.message, result
+    result = check_shape_flop_recorder(PrunesAsItRuns)
+    assert result.status is Status.WRONG and "node(s) removed: ['relu2']" in result.message, result
+
+    class TouchesASetting(RECORDER):
+        def __init__(self, module):
+            super().__init__(module)
+            module.conv2.stride = (1, 1)
+
+    result = check_shape_flop_recorder(TouchesASetting)
+    assert result.status is Status.WRONG and "module 'conv2' replaced" in result.message, result
+
+
+def test_exercise_1_2_gives_the_learner_a_copy_without_shapes():
+    seen = []
+
+    class Looks(RECORDER):
+        def __init__(self, module):
+            super().__init__(module)
+            seen.append([dict(n.meta) for n in module.graph.nodes])
+
+    assert check_shape_flop_recorder(Looks).solved
+    assert not any("tensor_meta" in meta for meta in seen[0])
 
 
 class _Shapes(torch.fx.Interpreter):
@@ -158,23 +295,14 @@ def test_exercise_1_2_odd_shapes_are_wrong_not_a_crash(record):
         assert check_shape_flop_recorder(not_an_interpreter).status is Status.WRONG
 
 
+# ------------------------------------------------------------------ 1.3
+
 FOLD = solution("01_3_fold_linear_bn.py", "fold_linear_bn")
-
-
-def _folded(linear: nn.Linear, scale: torch.Tensor, bias: torch.Tensor) -> nn.Linear:
-    layer = nn.Linear(linear.in_features, linear.out_features, dtype=linear.weight.dtype)
-    with torch.no_grad():
-        layer.weight.copy_(linear.weight * scale)
-        layer.bias.copy_(bias)
-    return layer
-
-
-def _linear_bias(linear: nn.Linear) -> torch.Tensor | float:
-    return linear.bias if linear.bias is not None else 0.0
 
 
 def test_exercise_1_3():
     assert check_fold_linear_bn(FOLD).solved
+    assert "to 1e-9" in check_fold_linear_bn(FOLD).message
     assert check_fold_linear_bn(stub_for("1.3")).status is Status.NOT_YET
     square = nn.Linear(4, 4).double().eval()
     bn = nn.BatchNorm1d(4).double().eval()
@@ -185,29 +313,57 @@ def test_exercise_1_3():
     torch.testing.assert_close(FOLD(square, bn)(x), bn(square(x)))  # the solution is right beyond the checker's cases
 
 
+def test_exercise_1_3_cases_tell_the_slips_apart():
+    shapes = [(linear.in_features, linear.out_features) for _, linear, _ in fx_checks._fold_cases()]
+    assert shapes[0][0] == shapes[0][1]  # first: rows and columns mixed up still compute
+    assert any(inputs != outputs for inputs, outputs in shapes)  # a non-square weight
+    assert {bn.eps for _, _, bn in fx_checks._fold_cases()} - {1e-5}  # an eps that is not the default
+
+
+def test_exercise_1_3_tolerance_follows_the_returned_dtype():
+    assert check_fold_linear_bn(lambda linear, bn: FOLD(linear, bn).float()).solved
+    half = check_fold_linear_bn(lambda linear, bn: FOLD(linear, bn).half())
+    assert half.status is Status.WRONG and "torch.float16" in half.message, half
+
+    def forgets_eps_in_float32(linear, bn):
+        linear, bn = linear.float(), bn.float()  # converts the given modules in place, and is named
+        return FOLD(linear, bn)
+
+    result = check_fold_linear_bn(forgets_eps_in_float32)
+    assert result.status is Status.WRONG and "changed the Linear and the BatchNorm it was given" in result.message
+
+
+def _folded(linear: nn.Linear, scale: torch.Tensor, bias: torch.Tensor) -> nn.Linear:
+    layer = nn.Linear(linear.in_features, linear.out_features, dtype=linear.weight.dtype)
+    with torch.no_grad():
+        layer.weight.copy_(linear.weight * scale)
+        layer.bias.copy_(bias)
+    return layer
+
+
+def _no_eps_in_float32(linear, bn):
+    scale = (bn.weight / torch.sqrt(bn.running_var)).unsqueeze(1)
+    folded = _folded(linear, scale, (linear.bias - bn.running_mean) * scale.squeeze(1) + bn.bias)
+    return folded.float()
+
+
 @pytest.mark.parametrize(
     ("fold", "hint"),
     [
-        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var)).unsqueeze(1),
-                                    (_linear_bias(linear) - bn.running_mean) * bn.weight / torch.sqrt(bn.running_var)
-                                    + bn.bias), "miss bn.eps"),
-        (lambda linear, bn: _folded(linear, (bn.weight / (bn.running_var + bn.eps)).unsqueeze(1), bn.bias),
-         "divide by the standard deviation"),
-        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var + bn.eps)).unsqueeze(1),
-                                    _linear_bias(linear) * bn.weight / torch.sqrt(bn.running_var + bn.eps) + bn.bias),
-         "misses the running mean"),
-        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var + bn.eps)).unsqueeze(1),
-                                    -bn.running_mean * bn.weight / torch.sqrt(bn.running_var + bn.eps) + bn.bias),
-         "own bias passes through BatchNorm"),
-        (lambda linear, bn: nn.Sequential(linear, bn), "returned Sequential"),
+        (_no_eps_in_float32, "miss bn.eps"),  # float32's tolerance is still far tighter than a missing eps
+        (lambda linear, bn: (bn.train(), FOLD(linear, bn))[1], "bn.training: False is now True"),
+        (lambda linear, bn: (bn.weight.requires_grad_(False), FOLD(linear, bn))[1], "bn.weight.requires_grad"),
+        (lambda linear, bn: (setattr(bn, "momentum", None), FOLD(linear, bn))[1], "bn.momentum: 0.1 is now None"),
+        (lambda linear, bn: (linear.weight.data.mul_(2), FOLD(linear, bn))[1], "changed the Linear it was given"),
         (lambda linear, bn: linear, "not the Linear you were given"),
-        (lambda linear, bn: FOLD(linear.float(), bn.float()), "changed the Linear or the BatchNorm"),
-        (lambda linear, bn: (linear.weight.data.mul_(2), FOLD(linear, bn))[1], "changed the Linear or the BatchNorm"),
-        (lambda linear, bn: _folded(linear, (bn.weight / torch.sqrt(bn.running_var + bn.eps)).unsqueeze(1),
-                                    (linear.bias - bn.running_mean) * bn.weight / torch.sqrt(bn.running_var + bn.eps)
-                                    + bn.bias), "On a Linear without bias (linear.bias is None), your code raised TypeError"),
     ],
 )
 def test_exercise_1_3_wrong_folds_get_their_hint(fold, hint):
     result = check_fold_linear_bn(fold)
     assert result.status is Status.WRONG and hint in result.message, result
+
+
+def test_exercise_1_3_a_changed_given_batchnorm_leaves_the_reference_alone():
+    zero_eps = check_fold_linear_bn(lambda linear, bn: (setattr(bn, "eps", 0.0), FOLD(linear, bn))[1])
+    assert zero_eps.status is Status.WRONG and "bn.eps" in zero_eps.message
+    assert check_fold_linear_bn(FOLD).solved  # the cases are built afresh: nothing carried over
