@@ -1,18 +1,25 @@
 """Checkers for the exercises of notebook 02 (memory formats).
 
-Each checker runs the learner's function on its own inputs and compares with
-torch itself: strides with ``torch.empty(..., memory_format=...)``, the
-dropped operator with a model whose culprit is known by construction, the
-Conv3d conversion with ``Tensor.is_contiguous(memory_format=...)`` and the
-unconverted model's output. They never raise, and their messages hold no
-timings, so the notebook's stored checker output is reproducible.
+Each checker runs the learner's function on inputs it builds itself, keeps its own references out of the
+learner's reach, and compares with torch itself: strides with ``torch.empty(..., memory_format=...)``, the
+dropped operator with the checker's own trace of a private copy of the model, the Conv3d conversion with
+``Tensor.is_contiguous(memory_format=...)`` on the model's parameters and the output of a model the learner
+never saw. A wrong answer is diagnosed from what the checker observed (which strides the numbers describe,
+what the learner's TorchFunctionMode returns when called on small tensors, which layers got converted), so
+the hint names the mistake. They never raise, and their messages hold no timings, so the notebook's stored
+checker output is reproducible.
 """
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack, _pop_mode
 
 from labkit.core.checks import (
     CheckFailed,
@@ -20,11 +27,24 @@ from labkit.core.checks import (
     LearnerError,
     call_learner,
     expect,
-    expect_instance,
     int_tuple,
+    learner_case,
     run_check,
 )
 from labkit.core.notebook import seeded
+from labkit.memory_format.tracker import _tensors
+
+_CL = torch.channels_last
+_CL3D = torch.channels_last_3d
+
+
+def _first_line(error: BaseException) -> str:
+    """The exception's type and the first line of its message: torch's overload lists would bury the hint after it."""
+    first, _, rest = str(error).strip().partition("\n")
+    return f"{type(error).__name__}: {first.rstrip(':')}{' (…)' if rest.strip() else ''}"
+
+
+# ---------------------------------------------------------------------------------------------- 2.1 predict strides
 
 STRIDE_CASES = [
     ((10, 3, 32, 32), "contiguous_format"),
@@ -36,32 +56,200 @@ STRIDE_CASES = [
     ((2, 3, 4, 5, 6), "contiguous_format"),
 ]
 
+#: The dimension letters of a 4-D and a 5-D tensor, in the order torch lists sizes and strides.
+_LETTERS = {4: "NCHW", 5: "NCDHW"}
+#: Each format's memory order, outermost to innermost.
+_MEMORY_ORDER = {
+    ("contiguous_format", 4): "N, C, H, W",
+    ("contiguous_format", 5): "N, C, D, H, W",
+    ("channels_last", 4): "N, H, W, C",
+    ("channels_last_3d", 5): "N, D, H, W, C",
+}
+
+
+def _memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> str | None:
+    """The memory order, outermost first, that ``strides`` give ``shape`` when they describe a dense layout of it
+    (each stride the product of the sizes inside it); None when they describe none, or several (equal strides)."""
+    if len(shape) not in _LETTERS or len(strides) != len(shape) or len(set(strides)) != len(strides):
+        return None
+    innermost_first = sorted(range(len(shape)), key=lambda dim: strides[dim])
+    step = 1
+    for dim in innermost_first:
+        if strides[dim] != step:
+            return None
+        step *= shape[dim]
+    return ", ".join(_LETTERS[len(shape)][dim] for dim in reversed(innermost_first))
+
+
+def _stride_hint(shape: tuple[int, ...], name: str, got: tuple[int, ...], expected: tuple[int, ...],
+                 right_for_the_object: bool) -> str:
+    """What the wrong strides ``got`` are, when they are something recognisable: the message for 2.1."""
+    said = f"For shape {shape} in {name} you predicted {got}, torch gives {expected}."
+    letters = ", ".join(_LETTERS.get(len(shape), "?"))
+    order = _MEMORY_ORDER.get((name, len(shape)), "?")
+    if right_for_the_object:
+        return (f"{said} Your code gives torch's strides when it is passed the object torch.{name}, but the checker passes "
+                f"memory_format as a string, {name!r}, as the docstring says: a string never equals torch.{name}. "
+                "Compare memory_format with the format's name.")
+    if got == shape:
+        return (f"{said} Those are the sizes (the shape), not the strides: a dimension's stride is how many elements "
+                "apart in memory two neighbours along it are.")
+    for size in (2, 4, 8):
+        if got == tuple(size * stride for stride in expected):
+            return (f"{said} Those are {size} times torch's: strides count elements, not bytes "
+                    "(NumPy's .strides are in bytes; torch's are not).")
+    if got == expected[::-1]:
+        return f"{said} Those are torch's strides in reverse: list them in the order of the dimensions, {letters}, as torch does."
+    if name != "contiguous_format":
+        if got == torch.empty(shape).stride():
+            if name == "channels_last_3d":
+                return (f"{said} Those are the contiguous strides: channels_last_3d, the 5-D format, puts the channels "
+                        f"innermost as channels_last does, memory order {order}.")
+            return (f"{said} Those are the contiguous strides (memory order {_MEMORY_ORDER[('contiguous_format', 4)]}): "
+                    f"your code gives the same strides whatever memory_format says. In {name} the channels are innermost: "
+                    f"memory order {order}.")
+        in_memory_order = (0, *range(2, len(shape)), 1)
+        if got == tuple(expected[dim] for dim in in_memory_order):
+            return (f"{said} Those are torch's strides listed in memory order ({order}); torch lists strides in the order "
+                    f"of the logical dimensions, {letters}, whatever the layout, so C's stride comes second.")
+    implied = _memory_order(shape, got)
+    if implied is not None:
+        return f"{said} Your strides describe the memory order {implied} (outermost to innermost); {name} is {order}."
+    return (f"{said} Hint: list the dimensions from innermost to outermost; each stride is the product of the sizes "
+            "inside it.")
+
+
+class _TensorWatch(TorchFunctionMode):
+    """Notes a torch call that made or read a tensor of the shape the learner was asked about: predicting strides
+    means working them out, not reading them off ``torch.empty(shape, memory_format=...)``."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.shape = sorted(shape)
+        self.used: str | None = None
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if self.used is None and any(sorted(tensor.shape) == self.shape for tensor in _tensors((args, kwargs, result))):
+            self.used = getattr(func, "__name__", "a torch function")
+        return result
+
+
+def _right_for_the_object(predict_strides: Callable[..., object], shape: tuple[int, ...], name: str,
+                          expected: tuple[int, ...]) -> bool:
+    """True when the learner's code gives torch's strides if passed ``torch.<name>`` instead of the string it gets."""
+    try:
+        return int_tuple(call_learner(predict_strides, shape, getattr(torch, name))) == expected
+    except LearnerError:
+        return False
+
 
 def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tuple[int, ...]]) -> CheckResult:
     """Exercise 2.1: ``predict_strides(shape, format_name)`` gives torch's strides for a new tensor."""
 
     def check() -> str:
+        used: str | None = None
+        lists = False
         for shape, name in STRIDE_CASES:
             expected = torch.empty(shape, memory_format=getattr(torch, name)).stride()
-            got = call_learner(predict_strides, shape, name)
-            expect(
-                int_tuple(got) is not None,
-                f"For shape {shape} in {name} you predicted {got!r}; return a tuple of ints, one stride per dimension.",
-            )
-            expect(int_tuple(got) == expected, (
-                f"For shape {shape} in {name} you predicted {got}, torch gives {expected}. "
-                "Hint: list the dimensions from innermost to outermost; each stride is the product of the sizes inside it."
-            ))
-        return f"All {len(STRIDE_CASES)} stride tuples match torch, including size-1 and 5-D shapes."
+            case = f"the {len(shape)}-D shape {shape} ({', '.join(_LETTERS[len(shape)])}) in {name}"
+            with learner_case(case), _TensorWatch(shape) as watch:
+                got = call_learner(predict_strides, shape, name)
+            used = used or watch.used
+            strides = int_tuple(got)
+            if strides is None:
+                raise CheckFailed(f"For shape {shape} in {name} you predicted {got!r}; return a tuple of ints, "
+                                  "one stride per dimension.")
+            if strides != expected:
+                raise CheckFailed(_stride_hint(shape, name, strides, expected,
+                                               _right_for_the_object(predict_strides, shape, name, expected)))
+            lists = lists or isinstance(got, list)
+        expect(used is None, (
+            f"Your strides match torch's, but your code read them off a tensor (it called {used} on a tensor of the shape "
+            "it was asked about). Work them out from the shape alone, without creating a tensor."
+        ))
+        note = (" You returned lists: the numbers are right, but Tensor.stride() gives a tuple, and in Python a list "
+                "never equals a tuple ([3, 1] == (3, 1) is False), so return a tuple.") if lists else ""
+        return f"All {len(STRIDE_CASES)} stride tuples match torch, including size-1 and 5-D shapes.{note}"
 
     return run_check("2.1", check, predict_strides)
 
 
-class _PlusFreshZeros(nn.Module):
-    """Adds a freshly made (contiguous) zero tensor: the sum follows its channels_last first operand."""
+# ---------------------------------------------------------------------------------------------- 2.2 format dropper
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.zeros(x.shape)
+
+def _strictly_channels_last(value: object) -> bool:
+    """A 4-D tensor in channels_last and not also contiguous: one whose format an operator can keep or drop."""
+    return (isinstance(value, torch.Tensor) and value.dim() == 4
+            and value.is_contiguous(memory_format=_CL) and not value.is_contiguous())
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call of the checker's own trace of a model that returned a 4-D tensor."""
+
+    name: str
+    has_tensor_input: bool
+    took_channels_last: bool  # one of its tensor inputs was channels_last
+    first_took: bool  # its first tensor input was
+    shape: tuple[int, ...]
+    kept: bool  # its result is channels_last (perhaps contiguous too)
+    ambiguous: bool  # its result is contiguous and channels_last at once (a 1x1 image fits both)
+
+    @property
+    def dropped(self) -> bool:
+        return self.took_channels_last and not self.kept
+
+
+class _Trace(TorchFunctionMode):
+    """The checker's reference tracker: every call that returned a 4-D tensor, with the formats of its inputs and result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[_Call] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if isinstance(result, torch.Tensor) and result.dim() == 4:
+            inputs = list(_tensors((args, kwargs or {})))
+            kept = result.is_contiguous(memory_format=_CL)
+            self.calls.append(_Call(
+                name=getattr(func, "__name__", str(func)),
+                has_tensor_input=bool(inputs),
+                took_channels_last=any(_strictly_channels_last(tensor) for tensor in inputs),
+                first_took=bool(inputs) and _strictly_channels_last(inputs[0]),
+                shape=tuple(result.shape),
+                kept=kept,
+                ambiguous=kept and result.is_contiguous(),
+            ))
+        return result
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the checker's first convolution saw each time the learner's code ran the model."""
+
+    input_channels_last: bool
+    weight_channels_last: bool
+    modes: tuple[TorchFunctionMode, ...]  # torch's stack of TorchFunctionModes at that moment
+
+
+class _WatchedConv(nn.Conv2d):
+    """A Conv2d that tells the checker what it ran with: the input's and its weight's formats, and which modes were on.
+
+    It reports through a function, not an object: ``copy.deepcopy`` copies a model's objects but keeps its
+    functions, so a copy the learner's code makes still reports to the checker.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, note: Callable[[_Seen], None]) -> None:
+        super().__init__(in_channels, out_channels, 3, padding=1)
+        self._note = note
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        with torch._C.DisableTorchFunction():  # the checker's own look, not a call for the learner's mode to see
+            self._note(_Seen(_strictly_channels_last(input), _strictly_channels_last(self.weight),
+                             tuple(_get_current_function_mode_stack())))
+        return super().forward(input)
 
 
 class _ChannelSoftmax(nn.Module):
@@ -69,100 +257,410 @@ class _ChannelSoftmax(nn.Module):
         return torch.softmax(x, dim=1)
 
 
-def _dropper_cases() -> list[tuple[str, nn.Module, str | None]]:
+class _BiasFirst(nn.Module):
+    """Adds a bias map made inside the model: a new NCHW tensor as add's first input, the channels_last one second."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.add(torch.full(x.shape, 0.1), x)
+
+
+class _FreshGate(nn.Module):
+    """Gates with a mask computed inside the model from a new NCHW tensor: calls on NCHW tensors that drop nothing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(torch.full(x.shape, 2.0))
+
+
+def _conv() -> nn.Conv2d:
+    return nn.Conv2d(8, 8, 3, padding=1)
+
+
+#: The checker's models, each by label and builder: the builder takes the function the first convolution reports to.
+#: Their first drops (by the checker's trace): layer_norm; softmax, then layer_norm; add (channels_last second);
+#: none (a 1x1 result is channels_last too); none (the NCHW calls had no channels_last input).
+_DROPPER_MODELS: tuple[tuple[str, Callable[[Callable[[_Seen], None]], nn.Module]], ...] = (
+    ("layer norm model", lambda note: nn.Sequential(_WatchedConv(3, 8, note), nn.ReLU(), nn.LayerNorm(8), _conv())),
+    ("softmax and layer norm model", lambda note: nn.Sequential(
+        _WatchedConv(3, 8, note), nn.BatchNorm2d(8), _ChannelSoftmax(), _conv(), nn.LayerNorm(8), _conv())),
+    ("model with an NCHW bias", lambda note: nn.Sequential(_WatchedConv(3, 8, note), _BiasFirst(), _conv())),
+    ("clean model", lambda note: nn.Sequential(
+        _WatchedConv(3, 8, note), nn.ReLU(), nn.MaxPool2d(2), _conv(), nn.AdaptiveAvgPool2d(1))),
+    ("model with an NCHW gate", lambda note: nn.Sequential(_WatchedConv(3, 8, note), _FreshGate(), _conv())),
+)
+
+
+def _dropper_model(index: int, note: Callable[[_Seen], None]) -> nn.Module:
     with seeded(0):
-        conv = lambda: nn.Conv2d(8, 8, 3, padding=1)  # noqa: E731
-        return [
-            ("layer norm model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.LayerNorm(8), conv()), "layer_norm"),
-            ("softmax model",
-             nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), _ChannelSoftmax(), conv()), "softmax"),
-            ("clean model", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), conv()), None),
-            # A new NCHW tensor that no channels_last input produced is not a drop: a logger that looks only at
-            # outputs would name torch.zeros here.
-            ("model with a fresh NCHW offset", nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), _PlusFreshZeros(), conv()), None),
-        ]
+        return _DROPPER_MODELS[index][1](note).eval()
+
+
+def _dropper_input() -> torch.Tensor:
+    return torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+
+
+def _reference_trace(index: int) -> list[_Call]:
+    """The checker's trace of its own copy of model ``index``, in channels_last: what the right answer rests on."""
+    model = _dropper_model(index, lambda seen: None).to(memory_format=_CL)
+    x = _dropper_input().contiguous(memory_format=_CL)
+    with torch.no_grad(), _Trace() as trace:
+        model(x)
+    return trace.calls
+
+
+def _pop_modes_above(depth: int) -> list[TorchFunctionMode]:
+    """Take off torch's mode stack the modes the learner's code entered and never exited; return them."""
+    left = []
+    while len(_get_current_function_mode_stack()) > depth:
+        left.append(_pop_mode())
+    return left
+
+
+def _is_library_mode(mode: TorchFunctionMode) -> bool:
+    """True for a mode of torch's (``with torch.device(...)``) or labkit's (FormatTracker's), not one the learner wrote."""
+    return type(mode).__module__.startswith(("torch.", "labkit."))
+
+
+def _own_modes(modes: list[TorchFunctionMode], before: list[TorchFunctionMode]) -> list[TorchFunctionMode]:
+    """The learner's modes among ``modes``: not on the stack before the call, not torch's or labkit's."""
+    own: list[TorchFunctionMode] = []
+    for mode in modes:
+        if not _is_library_mode(mode) and all(mode is not other for other in [*before, *own]):
+            own.append(mode)
+    return own
+
+
+def _modes_in_traceback(error: BaseException) -> list[TorchFunctionMode]:
+    """The modes whose ``__torch_function__`` the exception passed through."""
+    modes = []
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        mode = frame.f_locals.get("self") if frame.f_code.co_name == "__torch_function__" else None
+        if isinstance(mode, TorchFunctionMode):
+            modes.append(mode)
+    return modes
+
+
+def _mode_hint(mode: TorchFunctionMode) -> str:
+    """What is wrong inside the learner's ``__torch_function__``, found by calling it on small tensors; "" if nothing."""
+    name = f"{type(mode).__name__}.__torch_function__"
+    a, b = torch.ones(3), torch.full((3,), 2.0)
+    try:
+        result = call_learner(mode.__torch_function__, torch.neg, (torch.Tensor,), (a,), None)
+    except LearnerError as exc:
+        if isinstance(exc.original, TypeError) and "mapping" in str(exc.original):
+            return (f"torch calls {name} with kwargs=None when a call has no keyword arguments, and ** of None raises "
+                    "this TypeError: treat None as no keyword arguments.")
+        return ""
+    if not (isinstance(result, torch.Tensor) and result.shape == a.shape and torch.equal(result, -a)):
+        got = "None" if result is None else f"a {type(result).__name__}"
+        return (f"{name} returned {got} for torch.neg(x), not what torch.neg gives: it must call func and return "
+                "func's result, or every call inside your mode loses its value.")
+    try:
+        result = call_learner(mode.__torch_function__, torch.add, (torch.Tensor,), (a, b), {"alpha": 2})
+    except LearnerError:
+        return ""
+    if isinstance(result, torch.Tensor) and result.shape == a.shape and torch.equal(result, a + b):
+        return (f"{name} drops the keyword arguments: torch.add(a, b, alpha=2) gave a + b inside your mode "
+                "(and softmax(x, dim=1) loses its dim). Pass kwargs on to func.")
+    return ""
+
+
+def _conversion_hint(label: str, got: object, seen: list[_Seen]) -> str:
+    """Why nothing could drop: the model ran on an NCHW input, or with NCHW weights; "" when it ran in channels_last."""
+    if any(each.input_channels_last or each.weight_channels_last for each in seen):
+        return ""
+    return (f"For the {label} you answered {got!r}: your code ran the model on an NCHW input with NCHW weights, so no "
+            "tensor was channels_last and nothing could drop it: convert the model and the input to channels_last before "
+            "running it.")
+
+
+def _type_hint(label: str, got: object) -> str:
+    """The hint for an answer that is neither a string nor None."""
+    if callable(got):
+        return (f"For the {label} you returned the function {getattr(got, '__name__', '?')} itself; return its name as a "
+                "string, or None.")
+    if isinstance(got, (list, tuple)):
+        return f"For the {label} you returned a {type(got).__name__}; return only the first name, as a string, or None."
+    return f"For the {label} you returned a {type(got).__name__}; return the operator's name as a string, or None."
+
+
+def _answer_hint(label: str, got: str | None, calls: list[_Call]) -> str:
+    """Why ``got`` is not the first operator that drops channels_last in this model, from the checker's trace."""
+    droppers = [call for call in calls if call.dropped]
+    expected = droppers[0].name if droppers else None
+    short = got.rsplit(".", 1)[-1] if got else got
+    said = f"For the {label} you answered {got!r}"
+    named = [call for call in calls if call.name == short]
+    if got is not None and got.startswith("<"):
+        printed = got.split(" at 0x")[0] + (" ...>" if " at 0x" in got else "")
+        return (f"For the {label} you answered {printed!r}, the function's printed form (str(func)); return its name "
+                "(its __name__), a string.")
+    if got == "" and expected is None:
+        return f"{said}: nothing drops channels_last there, so return None, not an empty string."
+    if got is None and droppers and not droppers[0].first_took:
+        return (f"{said}, but {expected} drops channels_last there: its channels_last input is not its first argument. "
+                "Look at every tensor argument, not only the first.")
+    if named and named[0].dropped:
+        return f"{said}; it drops channels_last too, but after {expected!r}. Return the first call that drops it."
+    if named and named[0].took_channels_last and named[0].ambiguous:
+        return (f"{said}, but its result, shape {named[0].shape}, is contiguous and channels_last at once (a 1x1 image "
+                f"fits both layouts), so it kept the format. Ask whether the result is channels_last, not whether it is "
+                "contiguous.")
+    if named and named[0].took_channels_last:
+        return (f"{said}, but {short} took channels_last and returned channels_last: it kept the format (its strides "
+                "differ from its input's where its sizes do). Record a call only when a channels_last input gave a 4-D "
+                "result that is not channels_last.")
+    if named:
+        why = "its inputs were NCHW all along" if named[0].has_tensor_input else "it makes a new tensor from no input"
+        return (f"{said}, but {short} had no channels_last input ({why}), so it had no format to drop. Record a call only "
+                "when one of its tensor inputs was channels_last.")
+    if expected is None:
+        return f"{said}, but no operator drops channels_last there: return None."
+    return (f"{said}, but the first operator that drops channels_last is {expected!r}. Hint: in __torch_function__, call "
+            "func first, then compare the formats of its 4-D tensor inputs and of its result "
+            "(is_contiguous(memory_format=...)).")
+
+
+@dataclass(frozen=True)
+class _LearnerRun:
+    """One call of the learner's find_format_dropper on a fresh model, and what the checker saw of it."""
+
+    answer: object
+    error: LearnerError | None
+    seen: list[_Seen]
+    modes: list[TorchFunctionMode]  # the learner's own modes that were on while the model ran
+    tracked_by_labkit: bool  # a FormatTracker of labkit's was on while the model ran
+    leaked: list[TorchFunctionMode]  # modes it left on the stack
+
+
+def _run_learner(find_format_dropper: Callable[..., object], index: int) -> _LearnerRun:
+    seen: list[_Seen] = []
+    model = _dropper_model(index, seen.append)
+    before = list(_get_current_function_mode_stack())
+    answer: object = None
+    error = None
+    try:
+        with learner_case(f"the {_DROPPER_MODELS[index][0]}"):
+            answer = call_learner(find_format_dropper, model, _dropper_input())
+    except LearnerError as exc:
+        error = exc
+    finally:
+        leaked = _pop_modes_above(len(before))
+    on = [mode for each in seen for mode in each.modes]
+    if error is not None:
+        on += _modes_in_traceback(error.original)
+    labkit = any(type(mode).__module__.startswith("labkit.") and all(mode is not old for old in before) for mode in on)
+    return _LearnerRun(answer, error, seen, _own_modes(on, before), labkit, leaked)
+
+
+def _check_structure(label: str, run: _LearnerRun) -> None:
+    """The answer must come from running the model inside a TorchFunctionMode of the learner's, which exits."""
+    if run.leaked:
+        raise CheckFailed(
+            f"Your code left its {type(run.leaked[-1]).__name__} on torch's mode stack (entered, never exited), so every "
+            "torch call after it, in the checker and in your notebook, would still go through it; the checker took it "
+            "off. Enter the mode with a `with` block, which exits it even when the model raises."
+        )
+    if run.error is not None:
+        hint = next(filter(None, map(_mode_hint, run.modes)), "")
+        if hint:
+            raise CheckFailed(f"On the {label}, your code raised {_first_line(run.error.original)}. {hint}")
+        raise run.error
+    expect(run.seen, (
+        f"For the {label} your code answered {run.answer!r} without running the model: the answer must come from running "
+        "it inside your TorchFunctionMode and reading what the mode recorded."
+    ))
+    expect(run.modes or not run.tracked_by_labkit, (
+        f"For the {label} your code ran the model inside labkit's FormatTracker, not a TorchFunctionMode of your own: the "
+        "exercise is to write that mode (DropLogger) yourself."
+    ))
+    expect(run.modes, (
+        f"For the {label} your code ran the model outside any TorchFunctionMode of yours: run it inside the `with` block "
+        "of your mode (a subclass of torch.overrides.TorchFunctionMode; module hooks and a TorchDispatchMode do not "
+        "count), where torch hands every call to its __torch_function__."
+    ))
 
 
 def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Tensor], str | None]) -> CheckResult:
     """Exercise 2.2: ``find_format_dropper(model, x)`` names the first operator that loses channels_last."""
 
     def check() -> str:
-        x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
-        for label, model, expected in _dropper_cases():
-            got = call_learner(find_format_dropper, model.eval(), x.clone())
-            expect(
-                got is None or isinstance(got, str),
-                f"For the {label} you returned a {type(got).__name__}; return the operator's name as a string, or None.",
-            )
-            short = got.rsplit(".", 1)[-1] if isinstance(got, str) else got
-            expect(short == expected, (
-                f"For the {label} you answered {got!r}, but the first operator that drops channels_last is {expected!r}. "
-                "Hint: convert the model and the input to channels_last; in __torch_function__, call func first, then "
-                "compare the strides of its 4-D tensor inputs and its result (is_contiguous(memory_format=...))."
-                if expected
-                else f"For the {label} you answered {got!r}, but no operator drops channels_last there: return None."
-            ))
-        return ("You found layer_norm and softmax, saw that the clean model keeps channels_last throughout, and did not "
-                "count a fresh NCHW tensor as a drop.")
+        for index, (label, _) in enumerate(_DROPPER_MODELS):
+            calls = _reference_trace(index)
+            droppers = [call.name for call in calls if call.dropped]
+            run = _run_learner(find_format_dropper, index)
+            _check_structure(label, run)
+            got = run.answer
+            if not (got is None or isinstance(got, str)):
+                raise CheckFailed(_type_hint(label, got))
+            short = got.rsplit(".", 1)[-1] if got else got
+            if short != (droppers[0] if droppers else None):
+                raise CheckFailed(next(filter(None, map(_mode_hint, run.modes)), "")
+                                  or _conversion_hint(label, got, run.seen) or _answer_hint(label, got, calls))
+        return ("You found layer_norm, softmax (the first of two drops) and add (channels_last as its second input), saw "
+                "that the clean model keeps channels_last throughout (a 1x1 result is channels_last too), and did not count "
+                "calls on NCHW tensors made inside a model as drops.")
 
     return run_check("2.2", check, find_format_dropper)
 
 
-_CONV3D_LAYERS = ("stem3d", "conv2d", "norm", "head")
+# ---------------------------------------------------------------------------------------------- 2.3 Conv3d conversion
+
+#: Each convolution of the checker's model and the format its weight must get.
+_CONV_FORMATS = {"frames": _CL, "temporal": _CL3D, "spatial": _CL}
+_LAYER_TYPES = {"frames": nn.Conv2d, "temporal": nn.Conv3d, "spatial": nn.Conv2d, "norm": nn.BatchNorm2d, "head": nn.Linear}
 
 
-def _conv3d_model() -> nn.ModuleDict:
+class _ClipNet(nn.Module):
+    """A small video model: a Conv2d on each frame, a Conv3d across frames, a Conv2d plus a learned 4-D position
+    bias, BatchNorm and a Linear head.
+
+    The per-frame Conv2d is registered before the Conv3d, so ``model.to(memory_format=torch.channels_last)`` converts
+    it before raising at the Conv3d's 5-D weight; ``position`` is 4-D but no convolution's weight, so a conversion that
+    goes by rank instead of by layer changes it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames = nn.Conv2d(2, 4, 3, padding=1)
+        self.temporal = nn.Conv3d(4, 4, 3, padding=1)
+        self.spatial = nn.Conv2d(4, 4, 3, padding=1)
+        self.position = nn.Parameter(0.1 * torch.randn(1, 4, 6, 6))
+        self.norm = nn.BatchNorm2d(4)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, clip: torch.Tensor) -> torch.Tensor:
+        n, c, t, h, w = clip.shape
+        frames = self.frames(clip.transpose(1, 2).reshape(n * t, c, h, w))
+        y = self.temporal(frames.reshape(n, t, -1, h, w).transpose(1, 2)).mean(dim=2)
+        y = self.norm(self.spatial(y) + self.position)
+        return self.head(y.mean(dim=(2, 3)))
+
+
+def _clip_net() -> _ClipNet:
     with seeded(0):
-        return nn.ModuleDict({
-            "stem3d": nn.Conv3d(2, 4, 3, padding=1),
-            "conv2d": nn.Conv2d(4, 4, 3, padding=1),
-            "norm": nn.BatchNorm2d(4),
-            "head": nn.Linear(4, 3),
-        })
+        return _ClipNet().eval()
 
 
-def _run(model: nn.ModuleDict, x: torch.Tensor) -> torch.Tensor:
-    y = model["stem3d"](x).mean(dim=2)
-    y = model["norm"](model["conv2d"](y))
-    return model["head"](y.mean(dim=(2, 3)))
+def _in_format(tensor: torch.Tensor, memory_format: torch.memory_format) -> bool:
+    return tensor.is_contiguous(memory_format=memory_format) and not tensor.is_contiguous()
+
+
+def _raised_in_module_to(error: BaseException) -> bool:
+    """True when the error came out of ``nn.Module.to`` (``model.to(memory_format=...)``)."""
+    return any(frame.name == "_apply" and Path(frame.filename).parts[-3:] == ("nn", "modules", "module.py")
+               for frame in traceback.extract_tb(error.__traceback__))
+
+
+def _conversion_error_hint(error: BaseException, model: nn.Module) -> str:
+    """The hint for an exception from the learner's convert that is a known slip; "" for any other."""
+    first_line = str(error).strip().split("\n")[0]
+    said = f"Your code raised {_first_line(error)}."
+    if isinstance(error, RuntimeError) and "rank 4 tensor to use channels_last format" in first_line:
+        if _raised_in_module_to(error):
+            done = [name for name, fmt in _CONV_FORMATS.items()
+                    if _in_format(getattr(getattr(model, name, None), "weight", torch.empty(0)), fmt)]
+            left = (f"The layers before the Conv3d ({', '.join(done)}) were converted before torch raised, so the model "
+                    "is left half converted." if done else "")
+            return (f"{said} .to(memory_format=torch.channels_last) on a module gives every 4-D and 5-D parameter in it "
+                    f"that format, and the Conv3d's 5-D weight cannot take it. {left} 5-D weights take "
+                    "torch.channels_last_3d: convert the Conv2d and the Conv3d weights each with its own format.")
+        return (f"{said} That is torch.channels_last on a 5-D tensor, the Conv3d's weight: channels_last is for 4-D "
+                "tensors; 5-D ones take torch.channels_last_3d.")
+    if isinstance(error, RuntimeError) and "rank 5 tensor to use channels_last_3d format" in first_line:
+        return (f"{said} That is torch.channels_last_3d on a 4-D tensor, a Conv2d's weight: channels_last_3d is for 5-D "
+                "tensors; 4-D ones take torch.channels_last.")
+    if isinstance(error, TypeError) and "cannot assign" in first_line and "parameter" in first_line:
+        return (f"{said} A layer's .weight must stay an nn.Parameter, so assigning a plain tensor to it fails; change the "
+                "Parameter's data in place instead (torch.nn.utils has converters that do).")
+    return ""
+
+
+def _expect_same_parameters(model: nn.Module, reference: nn.Module) -> None:
+    """Every parameter and buffer still there, a Parameter where it was one, with its values and requires_grad."""
+    mine = dict(reference.named_parameters())
+    theirs = dict(model.named_parameters())
+    for name, original in mine.items():
+        param = theirs.get(name)
+        if not isinstance(param, nn.Parameter):
+            raise CheckFailed(f"{name} is no longer an nn.Parameter of the model: keep it one (optimizers and state_dict() "
+                              "see only parameters) and change only its layout.")
+        expect(type(param) is nn.Parameter, (
+            f"{name} is a {type(param).__name__}, a subclass of nn.Parameter: keep torch's own nn.Parameter, whose "
+            "is_contiguous reports the layout its strides really have."
+        ))
+        expect(param.shape == original.shape and torch.equal(param.detach(), original.detach()),
+               f"{name} changed its values or shape: convert layouts, not values.")
+        expect(param.requires_grad == original.requires_grad,
+               f"{name}.requires_grad changed: convert layouts and leave the parameters trainable as they were.")
+    for name, buffer in reference.named_buffers():
+        theirs_buffer = dict(model.named_buffers()).get(name)
+        expect(isinstance(theirs_buffer, torch.Tensor) and theirs_buffer.shape == buffer.shape
+               and torch.equal(theirs_buffer, buffer), f"The buffer {name} changed: convert layouts, not values.")
+
+
+def _expect_formats(model: nn.Module, reference: nn.Module) -> None:
+    """Conv3d weight channels_last_3d, Conv2d weights channels_last, every other tensor in its old layout."""
+    weights = {name: getattr(model, name).weight for name in _CONV_FORMATS}
+    converted = [name for name, fmt in _CONV_FORMATS.items() if _in_format(weights[name], fmt)]
+    expect(converted, (
+        "The model you got back has no weight converted: frames, temporal and spatial are all still contiguous. If your "
+        "code converted a copy of the model, it returned the original: convert the model you were given, in place, and "
+        "return it."
+    ))
+    expect("temporal" in converted, (
+        "The Conv3d weight (temporal) is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d, and the "
+        "Conv2d converter of torch.nn.utils touches only Conv2d layers; torch.nn.utils has one for Conv3d layers too."
+    ))
+    missing = [name for name in ("frames", "spatial") if name not in converted]
+    expect(not missing, (
+        f"The Conv2d weight of {' and '.join(missing)} is not channels_last: 4-D weights take torch.channels_last, and the "
+        "Conv3d converter touches only Conv3d layers."
+    ))
+    old = {**dict(reference.named_parameters()), **dict(reference.named_buffers())}
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if name not in {f"{conv}.weight" for conv in _CONV_FORMATS}:
+            expect(tensor.stride() == old[name].stride(), (
+                f"{name} is not a convolution's weight, but your code changed its layout (strides {old[name].stride()} "
+                f"became {tensor.stride()}): convert the Conv2d and Conv3d weights only, layer by layer, not every 4-D "
+                "or 5-D tensor."
+            ))
 
 
 def check_convert_conv3d(convert: Callable[[nn.Module], nn.Module]) -> CheckResult:
     """Exercise 2.3: ``convert(model)`` converts a model with a Conv3d: 4-D weights to channels_last, 5-D to channels_last_3d."""
 
     def check() -> str:
-        x = torch.randn(2, 2, 3, 6, 6, generator=torch.Generator().manual_seed(0))
+        reference, given = _clip_net(), _clip_net()
+        clip = torch.randn(2, 2, 3, 6, 6, generator=torch.Generator().manual_seed(0))
         with torch.inference_mode():
-            expected = _run(_conv3d_model().eval(), x)
-        converted = call_learner(convert, _conv3d_model().eval())
-        expect(isinstance(converted, nn.Module), f"convert must return the model, got {type(converted).__name__}.")
-        same_model = "convert must return the model it was given (a ModuleDict with stem3d, conv2d, norm and head), converted."
-        model = expect_instance(converted, nn.ModuleDict, same_model)
-        expect(set(model) == set(_CONV3D_LAYERS), same_model)
-        keep_layers = "Keep the model's layers: stem3d and conv2d must still be convolutions with a weight."
-        w3 = expect_instance(getattr(model["stem3d"], "weight", None), torch.Tensor, keep_layers)
-        w2 = expect_instance(getattr(model["conv2d"], "weight", None), torch.Tensor, keep_layers)
-        expect(
-            w3.is_contiguous(memory_format=torch.channels_last_3d) and not w3.is_contiguous(),
-            "The Conv3d weight is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d; "
-            "torch.nn.utils.convert_conv3d_weight_memory_format converts every Conv3d weight.",
-        )
-        expect(
-            w2.is_contiguous(memory_format=torch.channels_last) and not w2.is_contiguous(),
-            "The Conv2d weight is not channels_last.",
-        )
-        expect(isinstance(w2, nn.Parameter), "Keep weights as nn.Parameter: assign to .data.")
+            expected = reference(clip)
+        try:
+            returned = call_learner(convert, given)
+        except LearnerError as exc:
+            hint = _conversion_error_hint(exc.original, given)
+            if hint:
+                raise CheckFailed(hint) from None
+            raise
+        expect(returned is not None, "Your code returned None: convert the model in place and return it.")
+        what = "a different model" if isinstance(returned, nn.Module) else f"an object of type {type(returned).__name__}"
+        expect(returned is given, (
+            f"Your code returned {what}, not the model it was given: convert that model in place and return it, as "
+            "torch.nn.utils' converters do."
+        ))
+        for name, kind in _LAYER_TYPES.items():
+            expect(type(given._modules.get(name)) is kind, f"Keep the model's layers: {name} must still be the "
+                                                           f"{kind.__name__} it was.")
+        _expect_same_parameters(given, reference)
+        _expect_formats(given, reference)
         try:
             with torch.inference_mode():
-                got = call_learner(_run, model, x.contiguous(memory_format=torch.channels_last_3d))
+                got = call_learner(_ClipNet.forward, given, clip.contiguous(memory_format=_CL3D))
         except LearnerError as exc:
             raise CheckFailed(f"Running your converted model raised {exc}. Convert layouts, not shapes or values.") from None
-        expect(
-            isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == expected.dtype,
-            "Your converted model no longer gives an output like the original's; convert layouts, not values.",
-        )
-        expect(torch.allclose(got, expected, atol=1e-5),
+        expect(isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5),
                "The converted model gives different outputs; convert layouts, not values.")
-        return "Conv3d weight in channels_last_3d, Conv2d weight in channels_last, same outputs as before."
+        return ("Conv3d weight in channels_last_3d, both Conv2d weights in channels_last, the 4-D position bias left as it "
+                "was, same outputs as before.")
 
     return run_check("2.3", check, convert)
+
