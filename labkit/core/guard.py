@@ -65,9 +65,11 @@ def _is_code(value: object) -> bool:
 
 def _torch_module_classes() -> list[type]:
     """nn.Module and every subclass torch itself defines (nn.Conv2d, nn.MaxPool2d, fx.GraphModule, ...)."""
-    found, queue = [nn.Module], [nn.Module]
+    found: list[type] = [nn.Module]
+    queue: list[type] = [nn.Module]
     while queue:
-        for sub in queue.pop().__subclasses__():
+        subclasses: list[type] = type.__subclasses__(queue.pop())
+        for sub in subclasses:
             if sub not in found and sub.__module__.startswith("torch."):
                 found.append(sub)
                 queue.append(sub)
@@ -174,8 +176,16 @@ def _set_default_device(device: torch.device) -> None:
     torch.set_default_device(None if device == torch.device("cpu") else device)
 
 
+def _set_grad_enabled(enabled: bool) -> None:
+    torch.set_grad_enabled(enabled)  # a call, not a with: it sets the mode for good
+
+
+def _set_detect_anomaly(enabled: bool) -> None:
+    torch.autograd.set_detect_anomaly(enabled)
+
+
 def _set_mkldnn(enabled: bool) -> None:
-    torch.backends.mkldnn.enabled = enabled
+    setattr(torch.backends.mkldnn, "enabled", enabled)  # noqa: B010 - a module-level flag whose stub types it oddly
 
 
 def _set_cudnn_benchmark(enabled: bool) -> None:
@@ -184,11 +194,13 @@ def _set_cudnn_benchmark(enabled: bool) -> None:
 
 _SETTINGS = (
     _Setting("torch.set_num_threads", torch.get_num_threads, torch.set_num_threads),
-    _Setting("torch.set_grad_enabled", torch.is_grad_enabled, torch.set_grad_enabled),
+    _Setting("torch.set_grad_enabled", torch.is_grad_enabled, _set_grad_enabled),
     _Setting("torch.set_default_dtype", torch.get_default_dtype, torch.set_default_dtype),
     _Setting("torch.set_default_device", torch.get_default_device, _set_default_device),
-    _Setting("torch.use_deterministic_algorithms", torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms),
-    _Setting("torch.autograd.set_detect_anomaly", torch.is_anomaly_enabled, torch.autograd.set_detect_anomaly),
+    _Setting(
+        "torch.use_deterministic_algorithms", torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms
+    ),
+    _Setting("torch.autograd.set_detect_anomaly", torch.is_anomaly_enabled, _set_detect_anomaly),
     _Setting("torch.backends.mkldnn.enabled", lambda: torch.backends.mkldnn.enabled, _set_mkldnn),
     _Setting("torch.backends.cudnn.benchmark", lambda: torch.backends.cudnn.benchmark, _set_cudnn_benchmark),
 )
