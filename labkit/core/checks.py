@@ -179,10 +179,13 @@ def _library_folders() -> tuple[str, ...]:
 
 
 def _learner_frame(exc: BaseException) -> traceback.FrameSummary | None:
-    """The innermost frame outside torch, labkit and the standard library: the learner's line, if any."""
+    """The innermost frame outside torch, labkit and the standard library: the learner's line, if any.
+
+    Code Python generates (a dataclass's ``__setattr__``, file ``<string>``) is nobody's line: skipped.
+    """
     library = _library_folders()
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if not str(Path(frame.filename).resolve()).startswith(library):
+        if not frame.filename.startswith("<") and not str(Path(frame.filename).resolve()).startswith(library):
             return frame
     return None
 

@@ -253,3 +253,20 @@ def test_a_wrong_answer_ends_with_where_the_learners_code_starts():
     result = run_check("9.4", check, answer)
     assert result.message == f"Off by one. Your answer starts at line {answer.__code__.co_firstlineno} of test_checks.py."
     assert run_check("9.4", check).message == "Off by one."
+
+
+def test_code_python_generates_is_not_named_as_the_learners_line():
+    import dataclasses
+
+    from labkit.core.checks import call_learner, run_check
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        runs: int
+
+    def answer():
+        Frozen(1).runs = 3  # raises inside the dataclass's generated __setattr__ ("<string>")
+
+    result = run_check("9.9", lambda: call_learner(answer))
+    assert "FrozenInstanceError" in result.message and "(line" in result.message
+    assert "__setattr__" not in result.message and "of answer)" in result.message
