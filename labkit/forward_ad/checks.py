@@ -4,12 +4,25 @@ Each checker takes the learner's function or class and returns a
 :class:`labkit.core.checks.CheckResult`; it never raises. The reference answers
 come from ``torch.func`` (not from the solution files), in float64 and at
 tolerances tight enough that finite differences cannot pass for a JVP.
+
+Why the checkers watch, not trust: a reverse-mode answer to 3.1 gives the right
+number for a scalar ``f``, and a 3.2 answer can name one transform and run the
+other. So the functions handed to the learner run their input through
+:class:`_ModeProbe`, a custom Function whose ``jvp`` and ``backward`` record
+which mode reached them; 3.3 wraps the learner's class to see its own ``jvp``
+called; 3.4 gives the learner a copy of each model and compares it afterwards.
 """
 from __future__ import annotations
 
+import ast
+import copy
+import inspect
+import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import cast
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -26,13 +39,6 @@ from labkit.core.checks import (
     run_check,
 )
 from labkit.core.notebook import seeded
-
-# (name, function, input shape): the "given" function of exercise 3.1 comes first.
-DIRECTIONAL_CASES: list[tuple[str, Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = [
-    ("f(x) = sum(sin(x) * x**2)", lambda x: (torch.sin(x) * x**2).sum(), (5,)),
-    ("f(x) = tanh(A @ x)", lambda x: torch.tanh(torch.arange(12.0, dtype=x.dtype).reshape(3, 4) / 10 @ x), (4,)),
-    ("f(X) = X @ X.T", lambda x: x @ x.T, (3, 2)),
-]
 
 
 def _float64_pair(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -52,6 +58,11 @@ def _expect_comparable(got: object, expected: torch.Tensor, what: str) -> torch.
     return tensor
 
 
+def _close(got: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Equal to rounding in float64: far tighter than any finite difference."""
+    return got.shape == expected.shape and torch.allclose(got.detach().to(expected.dtype), expected, rtol=1e-9, atol=1e-12)
+
+
 def _expect_close(got: object, expected: torch.Tensor, hint: str, atol: float = 1e-8) -> None:
     """``torch.allclose`` that fails with ``hint`` for anything unlike ``expected``, instead of raising."""
     expect(isinstance(got, torch.Tensor) and got.shape == expected.shape, hint)
@@ -59,118 +70,522 @@ def _expect_close(got: object, expected: torch.Tensor, hint: str, atol: float = 
     expect(torch.allclose(tensor.detach().to(expected.dtype), expected, atol=atol), hint)
 
 
+# --- Watching which mode of AD ran (exercises 3.1 and 3.2) -----------------------------------------------------
+
+
+@dataclass
+class _ModesSeen:
+    """What reached the checker's function while the learner's code ran."""
+
+    calls: int = 0  # calls of f itself, with or without a tangent
+    jvps: int = 0  # forward-mode passes through f
+    backwards: int = 0  # reverse-mode passes through f
+    batched_jvps: int = 0  # forward-mode passes under vmap: jacfwd builds a whole Jacobian
+    batched_backwards: int = 0  # reverse-mode passes under vmap (jacrev)
+
+    @property
+    def mode(self) -> str | None:
+        """'forward', 'reverse', 'both', or None when no derivative pass went through f."""
+        if self.jvps and self.backwards:
+            return "both"
+        return "forward" if self.jvps else "reverse" if self.backwards else None
+
+
+_seen: ContextVar[_ModesSeen | None] = ContextVar("labkit_fwad_modes_seen", default=None)
+
+
+def _under_vmap() -> bool:
+    """Whether a torch.func.vmap is running (jacfwd and jacrev batch their passes with it)."""
+    functorch = torch._C._functorch
+    stack = getattr(functorch, "get_interpreter_stack", lambda: None)()
+    vmap = getattr(getattr(functorch, "TransformType", None), "Vmap", None)
+    return vmap is not None and any(interpreter.key() == vmap for interpreter in stack or ())
+
+
+class _ModeProbe(torch.autograd.Function):
+    """The identity, with both derivative rules: each records that its mode of AD went through it.
+
+    ``generate_vmap_rule`` lets jacfwd and jacrev batch it; the records go to the
+    :class:`_ModesSeen` of the check that is running (none outside a check).
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[torch.Tensor], output: torch.Tensor) -> None:
+        pass
+
+    @staticmethod
+    def jvp(ctx: Any, x_tangent: torch.Tensor) -> torch.Tensor:
+        seen = _seen.get()
+        if seen is not None:
+            seen.jvps += 1
+            seen.batched_jvps += _under_vmap()
+        return x_tangent.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> torch.Tensor:
+        seen = _seen.get()
+        if seen is not None:
+            seen.backwards += 1
+            seen.batched_backwards += _under_vmap()
+        return grad_output.clone()
+
+
+def _watched(function: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``function`` with its input run through :class:`_ModeProbe`: the same values, the modes recorded."""
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        seen = _seen.get()
+        if seen is not None:
+            seen.calls += 1
+        return function(cast(torch.Tensor, _ModeProbe.apply(x)))
+
+    return f
+
+
+@contextmanager
+def _watching() -> Iterator[_ModesSeen]:
+    seen = _ModesSeen()
+    token = _seen.set(seen)
+    try:
+        yield seen
+    finally:
+        _seen.reset(token)
+
+
+# --- Exercise 3.1 ----------------------------------------------------------------------------------------------
+
+# (name, function, input shape): the "given" function of exercise 3.1 comes first; it is a scalar, where a
+# reverse-mode answer gives the right number, so the mode is watched, not inferred from the value.
+DIRECTIONAL_CASES: list[tuple[str, Callable[[torch.Tensor], torch.Tensor], tuple[int, ...]]] = [
+    ("f(x) = sum(sin(x) * x**2)", lambda x: (torch.sin(x) * x**2).sum(), (5,)),
+    ("f(x) = tanh(A @ x)", lambda x: torch.tanh(torch.arange(12.0, dtype=x.dtype).reshape(3, 4) / 10 @ x), (4,)),
+    ("f(X) = X @ X.T", lambda x: x @ x.T, (3, 2)),
+]
+
+
+def _returns_a_value(function: Callable[..., object]) -> bool | None:
+    """Whether ``function``'s own body has a ``return`` with a value (nested functions left out); None when its
+    source cannot be read. Tells "forgot to return" from "returned something that was None"."""
+    if getattr(function, "__name__", "") == "<lambda>":
+        return True
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    pending: list[ast.AST] = list(definition.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _none_hint(name: str, seen: _ModesSeen, returns: bool | None) -> str:
+    if returns is False:
+        return f"For {name} your function returned None: it has no `return` with a value. Return the derivative."
+    if seen.jvps:
+        return (
+            f"For {name} you returned None, though your code did push v through f as a tangent: the tangent was read "
+            f"after the `with fwAD.dual_level():` block closed, so it was gone (a tangent lives only inside its level, "
+            f"and unpack_dual then gives None). Unpack the result inside the block."
+        )
+    return f"For {name} you returned None; return the derivative, a tensor shaped like f(x)."
+
+
+def _expect_a_derivative_tensor(got: object, expected: torch.Tensor, name: str, seen: _ModesSeen,
+                                learner: Callable[..., object]) -> torch.Tensor:
+    """``got`` as a tensor shaped like f(x); else a hint that names what came back instead."""
+    if got is None:
+        raise CheckFailed(_none_hint(name, seen, _returns_a_value(learner)))
+    expect(not isinstance(got, tuple), (
+        f"For {name} you returned a tuple of {len(got) if isinstance(got, tuple) else 0}; return the derivative "
+        f"alone, a tensor (torch.func.jvp gives the pair (f(x), derivative))."
+    ))
+    expect(isinstance(got, torch.Tensor), f"For {name} you returned a {type(got).__name__}; return a tensor.")
+    tensor = cast(torch.Tensor, got)
+    expect(tensor.shape == expected.shape, (
+        f"For {name} the result has shape {tuple(tensor.shape)}, but f(x) has shape {tuple(expected.shape)}: "
+        f"a directional derivative is shaped like the output."
+    ))
+    return _expect_comparable(tensor, expected, f"For {name} your result")
+
+
+def _expect_forward_mode(name: str, seen: _ModesSeen, x: torch.Tensor, error: float) -> None:
+    """The answer ran f once with v as a forward-mode tangent, not reverse mode, finite differences or a Jacobian."""
+    expect(not (seen.backwards and seen.jvps), (
+        f"For {name} your code ran f's backward pass as well as a forward-mode pass: reverse mode is not needed "
+        f"here. One forward pass with v as the tangent gives the directional derivative by itself."
+    ))
+    if seen.backwards:
+        raise CheckFailed(
+            f"For {name}, this is reverse mode: your code ran f's backward pass (as torch.autograd.grad, .backward(), "
+            f"torch.func.vjp and jacrev do, and torch.autograd.functional.jvp by the double-backward trick), and no "
+            f"tangent went forward through f. The exercise asks for forward mode: push v through f as a tangent, in "
+            f"one forward pass."
+        )
+    if not seen.jvps and seen.calls >= 2:
+        raise CheckFailed(
+            f"For {name} your answer is off by {error:.1e}: your code evaluated f {seen.calls} times without a "
+            f"tangent, which is finite differences, an approximation whose error depends on the step. Forward mode "
+            f"carries v through f as a tangent, in one pass, and is exact up to rounding."
+        )
+    expect(seen.jvps, (
+        f"For {name} your code never pushed a tangent through f (f ran {seen.calls} time(s), always without one). "
+        f"Compute the derivative in forward mode: run f once, with v as the tangent of x."
+    ))
+    expect(not seen.batched_jvps, (
+        f"For {name} your code built the whole Jacobian in forward mode (jacfwd: one pass per entry of x, "
+        f"{x.numel()} here) and then contracted it with v. A directional derivative is one JVP: a single forward "
+        f"pass with v as the tangent, no Jacobian."
+    ))
+
+
+def _wrong_derivative_hint(name: str, got: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor],
+                           x: torch.Tensor, v: torch.Tensor) -> str:
+    """Name what a wrong forward-mode value is, when it is a common slip."""
+    if _close(got, f(x)):
+        return f"For {name} your answer is f(x) itself, the primal: return the tangent part of the result, not the value."
+    if x.shape == v.shape and _close(got, torch.func.jvp(f, (v,), (x,))[1]):
+        return (f"For {name} your answer is the derivative at v along x: the point and the direction are swapped. "
+                f"The primal (the point x) comes first, the tangent (the direction v) second.")
+    if _close(got, torch.func.jvp(f, (x,), (torch.ones_like(x),))[1]):
+        return f"For {name} your answer is the derivative along a vector of ones, not along v: the tangent must be v."
+    return f"For {name} your answer is not the derivative along v: check which tensor you gave as the tangent."
+
+
 def check_directional_derivative(directional_derivative: Callable) -> CheckResult:
-    """Exercise 3.1: ``directional_derivative(f, x, v)`` equals the JVP of ``f`` at ``x`` along ``v``."""
+    """Exercise 3.1: ``directional_derivative(f, x, v)`` equals the JVP of ``f`` at ``x`` along ``v``, taken in
+    forward mode (watched through the checker's ``f``: reverse mode gives the same number for a scalar ``f``)."""
 
     def check() -> str:
         for seed, (name, f, shape) in enumerate(DIRECTIONAL_CASES):
             x, v = _float64_pair(shape, seed)
             expected = torch.func.jvp(f, (x,), (v,))[1]
-            got = call_learner(directional_derivative, f, x.clone(), v.clone())
-            expect(isinstance(got, torch.Tensor), f"For {name} you returned a {type(got).__name__}; return a tensor.")
-            expect(got.shape == expected.shape, (
-                f"For {name} the result has shape {tuple(got.shape)}, but f(x) has shape {tuple(expected.shape)}: "
-                f"a directional derivative is shaped like the output."
-            ))
-            _expect_comparable(got, expected, f"For {name} your result")
-            error = float((got.detach() - expected).abs().max())
-            expect(error < 1e-5, (
-                f"For {name} your answer is off by {error:.1e}: it is not the derivative along v. "
-                f"Push the tangent v through f with one JVP: torch.func.jvp(f, (x,), (v,))."
-            ))
-            expect(error < 1e-10, (
-                f"For {name} your answer is off by {error:.1e}, close but not exact. Use one JVP "
-                f"(torch.func.jvp(f, (x,), (v,))), which is exact; finite differences are only accurate to about 1e-7."
-            ))
-        return f"Your JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-10."
+            with _watching() as seen:
+                got = call_learner(directional_derivative, _watched(f), x.clone(), v.clone())
+            tensor = _expect_a_derivative_tensor(got, expected, name, seen, directional_derivative)
+            error = float((tensor.detach().to(expected.dtype) - expected).abs().max())
+            _expect_forward_mode(name, seen, x, error)
+            expect(_close(tensor, expected), _wrong_derivative_hint(name, tensor.detach().to(expected.dtype), f, x, v))
+        return f"Your forward-mode JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-9."
 
     return run_check("3.1", check, directional_derivative)
 
 
-# (in, out): clearly wide or clearly tall Jacobians, where the rule of thumb is safe.
-MODE_CASES = [(64, 2), (32, 4), (4, 32), (2, 64)]
+# --- Exercise 3.2 ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _JacobianCase:
+    """f: a float64 tanh layer from x's shape to ``out_shape``, with fixed random weights."""
+
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+
+    @property
+    def sizes(self) -> tuple[int, int]:
+        return _numel(self.in_shape), _numel(self.out_shape)
+
+    @property
+    def label(self) -> str:
+        n_in, n_out = self.sizes
+        return f"f: R^{n_in} -> R^{n_out}"
+
+    def function(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        n_in, n_out = self.sizes
+        generator = torch.Generator().manual_seed(n_in * 1000 + n_out)
+        weight = torch.randn(n_out, n_in, dtype=torch.float64, generator=generator) / n_in**0.5
+        return lambda x: torch.tanh(weight @ x.reshape(-1)).reshape(self.out_shape)
+
+    def point(self) -> torch.Tensor:
+        return torch.randn(self.in_shape, dtype=torch.float64, generator=torch.Generator().manual_seed(sum(self.sizes)))
 
 
-def _tanh_layer(in_features: int, out_features: int) -> Callable[[torch.Tensor], torch.Tensor]:
-    """f: R^in -> R^out, a float64 tanh(Linear) with fixed random weights."""
-    generator = torch.Generator().manual_seed(in_features * 1000 + out_features)
-    weight = torch.randn(out_features, in_features, dtype=torch.float64, generator=generator)
-    return lambda x: torch.tanh(weight @ x)
+def _numel(shape: tuple[int, ...]) -> int:
+    return int(torch.Size(shape).numel())
 
 
-def _wrong_mode_hint(mode: str, in_features: int, out_features: int) -> str:
+# Clearly wide, clearly tall, a matrix input and a matrix output (where counting the first dimension instead of
+# every entry picks the other mode), and a square one, where the pass counts tie and either mode is right.
+MODE_CASES = [
+    _JacobianCase((64,), (2,)),
+    _JacobianCase((4,), (32,)),
+    _JacobianCase((8, 4), (16,)),
+    _JacobianCase((6,), (4, 3)),
+    _JacobianCase((8,), (8,)),
+]
+
+_MODE_OF = {"jacfwd": "forward", "jacrev": "reverse"}
+
+
+def _cheaper(in_features: int, out_features: int) -> str | None:
+    """The transform with fewer passes; None at a tie, where both need the same number."""
+    if in_features == out_features:
+        return None
+    return "jacfwd" if out_features > in_features else "jacrev"
+
+
+def _expect_transform_name(mode: object) -> str:
+    if isinstance(mode, str) and mode.lower().startswith(("forward", "reverse", "fwd", "rev")):
+        raise CheckFailed(
+            f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}: name the transform (torch.func.jacfwd is "
+            f"forward mode, torch.func.jacrev reverse mode), not the mode."
+        )
+    expect(isinstance(mode, str) and mode in _MODE_OF, f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}.")
+    return cast(str, mode)
+
+
+def _wrong_choice_hint(case: _JacobianCase, mode: str) -> str:
+    n_in, n_out = case.sizes
+    first_in, first_out = case.in_shape[0], case.out_shape[0]
+    if len(case.in_shape) + len(case.out_shape) > 2 and mode == _cheaper(first_in, first_out):
+        return (
+            f"For {case.label} (x of shape {case.in_shape}, f(x) of shape {case.out_shape}) you chose {mode}, as if "
+            f"in = {first_in} and out = {first_out}: that is the first dimension. Count every entry (numel): jacfwd "
+            f"needs {n_in} passes here, jacrev {n_out}."
+        )
     return (
-        f"For f: R^{in_features} -> R^{out_features} you chose {mode}. Count the passes: jacfwd needs one per input "
-        f"dimension ({in_features}), jacrev one per output dimension ({out_features}); read both sizes from x and f(x)."
+        f"For {case.label} you chose {mode}. Count the passes: jacfwd needs one per input dimension ({n_in}), "
+        f"jacrev one per output dimension ({n_out}); read both sizes from x and f(x)."
+    )
+
+
+def _expect_jacobian_tensor(jacobian: object, case: _JacobianCase, reference: torch.Tensor) -> torch.Tensor:
+    """The learner's Jacobian as torch.func shapes it (out shape + in shape); a flat (out, in) matrix is accepted."""
+    expect(not callable(jacobian) or isinstance(jacobian, torch.Tensor), (
+        f"For {case.label} you returned the transform itself ({type(jacobian).__name__}), not the Jacobian: "
+        f"the transform gives a function, to be called at x."
+    ))
+    n_in, n_out = case.sizes
+    shapes = {tuple(reference.shape), (n_out, n_in)}
+    got = tuple(jacobian.shape) if isinstance(jacobian, torch.Tensor) else type(jacobian).__name__
+    transposed = " (in, out): it is transposed" if got in {case.in_shape + case.out_shape, (n_in, n_out)} - shapes else ""
+    expect(isinstance(jacobian, torch.Tensor) and got in shapes, (
+        f"For {case.label} the Jacobian has shape {tuple(reference.shape)} (out, in); you returned {got}{transposed}."
+    ))
+    return _expect_comparable(jacobian, reference, f"For {case.label} your Jacobian").reshape(reference.shape)
+
+
+def _expect_named_transform_ran(case: _JacobianCase, mode: str, seen: _ModesSeen) -> None:
+    """The Jacobian came from the transform the answer named, as watched through f, not from the other one."""
+    expect(seen.mode is not None, (
+        f"For {case.label} your Jacobian came from neither transform: no forward-mode or reverse-mode pass went "
+        f"through f (finite differences, or a formula of your own?). Compute it with the transform you chose, {mode}."
+    ))
+    expect(seen.mode != "both", (
+        f"For {case.label} your code ran both forward and reverse mode through f, and so paid for both; compute the "
+        f"Jacobian with {mode} alone."
+    ))
+    if seen.mode == _MODE_OF[mode]:
+        return
+    loop = ""
+    if seen.backwards > 1 and not seen.batched_backwards:
+        loop = (f" (backward ran {seen.backwards} times, one call per output: torch.autograd.functional.jacobian "
+                f"works that way unless given strategy='forward-mode')")
+    raise CheckFailed(
+        f"For {case.label} you named {mode}, but your Jacobian was computed in {seen.mode} mode{loop}. The name must "
+        f"say which transform did the work: compute it with {mode}."
     )
 
 
 def check_cheaper_jacobian(jacobian_the_cheaper_way: Callable[..., object]) -> CheckResult:
-    """Exercise 3.2: ``jacobian_the_cheaper_way(f, x)`` returns (the mode with fewer passes, the Jacobian of f at x)."""
+    """Exercise 3.2: ``jacobian_the_cheaper_way(f, x)`` returns (the transform with fewer passes, the Jacobian of f
+    at x), the Jacobian computed by the transform it names (watched through the checker's f, not trusted)."""
 
     def check() -> str:
-        for in_features, out_features in MODE_CASES:
-            f = _tanh_layer(in_features, out_features)
-            x = torch.randn(in_features, dtype=torch.float64, generator=torch.Generator().manual_seed(in_features))
-            answer = call_learner(jacobian_the_cheaper_way, f, x)
+        for case in MODE_CASES:
+            f, x = case.function(), case.point()
+            with _watching() as seen:
+                answer = call_learner(jacobian_the_cheaper_way, _watched(f), x.clone())
             expect(isinstance(answer, tuple) and len(answer) == 2, "Return a pair: (the mode's name, the Jacobian).")
-            mode: object = answer[0]  # type: ignore[index]
-            jacobian: object = answer[1]  # type: ignore[index]
-            expect(isinstance(mode, str) and mode in ("jacfwd", "jacrev"),
-                   f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}.")
-            expected_mode = "jacfwd" if out_features > in_features else "jacrev"
-            expect(mode == expected_mode, _wrong_mode_hint(str(mode), in_features, out_features))
+            mode = _expect_transform_name(answer[0])  # type: ignore[index]
+            cheaper = _cheaper(*case.sizes)
+            expect(cheaper in (None, mode), _wrong_choice_hint(case, mode))
             reference = torch.func.jacrev(f)(x)
-            expect(
-                isinstance(jacobian, torch.Tensor) and jacobian.shape == reference.shape,
-                f"For f: R^{in_features} -> R^{out_features} the Jacobian has shape {tuple(reference.shape)} (out, in); "
-                f"you returned {tuple(jacobian.shape) if isinstance(jacobian, torch.Tensor) else type(jacobian).__name__}.",
-            )
-            _expect_close(jacobian, reference, (
-                "Your Jacobian's values are off. Compute it with the mode you chose: torch.func.jacfwd(f)(x) or "
-                "torch.func.jacrev(f)(x)."
-            ))
-        return f"You chose the mode with fewer passes and computed the exact Jacobian on {len(MODE_CASES)} shapes."
+            jacobian = _expect_jacobian_tensor(answer[1], case, reference)  # type: ignore[index]
+            _expect_named_transform_ran(case, mode, seen)
+            if not _close(jacobian, reference):
+                expect(not (reference.dim() == 2 and _close(jacobian.mT, reference)), (
+                    f"For {case.label} your Jacobian is transposed: rows are outputs, columns inputs, (out, in)."
+                ))
+                raise CheckFailed(
+                    f"For {case.label} your Jacobian's values are off, although {mode} ran: compute the Jacobian of f "
+                    f"itself, at x, and return what the transform gives."
+                )
+        return (f"You chose the transform with fewer passes on {len(MODE_CASES)} shapes (matrices too; at in = out, where "
+                f"the counts tie, either is right) and computed the exact Jacobian with the one you named.")
 
     return run_check("3.2", check, jacobian_the_cheaper_way)
 
 
+# --- Exercise 3.3 ----------------------------------------------------------------------------------------------
+
+_LIBRARIES = ("torch", "labkit")
+
+
+def _owner(cls: type, name: str) -> type | None:
+    """The class in ``cls``'s MRO that defines ``name``."""
+    return next((owner for owner in cls.__mro__ if name in vars(owner)), None)
+
+
+def _own_method(cls: type, name: str) -> Callable[..., Any] | None:
+    """``cls.name`` when a class of the learner's defines it (not torch's Function, not a labkit example class)."""
+    owner = _owner(cls, name)
+    if owner is None or owner.__module__.split(".")[0] in _LIBRARIES:
+        return None
+    value = vars(owner)[name]
+    return cast(Callable[..., Any], value.__func__ if isinstance(value, (staticmethod, classmethod)) else value)
+
+
+def _either(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _parameter_count(function: Callable[..., Any]) -> int:
+    try:
+        return len(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _expect_modern_function(cls: object) -> type[torch.autograd.Function]:
+    """The class the exercise asks for: a Function subclass whose own forward, setup_context and jvp torch calls."""
+    expect(
+        isinstance(cls, type) and issubclass(cls, torch.autograd.Function),
+        "Pass the class itself (a subclass of torch.autograd.Function), e.g. check_custom_sin(Sin).",
+    )
+    function = cast(type[torch.autograd.Function], cls)
+    missing = [name for name in ("forward", "setup_context", "jvp") if _own_method(function, name) is None]
+    none_of = f", and defines no {_either(missing)} of its own" if missing else ""
+    expect(_own_method(function, "apply") is None, (
+        f"Your class replaces apply itself{none_of}: "
+        f"then torch never runs a forward-mode rule of yours, whatever comes out. Leave apply to torch.autograd.Function "
+        f"(it calls your forward, setup_context and jvp) and write those three as staticmethods."
+    ))
+    forward = _own_method(function, "forward")
+    if "setup_context" in missing and forward is not None and _parameter_count(forward) >= 2:
+        raise CheckFailed(
+            "Your forward takes ctx: that is the old style, which torch.func.jvp rejects. Write forward(x) without "
+            "ctx, and save tensors in a separate setup_context(ctx, inputs, output) staticmethod."
+        )
+    if "jvp" in missing:
+        owner = _owner(function, "jvp")
+        inherited = f" (it inherits {owner.__name__}'s)" if owner and not owner.__module__.startswith("torch.") else ""
+        raise CheckFailed(
+            f"{function.__name__} has no jvp of its own{inherited}: define the staticmethod jvp(ctx, x_tangent), the "
+            f"forward-mode rule, which returns the output's tangent."
+        )
+    if missing:
+        raise CheckFailed(
+            f"{function.__name__} has no {_either(missing)} of its own; the modern style needs forward(x) without "
+            f"ctx, setup_context(ctx, inputs, output) and jvp(ctx, x_tangent), each a staticmethod."
+        )
+    expect(forward is None or _parameter_count(forward) < 2, (
+        "Your forward takes ctx although you wrote setup_context: in the modern style forward(x) has no ctx; "
+        "setup_context receives it instead."
+    ))
+    return function
+
+
+@dataclass
+class _JvpCalls:
+    """How often torch called the learner's jvp, and whether their setup_context saved for backward only."""
+
+    count: int = 0
+    saved_for_backward_only: bool = False
+
+
+def _observed(function: type[torch.autograd.Function], calls: _JvpCalls) -> type[torch.autograd.Function]:
+    """A subclass that runs the learner's own setup_context and jvp, recording what they save and return."""
+    setup_context = cast(Callable[..., None], _own_method(function, "setup_context"))
+    jvp = cast(Callable[..., object], _own_method(function, "jvp"))
+
+    def observed_setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        setup_context(ctx, inputs, output)
+        if getattr(ctx, "to_save", None) and not getattr(ctx, "saved_for_forward", None):
+            calls.saved_for_backward_only = True
+
+    def observed_jvp(ctx: Any, *tangents: Any) -> object:
+        calls.count += 1
+        return jvp(ctx, *tangents)
+
+    namespace = {"setup_context": staticmethod(observed_setup_context), "jvp": staticmethod(observed_jvp)}
+    return cast(type[torch.autograd.Function], type(function.__name__, (function,), namespace))
+
+
+def _wrong_jvp_hint(where: str, got: torch.Tensor, x: torch.Tensor, v: torch.Tensor) -> str:
+    """Name the usual wrong rules: the derivative alone, a sign, the output used as the input."""
+    known = [
+        (torch.cos(x), "cos(x), the derivative alone: multiply it by x_tangent, the direction"),
+        (-torch.cos(x) * v, "-cos(x) * x_tangent: the sign is wrong, d/dx sin(x) = +cos(x)"),
+        (torch.sin(x) * v, "sin(x) * x_tangent: the derivative of sin is cos"),
+        (v, "x_tangent unchanged: the rule must multiply it by the derivative, cos(x)"),
+        (torch.cos(torch.sin(x)) * v, "cos(sin(x)) * x_tangent: it uses the output, sin(x), where the rule needs the "
+                                      "input x (setup_context gets both: inputs and output)"),
+    ]
+    for value, what in known:
+        if _close(got, value):
+            return f"{where}, your jvp returns {what}."
+    return f"{where}, your jvp does not return cos(x) * x_tangent."
+
+
+def _run_jvp(label: str, run: Callable[[], object], calls: _JvpCalls, x: torch.Tensor, v: torch.Tensor) -> None:
+    """One JVP through the learner's class: their jvp must be called, and its result must be cos(x) * v."""
+    before = calls.count
+    try:
+        got = call_learner(run)
+    except LearnerError:
+        if calls.saved_for_backward_only:
+            raise CheckFailed(
+                f"{label}, your jvp found nothing in ctx.saved_tensors: setup_context saved x with "
+                f"ctx.save_for_backward, which keeps it for backward (reverse mode) only. In forward mode "
+                f"ctx.saved_tensors holds what ctx.save_for_forward(...) saved: that is the one jvp can read."
+            ) from None
+        raise
+    expect(calls.count > before, f"{label}, torch never called your jvp, so the tangent did not come from it.")
+    tensor = _expect_comparable(got, x, f"{label}, the output tangent")
+    expect(_close(tensor, torch.cos(x) * v), _wrong_jvp_hint(label, tensor.detach().to(x.dtype), x, v))
+
+
 def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult:
-    """Exercise 3.3: a modern-style Function for sin with a correct ``jvp``, usable under torch.func."""
+    """Exercise 3.3: a modern-style Function for sin whose own ``jvp`` torch calls, under the dual API and
+    torch.func.jvp, and which passes gradcheck(check_forward_ad=True)."""
 
     def check() -> str:
         from labkit.forward_ad.custom_function import gradcheck_forward
         from labkit.forward_ad.derivatives import jvp
 
-        expect(
-            isinstance(sin_function, type) and issubclass(sin_function, torch.autograd.Function),
-            "Pass the class itself (a subclass of torch.autograd.Function), e.g. check_custom_sin(Sin).",
-        )
+        function = _expect_modern_function(sin_function)
         x, v = _float64_pair((6,), seed=3)
-        _expect_close(call_learner(sin_function.apply, x), torch.sin(x), "forward(x) does not return sin(x).")
-        expected = torch.cos(x) * v
-        dual = call_learner(jvp, sin_function.apply, x, v)[1]
-        _expect_close(dual, expected, "Under the dual API, your jvp does not return cos(x) * x_tangent.", atol=1e-12)
+        _expect_close(call_learner(function.apply, x), torch.sin(x), "forward(x) does not return sin(x).")
+        calls = _JvpCalls()
+        observed = _observed(function, calls)
+        _run_jvp("Under the dual API", lambda: jvp(observed.apply, x, v)[1], calls, x, v)
+        _run_jvp("Under torch.func.jvp", lambda: torch.func.jvp(observed.apply, (x,), (v,))[1], calls, x, v)
         try:
-            functional = call_learner(torch.func.jvp, sin_function.apply, (x,), (v,))[1]
-        except LearnerError as exc:
-            if isinstance(exc.original, RuntimeError) and "setup_context" in str(exc.original):
-                raise CheckFailed(
-                    "torch.func.jvp rejects your Function: write forward(x) without ctx and save tensors "
-                    "in a separate setup_context(ctx, inputs, output) staticmethod."
-                ) from None
-            raise
-        _expect_close(functional, expected, "Under torch.func.jvp, your jvp does not return cos(x) * x_tangent.", atol=1e-12)
-        try:
-            call_learner(gradcheck_forward, sin_function, x, include_backward=False)
+            call_learner(gradcheck_forward, function, x, include_backward=False)
         except LearnerError as exc:
             if isinstance(exc.original, GradcheckError):
                 raise CheckFailed(f"gradcheck(check_forward_ad=True) failed: {str(exc.original).splitlines()[0]}") from None
             raise
-        return "forward and jvp are right, gradcheck(check_forward_ad=True) passes, and torch.func.jvp accepts it."
+        return ("torch calls your own jvp under the dual API and torch.func.jvp, it gives cos(x) * x_tangent, "
+                "and gradcheck(check_forward_ad=True) passes.")
 
     return run_check("3.3", check, sin_function, "jvp")
 
+
+# --- Exercise 3.4 ----------------------------------------------------------------------------------------------
 
 def _scaling_cases() -> list[tuple[str, nn.Module]]:
     """(what it is, model) in float64: a smooth MLP, a bias-free ReLU MLP (its answer is depth * output) and
@@ -187,16 +602,123 @@ def _scaling_cases() -> list[tuple[str, nn.Module]]:
             ("an MLP with an eval-mode BatchNorm1d", with_bn.double().eval())]
 
 
-def _scaled_jvp(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """The reference, by the dual API's parameter swap (not the functional_call the learner writes)."""
+def _jvp_along(model: nn.Module, x: torch.Tensor, tangent: Callable[[str, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """The JVP along ``tangent(name, p)`` for each parameter, by the dual API's parameter swap (not the
+    functional_call the learner writes); the checker's private model only."""
     from labkit.forward_ad.derivatives import module_jvp
 
-    return module_jvp(model, (x,), {name: p.detach() for name, p in model.named_parameters()}, method="swap")[1]
+    tangents = {name: tangent(name, p.detach()) for name, p in model.named_parameters()}
+    return module_jvp(model, (x,), tangents, method="swap")[1]
+
+
+_MODULE_HOOKS = (
+    "_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+    "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
+)
+_TENSOR_HOOKS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+
+
+def _hook_keys(owner: object, names: tuple[str, ...]) -> dict[str, dict[Any, Any]]:
+    return {name: dict(getattr(owner, name, None) or {}) for name in names}
+
+
+@dataclass
+class _TensorState:
+    tensor: torch.Tensor
+    value: torch.Tensor
+    requires_grad: bool
+    had_grad: bool
+    hooks: dict[str, dict[Any, Any]]
+
+
+@dataclass
+class _ModuleState:
+    module: nn.Module
+    training: bool
+    slots: dict[str, dict[str, Any]]  # _parameters, _buffers, _modules: name -> object
+    hooks: dict[str, dict[Any, Any]]
+
+
+def _slots(module: nn.Module) -> dict[str, dict[str, Any]]:
+    return {kind: dict(getattr(module, kind)) for kind in ("_parameters", "_buffers", "_modules")}
+
+
+Changes = dict[str, list[str]]  # what changed ("requires_grad turned off") -> where (parameter or module names)
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:3])} and {len(names) - 3} more"
+
+
+@dataclass
+class _ModelSnapshot:
+    """Everything of a model an answer could leave changed, so the checker can put it back and say what it was."""
+
+    modules: dict[str, _ModuleState]
+    tensors: dict[str, _TensorState]
+
+    @classmethod
+    def take(cls, model: nn.Module) -> _ModelSnapshot:
+        modules = {name: _ModuleState(module, module.training, _slots(module), _hook_keys(module, _MODULE_HOOKS))
+                   for name, module in model.named_modules()}
+        named = [*model.named_parameters(), *model.named_buffers()]
+        tensors = {name: _TensorState(t, t.detach().clone(), t.requires_grad, t.grad is not None,
+                                      _hook_keys(t, _TENSOR_HOOKS)) for name, t in named}
+        return cls(modules, tensors)
+
+    def restore(self) -> list[str]:
+        """Put the model back as it was; return what had changed, in words (empty when nothing did)."""
+        changes: Changes = {}
+        for name, module in self.modules.items():
+            _restore_module(f"{type(module.module).__name__} {name!r}" if name else "the model", module, changes)
+        for name, tensor in self.tensors.items():
+            _restore_tensor(name, tensor, changes)
+        return [f"{what}: {_listed(where)}" for what, where in changes.items()]
+
+
+def _restore_hooks(owner: object, saved: dict[str, dict[Any, Any]], where: str, changes: Changes) -> None:
+    for kind, hooks in saved.items():
+        now = getattr(owner, kind, None)
+        if now is not None and set(now) != set(hooks):
+            verb = "left on" if set(now) - set(hooks) else "removed from"
+            now.clear()
+            now.update(hooks)
+            changes.setdefault(f"{kind.strip('_').replace('_', ' ')} {verb}", []).append(where)
+
+
+def _restore_module(name: str, state: _ModuleState, changes: Changes) -> None:
+    module = state.module
+    _restore_hooks(module, state.hooks, name, changes)
+    for kind, saved in state.slots.items():
+        current = getattr(module, kind)
+        if set(current) != set(saved) or any(current[key] is not value for key, value in saved.items()):
+            for key in saved:
+                module.__dict__.pop(key, None)  # a plain attribute set after delattr would hide the restored one
+            current.clear()
+            current.update(saved)
+            changes.setdefault(f"{kind.strip('_')} replaced", []).append(name)
+    if module.training != state.training:
+        module.training = state.training
+        changes.setdefault(f"left in {'eval' if state.training else 'train'} mode", []).append(name)
+
+
+def _restore_tensor(name: str, state: _TensorState, changes: Changes) -> None:
+    tensor = state.tensor
+    if tensor.requires_grad != state.requires_grad:
+        tensor.requires_grad_(state.requires_grad)
+        changes.setdefault(f"requires_grad turned {'off' if state.requires_grad else 'on'}", []).append(name)
+    if not (tensor.shape == state.value.shape and torch.equal(tensor.detach(), state.value)):
+        tensor.data = state.value.clone()
+        changes.setdefault("values changed", []).append(name)
+    if tensor.grad is not None and not state.had_grad:
+        tensor.grad = None
+        changes.setdefault(".grad left on", []).append(name)
+    _restore_hooks(tensor, state.hooks, name, changes)
 
 
 @contextmanager
 def _counting_calls(model: nn.Module) -> Iterator[list[int]]:
-    """Count the forward passes of the checker's own ``model``: one JVP is one pass, a finite difference two."""
+    """Count the forward passes of ``model``: one JVP is one pass, a finite difference two."""
     calls = [0]
     handle = model.register_forward_pre_hook(lambda module, args: calls.__setitem__(0, calls[0] + 1))
     try:
@@ -205,43 +727,79 @@ def _counting_calls(model: nn.Module) -> Iterator[list[int]]:
         handle.remove()
 
 
+def _expect_no_buffer_tangent(exc: LearnerError, label: str, model: nn.Module) -> None:
+    """Name the mistake behind torch's refusal of a tangent for a buffer (running statistics, an integer counter)."""
+    message = str(exc.original)
+    integer_buffers = any(not buffer.is_floating_point() for buffer in model.buffers())
+    expect("running_mean" not in message and not ("floating point" in message and integer_buffers), (
+        f"On {label}, torch refused a tangent ({message.splitlines()[0].strip()[:90]}): your code gave one to the "
+        f"BatchNorm's buffers, its running statistics and its integer num_batches_tracked. Buffers are not parameters "
+        f"and cannot carry a tangent: give tangents to the parameters only (named_parameters, not the state_dict)."
+    ))
+
+
+def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tensor) -> tuple[object, int]:
+    """The learner's answer on a copy of ``model``: (what it returned, forward passes); fails naming anything it
+    left changed on the copy (hooks, requires_grad, parameters, buffers, train/eval), which is put back first."""
+    theirs = copy.deepcopy(model)
+    with _counting_calls(theirs) as calls:
+        snapshot = _ModelSnapshot.take(theirs)
+        try:
+            with learner_case(label):
+                got = call_learner(answer, theirs, x.clone())
+        except LearnerError as exc:
+            _expect_no_buffer_tangent(exc, label, model)
+            raise
+        finally:
+            changes = snapshot.restore()
+    expect(not changes, (
+        f"For {label}, your code changed the model it was given: {'; '.join(changes)}. The checker put it back. "
+        f"torch.func.functional_call runs a model with other tensors and leaves it as it is."
+    ))
+    return got, calls[0]
+
+
+def _wrong_scaling_hint(label: str, got: torch.Tensor, model: nn.Module, x: torch.Tensor) -> str:
+    """Name the usual wrong directions: the output, zeros, ones, the weights without the biases."""
+    with torch.no_grad():
+        output = model(x)
+    start = f"For {label}, your derivative differs from the JVP along the parameters."
+    if _close(got, output):
+        return f"{start} That is model(x) itself: return the tangent part of the JVP, not the output."
+    if not torch.any(got):
+        return f"{start} It is all zeros: the tangents never reached the parameters (an nn.Parameter drops a tangent)."
+    if _close(got, _jvp_along(model, x, lambda name, p: torch.ones_like(p))):
+        return f"{start} It is the derivative along ones: the tangent of each parameter p is p itself, not ones."
+    if _close(got, _jvp_along(model, x, lambda name, p: p if name.endswith("weight") else torch.zeros_like(p))):
+        return (f"{start} Only the weights moved: the biases are parameters too, and each parameter p, a bias "
+                f"included, has tangent p.")
+    return f"{start} The direction is the parameters themselves: the tangent of each parameter p is p."
+
+
 def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> CheckResult:
-    """Exercise 3.4: d/dt model(x; (1 + t) * params) at t = 0, by a JVP in parameter space."""
+    """Exercise 3.4: d/dt model(x; (1 + t) * params) at t = 0, by a JVP in parameter space.
+
+    The learner gets a copy of each model; the checker keeps the original for its reference and compares the copy
+    afterwards: an answer that leaves a hook, a requires_grad, a parameter, a buffer or the train/eval flag changed
+    is told so (and the copy is put back), not passed.
+    """
 
     def check() -> str:
         x = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
         for label, model in _scaling_cases():
-            before = {name: t.clone() for name, t in model.state_dict().items()}
-            parameters, modes = list(model.parameters()), [m.training for m in model.modules()]
-            expected = _scaled_jvp(model, x)
-            with learner_case(label), _counting_calls(model) as calls:
-                got = call_learner(weight_scaling_derivative, model, x.clone())
-            state = model.state_dict()
-            unchanged = list(model.parameters()) == parameters and [m.training for m in model.modules()] == modes
-            expect(unchanged and all(torch.equal(before[k], state[k]) for k in before),
-                   f"For {label}, your code changed the model; torch.func.functional_call runs it with other tensors "
-                   f"and leaves it as it is.")
+            expected = _jvp_along(model, x, lambda name, p: p)
+            got, passes = _run_on_a_copy(weight_scaling_derivative, label, model, x)
             expect(not isinstance(got, tuple), f"For {label} you returned a tuple; return the derivative only (torch.func.jvp "
                                                f"gives (output, derivative)).")
-            expect(calls[0] == 1, f"For {label} your code ran the model {calls[0]} times; one JVP runs it once, carrying "
-                                  "the derivative along with the output (finite differences need two passes, and are not "
-                                  f"exact).")
+            expect(passes == 1, f"For {label} your code ran the model {passes} times; one JVP runs it once, carrying "
+                                "the derivative along with the output (finite differences need two passes, and are not "
+                                "exact).")
             tensor = _expect_comparable(got, expected, f"For {label}, the result")
             expect(tensor.shape == expected.shape, f"For {label} the result has shape {tuple(tensor.shape)}; the derivative "
                                                    f"is shaped like model(x), {tuple(expected.shape)}.")
             tensor = tensor.detach().to(expected.dtype)
-            if torch.allclose(tensor, expected, rtol=1e-9, atol=1e-12):
-                continue
-            with torch.no_grad():
-                output = model(x)
-            if torch.allclose(tensor, output):
-                hint = " That is model(x) itself: return the tangent part of the JVP, not the output."
-            elif not torch.any(tensor):
-                hint = " It is all zeros: the tangents never reached the parameters (an nn.Parameter drops a tangent)."
-            else:
-                hint = " The direction is the parameters themselves: the tangent of each parameter p is p."
-            raise CheckFailed(f"For {label}, your derivative differs from the JVP along the parameters.{hint}")
-        return ("on 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters to 1e-9, "
-                "and the models are unchanged.")
+            expect(_close(tensor, expected), _wrong_scaling_hint(label, tensor, model, x))
+        return ("On 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters to 1e-9, "
+                "and each model was left as it was given (hooks, requires_grad, parameters, buffers, train/eval).")
 
     return run_check("3.4", check, weight_scaling_derivative)

@@ -76,6 +76,12 @@ def test_wrong_shape_is_explained():
     result = check_directional_derivative(lambda f, x, v: torch.zeros(7))
     assert result.status is Status.WRONG and "shaped like the output" in result.message
     result = check_directional_derivative(lambda f, x, v: torch.zeros_like(f(x)))
+    assert result.status is Status.WRONG and "never pushed a tangent through f" in result.message
+
+    def wrong_tangent(f, x, v):
+        return torch.func.jvp(f, (x,), (torch.sin(v),))[1]
+
+    result = check_directional_derivative(wrong_tangent)
     assert result.status is Status.WRONG and "not the derivative along v" in result.message
 
 
@@ -97,7 +103,14 @@ def test_wrong_jvp_and_old_style_are_explained():
         def jvp(ctx, x_tangent):
             return x_tangent
 
-    assert "cos(x) * x_tangent" in check_custom_sin(WrongJvp).message
+    assert "x_tangent unchanged" in check_custom_sin(WrongJvp).message
+
+    class OtherJvp(Sin):
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            return 2 * x_tangent
+
+    assert "does not return cos(x) * x_tangent" in check_custom_sin(OtherJvp).message
 
     class OldStyle(torch.autograd.Function):
         @staticmethod
@@ -230,3 +243,124 @@ def test_weight_scaling_of_a_bias_free_relu_mlp_is_depth_times_output():
     (_, relu_mlp), = [case for case in _scaling_cases() if "ReLU" in case[0]]
     x = torch.randn(4, 4, dtype=torch.float64)
     torch.testing.assert_close(solution(relu_mlp, x), 3 * relu_mlp(x).detach())
+
+
+def _dual_api(f, x, v):
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        return fwAD.unpack_dual(f(fwAD.make_dual(x, v))).tangent
+
+
+def _labkit_jvp(f, x, v):
+    from labkit.forward_ad.derivatives import jvp
+
+    return jvp(f, x, v)[1]
+
+
+@pytest.mark.parametrize("answer", [_dual_api, _labkit_jvp])
+def test_every_forward_mode_way_is_a_directional_derivative(answer):
+    assert check_directional_derivative(answer).solved
+
+
+def test_the_mode_probe_records_only_inside_a_check():
+    from labkit.forward_ad.checks import _ModesSeen, _watched, _watching
+
+    f = _watched(torch.sin)
+    x = torch.randn(3, dtype=torch.float64)
+    torch.func.jacrev(f)(x)  # outside a check: recorded nowhere, and no error
+    with _watching() as seen:
+        torch.func.jvp(f, (x,), (x,))
+    assert (seen.calls, seen.jvps, seen.backwards, seen.mode) == (1, 1, 0, "forward")
+    assert _ModesSeen(jvps=1, backwards=1).mode == "both" and _ModesSeen().mode is None
+
+
+def test_returns_a_value_reads_the_learners_own_body():
+    from labkit.forward_ad.checks import _returns_a_value
+
+    def no_return(f, x, v):
+        def inner():
+            return 1
+
+        inner()
+
+    def returns_none_explicitly(f, x, v):
+        return None
+
+    def returns(f, x, v):
+        if x is None:
+            return
+        return x
+
+    assert _returns_a_value(no_return) is False and _returns_a_value(returns_none_explicitly) is False
+    assert _returns_a_value(returns) is True and _returns_a_value(lambda f, x, v: None) is True
+    assert _returns_a_value(print) is None  # no Python source: unknown
+
+
+def _cheaper_mode(f, x):
+    return "jacfwd" if f(x).numel() > x.numel() else "jacrev"
+
+
+def _flat_jacobian(f, x):
+    mode = _cheaper_mode(f, x)
+    jacobian = (torch.func.jacfwd if mode == "jacfwd" else torch.func.jacrev)(f)(x)
+    return mode, jacobian.reshape(f(x).numel(), x.numel())
+
+
+def _autograd_functional_with_the_strategy(f, x):
+    mode = _cheaper_mode(f, x)
+    strategy = "forward-mode" if mode == "jacfwd" else "reverse-mode"
+    return mode, torch.autograd.functional.jacobian(f, x, vectorize=True, strategy=strategy)
+
+
+@pytest.mark.parametrize("answer", [_flat_jacobian, _autograd_functional_with_the_strategy])
+def test_a_jacobian_computed_by_the_named_mode_is_accepted(answer):
+    assert check_cheaper_jacobian(answer).solved
+
+
+def test_custom_sin_variants_that_torch_accepts_are_solved():
+    Sin = _solution("03_3_custom_sin.py", "Sin")
+
+    class WithBackward(Sin):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_forward(*inputs)
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return torch.cos(x) * grad_output
+
+    class WithoutStaticmethod(torch.autograd.Function):  # torch calls them on the class: plain functions work too
+        def forward(x):
+            return torch.sin(x)
+
+        def setup_context(ctx, inputs, output):
+            ctx.x = inputs[0]
+
+        def jvp(ctx, x_tangent):
+            return torch.cos(ctx.x) * x_tangent
+
+    for variant in (WithBackward, WithoutStaticmethod):
+        assert check_custom_sin(variant).solved, variant
+    assert vars(Sin)["jvp"].__func__.__name__ == "jvp"  # the checker watched a subclass; the class is as it was
+
+
+def test_weight_scaling_puts_the_copy_it_gave_back_as_it_was():
+    solution = _solution("03_4_weight_scaling_derivative.py", "weight_scaling_derivative")
+    given = []
+
+    def hooks_and_freezes(model, x):
+        given.append(model)
+        model.register_forward_pre_hook(lambda module, args: None)
+        model[0].weight.requires_grad_(False)
+        return solution(model, x)
+
+    result = check_weight_scaling_derivative(hooks_and_freezes)
+    assert result.status is Status.WRONG and "forward pre hooks left on: the model" in result.message, result
+    assert "requires_grad turned off: 0.weight" in result.message
+    (model,) = given
+    assert not model._forward_pre_hooks and model[0].weight.requires_grad
