@@ -125,7 +125,8 @@ class FormatBenchmark(ShowsAsTable):
             ratios = ", ".join(
                 f"{getattr(fp32, layout).median / getattr(timing, layout).median:.2f}x ({layout})" for layout in LAYOUTS
             )
-            lines.append(f"{timing.precision} against fp32 in the same layout: {ratios}; above 1 means {timing.precision} is faster.")
+            faster = f"above 1 means {timing.precision} is faster"
+            lines.append(f"{timing.precision} against fp32 in the same layout: {ratios}; {faster}.")
         return lines
 
     def _footer_lines(self) -> list[str]:
