@@ -329,7 +329,7 @@ def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | N
         first = next(iter(breakdowns.values()))
         op_types = list(first)
     rows: list[Row] = [[t, *(format_seconds(b[t]) if t in b else "-" for b in breakdowns.values())] for t in op_types]
-    return Table(["op type", *breakdowns], rows, title="Time per op type, per variant (means of warm runs)")
+    return Table(["op type", *breakdowns], rows, title="Time per op type, per variant (sums of node medians, warm runs)")
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,13 @@ the learner's question directly. Three ways to time a model:
   whose code reads the clock after every node. The graph runs as compiled Python,
   so each node pays one clock read and one list append (well under a microsecond).
 - :class:`~labkit.fx.module_hooks.ModuleProfiler` (``mode="modules"``) needs no
-  trace: forward hooks time each call of a leaf module. :func:`profile_model`
-  falls back to it, with a :class:`TraceFallbackWarning`, when fx cannot trace.
+  graph: forward hooks time each call of a leaf module. :func:`profile_model`
+  falls back to it, with a :class:`TraceFallbackWarning`, when no graph can be captured.
 
-All feed the same result object, :class:`~labkit.fx.report.ProfileReport`. Before
+The graph the first two time comes from :mod:`labkit.fx.capture`: fx's
+``symbolic_trace``, or where that fails ``torch.export`` (ATen operators, each
+with its module), chosen with ``capture=``. This module only times it; all modes
+feed the same result object, :class:`~labkit.fx.report.ProfileReport`. Before
 any of them, :func:`profile_model` runs the model itself once, so a wrong input
 is the model's own clear error. Tracing and its errors live in
 :mod:`labkit.fx.tracing`, what each mode costs per node in
@@ -26,6 +29,7 @@ is the model's own clear error. Tracing and its errors live in
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import statistics
 import time
@@ -39,12 +43,20 @@ import torch.fx
 
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
+from labkit.core.timing import RunStats
+from labkit.fx.capture import (
+    CAPTURES,
+    CapturedGraph,
+    CaptureFailedError,
+    ExportFailedError,
+    capture_graph,
+    check_capture,
+)
 from labkit.fx.model_inputs import (
     InputsDoNotFitError,
     KeywordsIntoVarKeywordError,
     StrayKeywordError,
     UnknownKeywordInputError,
-    graph_arguments,
     keyword_inputs,
     refuse_unknown_keywords,
 )
@@ -73,7 +85,7 @@ from labkit.fx.tracing import (
 
 MODES = ("fast", "interpreter", "modules")
 #: Each helper's own keyword options: a stray keyword close to one is pointed at it, not at kwargs=.
-_TRACE_OPTIONS = ("mode", "concrete_args", "leaf_modules", "tracer")
+_TRACE_OPTIONS = ("mode", "capture", "concrete_args", "leaf_modules", "tracer")
 _MAKE_OPTIONS = ("kwargs", *_TRACE_OPTIONS, "fallback", "stacklevel")
 _PROFILE_OPTIONS = ("kwargs", "warmup", "runs", "on_run", *_TRACE_OPTIONS, "fallback")
 SUMMARY_HEADERS = ["Op type", "Op", "Average runtime (s)", "Pct total runtime"]
@@ -84,7 +96,7 @@ class TracedRunError(LabkitError):
 
 
 class TraceFallbackWarning(UserWarning):
-    """fx could not trace the model, so it was profiled module by module (``mode="modules"``)."""
+    """No graph could be captured (fx, then torch.export), so the model was profiled module by module (``mode="modules"``)."""
 
 
 def _check_runs(warmup: Any, runs: Any) -> tuple[int, int]:
@@ -283,13 +295,17 @@ def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
 
     A module's class, normalised to its torch.nn layer for a subclass defined
     elsewhere (``Conv3DSimple`` counts as ``Conv3d``; :attr:`NodeTiming.module_class`
-    keeps the real class); a function's or method's name; and ``"get_attr"`` for
-    every read of a parameter or buffer, whose target is a parameter's name (one
-    type per parameter would flood the breakdown).
+    keeps the real class); an operator (every node of an exported graph) as
+    ``namespace.name`` without its overload, ``aten.linear`` or ``aten.add`` (for
+    ``aten.add.Tensor``), which is torch.profiler's ``aten::add``; a function's or
+    method's name; and ``"get_attr"`` for every read of a parameter or buffer,
+    whose target is a parameter's name (one type per parameter would flood the breakdown).
     """
     if node.op == "call_module":
         cls = type(graph_module.get_submodule(str(node.target)))
         return (torch_nn_layer(cls) or cls).__name__
+    if isinstance(node.target, torch._ops.OpOverload):
+        return f"{node.target.namespace}.{node.target.overloadpacket.__name__}"
     if node.op == "call_function":
         return getattr(node.target, "__name__", str(node.target))
     if node.op == "get_attr":
@@ -297,10 +313,12 @@ def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
     return str(node.target)
 
 
-def _module_class(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
-    if node.op != "call_module":
-        return ""
-    return type(graph_module.get_submodule(str(node.target))).__name__
+def _module_class(node: torch.fx.Node, captured: CapturedGraph) -> str:
+    """A call_module node's own class; an exported node's innermost module's (its graph has no call_module)."""
+    if node.op == "call_module":
+        return type(captured.graph_module.get_submodule(str(node.target))).__name__
+    stack = captured.module_stacks.get(node.name, ())
+    return stack[-1][1] if captured.capture == "export" and stack else ""
 
 
 def _shown_type(row: NodeTiming) -> str:
@@ -311,6 +329,8 @@ def _shown_type(row: NodeTiming) -> str:
 
 
 def _target(node: torch.fx.Node) -> str:
+    if isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target)  # "aten.add.Tensor": the operator and its overload
     if node.op == "call_function":
         return getattr(node.target, "__name__", str(node.target))
     return str(node.target)
@@ -330,38 +350,46 @@ class _NodeFinder(torch.fx.Interpreter):
             raise
 
 
-def _traced_failure(graph_module: torch.fx.GraphModule, inputs: Any, exc: Exception) -> TracedRunError:
-    """The error for a traced graph that failed where the eager model ran: which node, and why that happens."""
-    finder = _NodeFinder(graph_module)
+def _traced_failure(captured: CapturedGraph, exc: Exception) -> TracedRunError:
+    """The error for a captured graph that failed where the eager model ran: which node, and why that happens."""
+    finder = _NodeFinder(captured.graph_module)
     try:
         with torch.no_grad():
-            finder.run(*fresh_inputs(inputs))
+            finder.run(*fresh_inputs(captured.inputs))
     except Exception:  # noqa: BLE001 - the same failure again, now with the node that raised it
         pass
     node = finder.failed
     where = f"at node {node.name!r} ({node.op} {_target(node)})" if node is not None else "at an unknown node"
     first_line = (str(exc).strip().splitlines() or [""])[0]
+    printed = (
+        "torch.export.export(model, args, kwargs, strict=False).graph" if captured.capture == "export"
+        else "labkit.fx.trace(model).graph"
+    )
     return TracedRunError(
-        f"The traced graph failed {where}, although the model itself ran on the same inputs: "
-        f"{type(exc).__name__}: {first_line}. Tracing records one path through forward with every Python value "
-        "it read fixed (a shape turned into a number, a concrete_args value, a branch taken); this input needs "
-        "another. Print the graph (labkit.fx.trace(model).graph) around that node to see what was fixed, or "
-        "profile without a trace: profile_model(model, x, mode='modules')."
+        f"The {'exported' if captured.capture == 'export' else 'traced'} graph failed {where}, although the model "
+        f"itself ran on the same inputs: {type(exc).__name__}: {first_line}. A captured graph records one path through "
+        "forward with every Python value it read fixed (a shape turned into a number, a concrete_args value, a branch "
+        f"taken); this input needs another. Print the graph ({printed}) around that node to see what was fixed, or "
+        "profile without a graph: profile_model(model, x, mode='modules')."
     )
 
 
 class NodeProfiler(Profiler):
-    """Times a traced model run by run; :func:`profile_model`, the cross-check and the LiveProfile widget use it.
+    """Times a captured graph run by run; :func:`profile_model`, the cross-check and the LiveProfile widget use it.
 
     ``run_once()`` adds one timed run, ``report()`` summarizes all runs so far,
-    so a widget can redraw after every run. The trace options are those of
-    :func:`labkit.fx.tracing.trace`; ``inputs`` are the arguments not fixed by
-    ``concrete_args``. What is traced and run is a
+    so a widget can redraw after every run. The graph comes from
+    :func:`labkit.fx.capture.capture_graph`: ``capture="auto"`` (symbolic_trace,
+    then torch.export), ``"symbolic_trace"`` or ``"export"``; a model none of them
+    captures raises its error (there is no hook fallback here). The trace options
+    are those of :func:`labkit.fx.tracing.trace`; ``inputs`` are the arguments not
+    fixed by ``concrete_args``. What is captured and run is a
     :func:`~labkit.fx.runs.private_copy` of ``model``, each run on
     :func:`~labkit.fx.runs.fresh_inputs` cloned before its clock starts, so
     ``model``, its caches and the caller's tensors are left as they were.
     ``kwargs`` are the model's keyword inputs; the graph gets them by position
-    (its placeholders follow ``forward``'s parameters).
+    (a traced graph's placeholders follow ``forward``'s parameters, an exported
+    one's the pytree leaves of ``(inputs, kwargs)``).
     """
 
     def __init__(
@@ -370,6 +398,7 @@ class NodeProfiler(Profiler):
         *inputs: Any,
         kwargs: Mapping[str, Any] | None = None,
         mode: str = "fast",
+        capture: str = "auto",
         concrete_args: dict[str, Any] | None = None,
         leaf_modules: LeafModules = (),
         tracer: Any = None,
@@ -377,22 +406,23 @@ class NodeProfiler(Profiler):
     ) -> None:
         keywords = keyword_inputs("NodeProfiler", kwargs, stray, ("kwargs", *_TRACE_OPTIONS))
         if _check_mode(mode) == "modules":
-            raise LabkitValueError("NodeProfiler times a traced graph; for mode='modules' use labkit.fx.ModuleProfiler.")
-        super().__init__()
-        call_args = call_arguments(model, inputs, concrete_args, keywords)
-        own = private_copy(model) if isinstance(model, torch.nn.Module) else model
-        self.graph_module = trace(own, concrete_args, leaf_modules=leaf_modules, tracer=tracer)
-        self.device = check_input_devices(self.graph_module, call_args)
-        self.inputs = call_args
+            raise LabkitValueError("NodeProfiler times a captured graph; for mode='modules' use labkit.fx.ModuleProfiler.")
+        captured = capture_graph(
+            model, inputs, keywords, capture=capture, concrete_args=concrete_args, leaf_modules=leaf_modules, tracer=tracer
+        )
+        super().__init__(fallback_reason=captured.fallback_reason)
+        self.captured = captured
+        self.capture = captured.capture
+        self.graph_module = captured.graph_module
+        self.device = check_input_devices(self.graph_module, captured.inputs)
+        self.inputs = captured.inputs
         self.mode = mode
         self.nodes = [n for n in self.graph_module.graph.nodes if n.op not in ("placeholder", "output")]
-        # The model itself or a layer the graph calls; fx's container stand-ins may say "training" in any mode.
-        self.training = isinstance(model, torch.nn.Module) and (
-            model.training
-            or any(self.graph_module.get_submodule(n.target).training for n in self.nodes if n.op == "call_module")
-        )
+        self.training = captured.training
         self.samples = {n.name: [] for n in self.nodes}
         self._nodes_by_name = {n.name: n for n in self.nodes}
+        stacks = {n.name: captured.module_stacks.get(n.name, ()) for n in self.nodes}
+        self._modules = {name: (stack[-1][0] if stack else "", stack) for name, stack in stacks.items()}
         if mode == "fast":
             self._instrumented = InstrumentedModule(self.graph_module, self.device)
         else:
@@ -402,7 +432,7 @@ class NodeProfiler(Profiler):
         try:
             total, durations = self._run_graph()
         except Exception as exc:  # noqa: BLE001 - any failure of the graph is reported at its node
-            raise _traced_failure(self.graph_module, self.inputs, exc) from exc
+            raise _traced_failure(self.captured, exc) from exc
         return total, list(zip(self.samples, durations, strict=True))
 
     def _run_graph(self) -> tuple[float, list[float]]:
@@ -420,9 +450,18 @@ class NodeProfiler(Profiler):
 
     def _describe(self, key: str) -> tuple[str, str, str, str, str]:
         node = self._nodes_by_name[key]
-        return (
-            node.op, node.name, _target(node), _op_type(node, self.graph_module), _module_class(node, self.graph_module)
-        )
+        return node.op, node.name, _target(node), _op_type(node, self.graph_module), _module_class(node, self.captured)
+
+    def _completed(self, report: ProfileReport) -> ProfileReport:
+        """The report with what only the graph knows: how it was captured, the modules each node ran in, and
+        each run's time outside its nodes (a median of those, unlike one of means, ignores one disturbed run)."""
+        rows = [
+            dataclasses.replace(row, module=self._modules[row.name][0], module_stack=self._modules[row.name][1])
+            for row in report.rows
+        ]
+        outside = [max(0.0, total - sum(samples[run] for samples in self.samples.values()))
+                   for run, total in enumerate(self.totals)]
+        return dataclasses.replace(report, rows=rows, capture=self.capture, outside=RunStats.from_samples(outside))
 
 
 def make_profiler(
@@ -430,6 +469,7 @@ def make_profiler(
     *inputs: Any,
     kwargs: Mapping[str, Any] | None = None,
     mode: str = "fast",
+    capture: str = "auto",
     concrete_args: dict[str, Any] | None = None,
     leaf_modules: LeafModules = (),
     tracer: Any = None,
@@ -439,16 +479,17 @@ def make_profiler(
 ) -> Profiler:
     """The profiler :func:`profile_model` uses, after one eager run of the model.
 
-    A graph mode on a model fx cannot trace falls back to ``mode="modules"``
-    with a :class:`TraceFallbackWarning`, unless ``fallback=False`` (then the
-    :class:`TraceFailedError` is raised). The profiler's report then says why,
-    and which parts of the model do trace. ``stacklevel`` is that of the
-    warning, counted from this function (2: its caller's line). Keyword inputs
-    that only forward's ``**kwargs`` takes cannot be passed to a graph: they
-    fall back to ``mode="modules"`` the same way.
+    A graph mode captures the graph by ``capture`` (:func:`labkit.fx.capture.capture_graph`:
+    ``"auto"`` tries symbolic_trace, then torch.export). When that fails it falls
+    back to ``mode="modules"`` with a :class:`TraceFallbackWarning` naming each
+    reason, unless ``fallback=False`` (then the capture's error is raised). The
+    profiler's report then says why, and which parts of the model do trace.
+    ``stacklevel`` is that of the warning, counted from this function (2: its
+    caller's line).
     """
     keywords = keyword_inputs("make_profiler", kwargs, stray, _MAKE_OPTIONS)
     _check_mode(mode)
+    check_capture(capture)
     model = eager_model(model, stacklevel=stacklevel)
     refuse_unknown_keywords(model, keywords, None if concrete_args else inputs)
     leaves = [leaf_modules] if isinstance(leaf_modules, (str, type)) else list(leaf_modules)
@@ -459,57 +500,71 @@ def make_profiler(
         return ModuleProfiler(model, *call_args, kwargs=call_kwargs, leaf_modules=leaves)
     try:
         return NodeProfiler(
-            model, *inputs, kwargs=keywords, mode=mode, concrete_args=concrete_args, leaf_modules=leaves, tracer=tracer
+            model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args, leaf_modules=leaves,
+            tracer=tracer,
         )
     except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
         if not fallback or not isinstance(model, torch.nn.Module):
             raise
-        reason = str(exc)
+        failures = exc.failures if isinstance(exc, CaptureFailedError) else {"symbolic_trace": exc}
         children = traceable_children(private_copy(model))
-        where = reason.splitlines()[1] if len(reason.splitlines()) > 1 else reason
-        suggestion = f" For node-level detail, profile a part that traces, e.g. model.{children[0][0]}." if children else ""
-        cannot = (
-            f"torch.fx could not trace {type(model).__name__}" if isinstance(exc, TraceFailedError)
-            else f"A traced graph of {type(model).__name__} cannot take these keyword inputs"
-        )
-        warnings.warn(
-            f"{cannot}, so it is profiled module by module (mode='modules'). "
-            f"{where} report.fallback_reason has the details.{suggestion}",
-            TraceFallbackWarning,
-            stacklevel=stacklevel,
-        )
+        warnings.warn(_fallback_warning(type(model).__name__, failures, children), TraceFallbackWarning, stacklevel=stacklevel)
         return ModuleProfiler(
-            model, *call_args, kwargs=call_kwargs, leaf_modules=leaves, fallback_reason=reason, traceable_children=children
+            model, *call_args, kwargs=call_kwargs, leaf_modules=leaves,
+            fallback_reason="\n".join(str(error) for error in failures.values()), traceable_children=children,
         )
+
+
+def _fallback_warning(name: str, failures: Mapping[str, Exception], children: tuple[tuple[str, int], ...]) -> str:
+    """One line: which captures failed, where and why in a sentence each, and what to profile instead."""
+    said, details = [], []
+    traced = failures.get("symbolic_trace")
+    if traced is not None:
+        said.append(f"torch.fx could not trace {name}" if isinstance(traced, TraceFailedError)
+                    else f"A traced graph of {name} cannot take these keyword inputs")
+        lines = str(traced).splitlines()
+        details.append(lines[1] if len(lines) > 1 else lines[0])
+    exported = failures.get("export")
+    if exported is not None:
+        lines = str(exported).splitlines()
+        if lines[0].startswith("torch.export could not"):
+            said.append(f"torch.export could not capture {'it' if said else name}")
+            details.append("torch.export: " + (lines[1] if len(lines) > 1 else lines[0].split(": ", 1)[-1]))
+        else:  # not tried, or not on this torch
+            details.append(lines[0])
+    cannot = " and ".join(said) or f"No graph of {name} could be captured"
+    suggestion = f" For node-level detail, profile a part that traces, e.g. model.{children[0][0]}." if children else ""
+    return (
+        f"{cannot}, so it is profiled module by module (mode='modules'). {' '.join(details)} "
+        f"report.fallback_reason has the details.{suggestion}"
+    )
 
 
 def require_profilable(
-    model: Any, *inputs: Any, kwargs: Mapping[str, Any] | None = None, mode: str = "fast", fallback: bool = True,
-    **stray: Any,
+    model: Any, *inputs: Any, kwargs: Mapping[str, Any] | None = None, mode: str = "fast", capture: str = "auto",
+    fallback: bool = True, **stray: Any,
 ) -> None:
     """Raise now the labkit error :func:`profile_model` would raise for these arguments, without running the model.
 
     Why: a widget built with a model that cannot be profiled should fail where it
-    is built, with labkit's message, not at the first click. A model fx cannot
-    trace is fine while ``fallback`` is on (it is profiled module by module).
+    is built, with labkit's message, not at the first click. A model no graph
+    capture works on is fine while ``fallback`` is on (it is profiled module by
+    module); with ``fallback=False`` the graph is captured (a torch.export
+    takes about a second) to know.
     """
-    keywords = keyword_inputs("require_profilable", kwargs, stray, ("kwargs", "mode", "fallback"))
+    keywords = keyword_inputs("require_profilable", kwargs, stray, ("kwargs", "mode", "capture", "fallback"))
     _check_mode(mode)
+    check_capture(capture)
     with warnings.catch_warnings():  # profile_model warns when it runs; this only checks
         warnings.simplefilter("ignore", CompiledModelWarning)
         model = eager_model(model)
     refuse_unknown_keywords(model, keywords, inputs)
-    every_input = [*inputs, *keywords.values()]
-    if mode == "modules" and isinstance(model, torch.nn.Module):
-        check_input_devices(model, every_input)
+    if isinstance(model, torch.nn.Module) and (mode == "modules" or fallback):
+        private_copy(model)  # profiling works on one: a model deepcopy cannot copy fails here as there
+        check_input_devices(model, [*inputs, *keywords.values()])  # a model no graph captures is profiled by hooks
         return
-    try:
-        graph_module = trace(private_copy(model) if isinstance(model, torch.nn.Module) else model)
-        check_input_devices(graph_module, graph_arguments(model, inputs, keywords))
-    except (TraceFailedError, KeywordsIntoVarKeywordError):
-        if not fallback or not isinstance(model, torch.nn.Module):
-            raise
-        check_input_devices(model, every_input)
+    captured = capture_graph(model, inputs, keywords, capture=capture)
+    check_input_devices(captured.graph_module, captured.inputs)
 
 
 def profile_model(
@@ -520,6 +575,7 @@ def profile_model(
     runs: int = 5,
     mode: str = "fast",
     on_run: Callable[[ProfileReport], None] | None = None,
+    capture: str = "auto",
     concrete_args: dict[str, Any] | None = None,
     leaf_modules: LeafModules = (),
     tracer: Any = None,
@@ -531,14 +587,24 @@ def profile_model(
     ``mode="fast"`` (default) times with an instrumented GraphModule (see
     :class:`InstrumentedModule`); ``mode="interpreter"`` with the tutorial's
     :class:`ProfilingInterpreter`; ``mode="modules"`` with forward hooks on the
-    leaf modules, no trace needed (:class:`~labkit.fx.module_hooks.ModuleProfiler`).
-    If fx cannot trace the model, a graph mode falls back to ``"modules"`` with a
-    :class:`TraceFallbackWarning`; ``report.mode`` says which mode ran and
-    ``report.fallback_reason`` why (``fallback=False`` raises the
-    :class:`TraceFailedError` instead).
+    leaf modules, no graph needed (:class:`~labkit.fx.module_hooks.ModuleProfiler`).
+
+    ``capture`` says how a graph mode gets its graph (:mod:`labkit.fx.capture`):
+    ``"auto"`` (default) tries fx's ``symbolic_trace`` (nodes are modules and
+    functions) and, where that fails, ``torch.export`` (nodes are ATen operators
+    such as ``aten.linear``, each with its module: see
+    :meth:`ProfileReport.by_module`); ``"symbolic_trace"`` or ``"export"`` tries
+    only that one. A Hugging Face decoder exports with ``kwargs`` holding
+    ``use_cache=False`` (its cache is no output torch.export can flatten). If no
+    graph can be captured, a graph mode falls back to ``"modules"`` with a
+    :class:`TraceFallbackWarning`; ``report.capture`` says which capture ran
+    (``"symbolic_trace"``, ``"export"`` or ``"hooks"``), ``report.mode`` the
+    timing mode and ``report.fallback_reason`` why the earlier captures failed
+    (``fallback=False`` raises the capture's error, a :class:`TraceFailedError`, instead).
 
     Tracing options, as in :func:`labkit.fx.tracing.trace`: ``concrete_args``
     (``inputs`` are then the other arguments), ``leaf_modules``, ``tracer``.
+    torch.export has none of them: with one, ``"auto"`` does not try it.
 
     The model is called as ``model(*inputs, **kwargs)``: its keyword inputs go
     in one dict, as in ``torch.export.export(model, args, kwargs=...)``, e.g.
@@ -562,8 +628,8 @@ def profile_model(
     keywords = keyword_inputs("profile_model", kwargs, stray, _PROFILE_OPTIONS)
     warmup, runs = _check_runs(warmup, runs)
     profiler = make_profiler(
-        model, *inputs, kwargs=keywords, mode=mode, concrete_args=concrete_args, leaf_modules=leaf_modules, tracer=tracer,
-        fallback=fallback, stacklevel=3,
+        model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args, leaf_modules=leaf_modules,
+        tracer=tracer, fallback=fallback, stacklevel=3,
     )
     with profiler.session(stacklevel=4):  # the warning points at the caller's line
         profiler.warmup(warmup)
@@ -575,10 +641,13 @@ def profile_model(
 
 
 __all__ = [
+    "CAPTURES",
     "MODES",
     "NODE_FIELDS",
     "OP_TYPE_SORT_KEYS",
     "SORT_KEYS",
+    "CaptureFailedError",
+    "ExportFailedError",
     "InputsDoNotFitError",
     "InstrumentedModule",
     "KeywordsIntoVarKeywordError",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,11 +26,15 @@ class NodeTiming:
 
     op: str  # call_module, call_function, call_method, get_attr; in mode "modules" also "outside"
     name: str  # node name, e.g. "layer1_0_conv1"
-    target: str  # "layer1.0.conv1" or "add"
-    op_type: str  # torch.nn class ("Conv2d"), function/method name ("add"), or "get_attr"
+    target: str  # "layer1.0.conv1", "add", or an exported graph's operator, "aten.linear.default"
+    op_type: str  # torch.nn class ("Conv2d"), function/method name ("add"), ATen operator ("aten.linear"), "get_attr"
     stats: RunStats
     pct: float  # mean as percent of the mean total run
-    module_class: str = ""  # call_module: the module's own class ("Conv3DSimple" where op_type is "Conv3d")
+    # call_module: the module's own class ("Conv3DSimple" where op_type is "Conv3d"); an exported node: the class of
+    # the innermost module it ran in ("Linear" for an aten.linear)
+    module_class: str = ""
+    module: str = ""  # path of the innermost module the node ran in ("encoder.layer.0.attention.self.query")
+    module_stack: tuple[tuple[str, str], ...] = ()  # (path, class) of each module it ran in, outermost first
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -45,26 +49,49 @@ class NodeTiming:
             "runs": self.stats.count,
             "pct_total": self.pct,
             "module_class": self.module_class,
+            "module": self.module,
         }
 
 
 #: The keys :meth:`ProfileReport.sorted` and :meth:`ProfileReport.top` rank nodes by.
 SORT_KEYS = ("mean", "median", "min", "iqr", "pct", "name")
-#: The keys :meth:`ProfileReport.by_op_type` ranks op types by (a type's time is a sum of means).
-OP_TYPE_SORT_KEYS = ("mean", "pct", "name")
+#: The keys :meth:`ProfileReport.by_op_type` ranks op types by. A type's time is the sum of its nodes' medians, so
+#: every time key ("median", the share "pct", and "mean", kept for older code) gives that one order; "name" is A-Z.
+OP_TYPE_SORT_KEYS = ("median", "mean", "pct", "name")
 REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
 # Columns of to_csv and keys of NodeTiming.as_dict, fixed so an empty report still writes a header.
 # New columns go at the end, so readers of older files keep working.
 NODE_FIELDS = (
     "op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total", "module_class",
+    "module",
 )
+#: What a report says its graph was captured by: torch.fx's symbolic_trace, torch.export, or none (forward hooks).
+CAPTURE_KINDS = ("symbolic_trace", "export", "hooks")
+#: The name of the group of nodes that ran in no module but the model itself, in :meth:`ProfileReport.by_module`.
+TOP_LEVEL = "(top level)"
+
+
+def _median_sums(groups: Iterable[tuple[str, list[NodeTiming]]], total: RunStats) -> list[tuple[str, int, float, float, float]]:
+    """``(key, nodes, summed medians, their percent of the median total, summed IQRs)`` per group."""
+    rows = []
+    for key, members in groups:
+        seconds = sum(r.stats.median for r in members)
+        pct = seconds / total.median * 100 if total.median > 0 else 0.0
+        rows.append((key, len(members), seconds, pct, sum(r.stats.iqr for r in members)))
+    return rows
 
 
 @dataclass(frozen=True, repr=False)
 class OpTypeBreakdown(ShowsAsTable):
-    """Time per op type (module class or function name), slowest first."""
+    """Time per op type (module class, function name or ATen operator), slowest first.
+
+    A type's ``seconds`` are the sum of its nodes' medians, its ``pct`` their share
+    of the median total run, and its ``spread`` the sum of its nodes' IQRs: how
+    much the runs disagreed about it.
+    """
 
     rows: list[tuple[str, int, float, float]]  # (op_type, nodes, seconds, pct)
+    spread: dict[str, float] = field(default_factory=dict)  # op_type -> the sum of its nodes' IQRs, in seconds
 
     @property
     def seconds(self) -> dict[str, float]:
@@ -76,14 +103,79 @@ class OpTypeBreakdown(ShowsAsTable):
 
     def top(self, k: int) -> OpTypeBreakdown:
         """The first ``k`` types in this breakdown's order (the slowest, unless sorted by name)."""
-        return OpTypeBreakdown(self.rows[: require_count("k", k, 1, "e.g. top(5) for the five slowest types")])
+        rows = self.rows[: require_count("k", k, 1, "e.g. top(5) for the five slowest types")]
+        return OpTypeBreakdown(rows, {t: self.spread[t] for t, *_ in rows if t in self.spread})
 
     def table(self) -> Table:
         return Table(
-            ["type", "nodes", "mean per run", "% total"],
-            [[t, n, format_seconds(s), f"{p:.1f}"] for t, n, s, p in self.rows],
-            title="Time by op type",
+            ["type", "nodes", "median per run", "spread (IQR)", "% total"],
+            [[t, n, format_seconds(s), _spread_text(self.spread.get(t)), f"{p:.1f}"] for t, n, s, p in self.rows],
+            title="Time by op type (sums of node medians)",
         )
+
+
+def _spread_text(seconds: float | None) -> str:
+    return "-" if seconds is None else format_seconds(seconds)
+
+
+@dataclass(frozen=True)
+class ModuleTime:
+    """The nodes that ran inside one module (at the depth asked for), and their time."""
+
+    path: str  # "encoder.layer.0", or TOP_LEVEL
+    module_class: str  # "BertLayer" ("" where the profile does not know it)
+    nodes: int
+    seconds: float  # the sum of the nodes' medians
+    pct: float  # of the median total run
+    spread: float  # the sum of the nodes' IQRs, in seconds
+
+    @property
+    def label(self) -> str:
+        return f"{self.path} ({self.module_class})" if self.module_class else self.path
+
+
+@dataclass(frozen=True, repr=False)
+class ModuleBreakdown(ShowsAsTable):
+    """Time per module at one depth of the model, in the order the modules first ran (parameter reads aside).
+
+    Depth counts the modules a node ran *in* (its module stack, the model itself
+    not counted): on BERT, depth 1 is ``embeddings``, ``encoder`` and ``pooler``,
+    depth 2 ``encoder.layer.0``, ``encoder.layer.1``..., depth 3 each layer's
+    ``attention``, ``intermediate`` and ``output``. A node whose stack is shorter
+    counts under its innermost module, one that ran in no module under
+    :data:`TOP_LEVEL`, so the rows share out every node's time once.
+    """
+
+    rows: list[ModuleTime]
+    depth: int
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        return {row.path: row.seconds for row in self.rows}
+
+    @property
+    def pct(self) -> dict[str, float]:
+        return {row.path: row.pct for row in self.rows}
+
+    def top(self, k: int) -> ModuleBreakdown:
+        """The ``k`` slowest modules, slowest first."""
+        k = require_count("k", k, 1, "e.g. top(5) for the five slowest modules")
+        return ModuleBreakdown(sorted(self.rows, key=lambda row: row.seconds, reverse=True)[:k], self.depth)
+
+    def table(self) -> Table:
+        return Table(
+            ["module", "nodes", "median per run", "spread (IQR)", "% total"],
+            [[r.label, r.nodes, format_seconds(r.seconds), _spread_text(r.spread), f"{r.pct:.1f}"] for r in self.rows],
+            title=f"Time by module at depth {self.depth} (sums of node medians)",
+        )
+
+
+def _stack(row: NodeTiming) -> tuple[tuple[str, str], ...]:
+    """A row's modules; a hooked module call (which records no stack) is placed by its path."""
+    if row.module_stack or row.op != "call_module" or not row.target:
+        return row.module_stack
+    parts = row.target.split(".")
+    return tuple((".".join(parts[: i + 1]), row.module_class if i == len(parts) - 1 else "") for i in range(len(parts)))
 
 
 @dataclass(frozen=True, repr=False)
@@ -92,8 +184,13 @@ class ProfileReport(ShowsAsTable):
 
     ``mode`` is how the nodes were timed: ``"fast"`` or ``"interpreter"`` on the
     fx graph, or ``"modules"`` (forward hooks, one row per call of a leaf module).
-    ``fallback_reason`` says why a profile asked for a graph mode ran in
-    ``"modules"`` (fx could not trace the model; empty otherwise), and
+    ``capture`` is what made the graph: ``"symbolic_trace"`` (nodes are modules and
+    functions), ``"export"`` (torch.export: nodes are ATen operators, each with
+    its module) or ``"hooks"`` (no graph: mode ``"modules"``); a report built
+    without it is taken as captured the way its mode implies. ``fallback_reason``
+    says why the earlier captures failed: why symbolic_trace could not trace an
+    exported model, or why neither captured a model that a graph mode profiled
+    in ``"modules"`` (empty when the first capture tried worked), and
     ``traceable_children`` lists the largest parts that fx can trace,
     ``(qualified name, nodes)``, to profile for node-level detail.
     """
@@ -105,10 +202,40 @@ class ProfileReport(ShowsAsTable):
     graph_nodes: int = 0  # timed nodes in the whole graph (``top`` keeps fewer rows)
     fallback_reason: str = ""
     traceable_children: tuple[tuple[str, int], ...] = ()
+    capture: str = ""
+    outside: RunStats | None = None  # a graph profile's time outside its nodes, run by run
+
+    def __post_init__(self) -> None:
+        if not self.capture:  # a report built by hand, or by a profiler that does not say
+            object.__setattr__(self, "capture", "hooks" if self.mode == "modules" else "symbolic_trace")
+        if self.capture not in CAPTURE_KINDS:
+            raise LabkitValueError(f"capture must be one of {CAPTURE_KINDS}, got {self.capture!r}.")
 
     @property
     def runs(self) -> int:
         return self.total.count
+
+    @property
+    def outside_pct(self) -> float:
+        """Percent of the median run spent outside every timed node.
+
+        A graph profile records it run by run (:attr:`outside`: each run's total
+        minus its nodes' times: the timing's own bookkeeping around the nodes); a
+        hooked one has its ``(outside leaf modules)`` row (the model's Python
+        between leaf modules). A report with neither (built by hand) falls back to
+        the means, which add up: the total minus the nodes.
+        """
+        if self.outside is not None:
+            return self.outside.median / self.total.median * 100 if self.total.median > 0 else 0.0
+        outside_rows = [r for r in self.rows if r.op == "outside"]
+        if outside_rows and self.total.median > 0:
+            return sum(r.stats.median for r in outside_rows) / self.total.median * 100
+        if len(self.rows) < self.graph_nodes:
+            raise LabkitValueError(
+                f"This report keeps {len(self.rows)} of {self.graph_nodes} nodes (top()), so the time outside them is "
+                "unknown here: ask the full report."
+            )
+        return max(0.0, 100.0 - sum(r.pct for r in self.rows))
 
     def sorted(self, key: str = "mean", descending: bool = True) -> list[NodeTiming]:
         """Rows sorted by ``mean``, ``median``, ``min``, ``iqr``, ``pct`` or ``name``."""
@@ -128,33 +255,60 @@ class ProfileReport(ShowsAsTable):
         k = require_count("k", k, 1, "e.g. top(10) for the ten slowest nodes")
         return dataclasses.replace(self, rows=self.sorted(key, descending=key != "name")[:k])
 
-    def by_op_type(self, key: str = "mean") -> OpTypeBreakdown:
-        """Sum of mean node times per module class / function name: slowest first, or A-Z for ``key="name"``.
+    def by_op_type(self, key: str = "median") -> OpTypeBreakdown:
+        """Sum of node medians per op type (module class, function name, ATen operator): slowest first, or A-Z.
 
-        A type's time is the sum of its nodes' means, so it can be ranked by that
-        time (``"mean"``, or its share ``"pct"``: the same order) or by name only.
+        A type's time is the sum of its nodes' medians, so it can be ranked by that
+        time (``"median"``, its share ``"pct"`` or ``"mean"``: the same order) or by
+        name only (``"name"``). Medians, because one disturbed run moves a mean.
         """
         if key not in OP_TYPE_SORT_KEYS:
             raise LabkitValueError(
-                f"Cannot sort op types by {key!r}: a type's time is the sum of its nodes' means; use mean, pct or name."
+                f"Cannot sort op types by {key!r}: a type's time is the sum of its nodes' medians; "
+                "use median, pct or name."
             )
         groups: dict[str, list[NodeTiming]] = {}
         for row in self.rows:
             groups.setdefault(row.op_type, []).append(row)
-        rows = [
-            (op_type, len(members), sum(r.stats.mean for r in members), sum(r.pct for r in members))
-            for op_type, members in groups.items()
-        ]
+        sums = _median_sums(groups.items(), self.total)
+        rows = [(op_type, nodes, seconds, pct) for op_type, nodes, seconds, pct, _ in sums]
+        spread = {op_type: iqr for op_type, *_, iqr in sums}
         if key == "name":
-            return OpTypeBreakdown(sorted(rows))
-        return OpTypeBreakdown(sorted(rows, key=lambda r: r[2], reverse=True))
+            return OpTypeBreakdown(sorted(rows), spread)
+        return OpTypeBreakdown(sorted(rows, key=lambda r: r[2], reverse=True), spread)
+
+    def by_module(self, depth: int = 1) -> ModuleBreakdown:
+        """Sum of node medians per module at ``depth`` (see :class:`ModuleBreakdown`), in the order they first ran.
+
+        On an exported transformer, ``by_module(2)`` gives each layer's time and
+        ``by_module(3)`` its attention and MLP blocks. A symbolic_trace profile
+        groups its nodes the same way (fx records their modules too); a hooked
+        profile by each leaf module's path (every prefix of it a level).
+        """
+        depth = require_count("depth", depth, 1, "e.g. by_module(2) for a transformer's layers")
+        groups: dict[tuple[str, str], list[NodeTiming]] = {}
+        # An exported graph reads every parameter first: a module's place is that of its first node that computes.
+        for row in sorted(self.rows, key=lambda r: r.op == "get_attr"):
+            stack = _stack(row)
+            key = stack[min(depth, len(stack)) - 1] if stack else (row.name if row.op == "outside" else TOP_LEVEL, "")
+            groups.setdefault(key, []).append(row)
+        sums = _median_sums(((path, members) for (path, _), members in groups.items()), self.total)
+        classes = [cls for _, cls in groups]
+        rows = [
+            ModuleTime(path, cls, nodes, seconds, pct, iqr)
+            for (path, nodes, seconds, pct, iqr), cls in zip(sums, classes, strict=True)
+        ]
+        return ModuleBreakdown(rows, depth)
 
     def table(self) -> Table:
+        """One row per node; an exported profile adds each node's module (its node names say nothing of it)."""
+        exported = self.capture == "export"
         rows: list[Sequence[Any]] = [
             [
                 r.op,
                 r.name,
                 _shown_type(r),
+                *([r.module or TOP_LEVEL] if exported else []),
                 format_seconds(r.stats.mean),
                 format_seconds(r.stats.median),
                 format_seconds(r.stats.min),
@@ -167,9 +321,20 @@ class ProfileReport(ShowsAsTable):
         shown = f"{len(self.rows)} {unit}" if len(self.rows) == self.graph_nodes else (
             f"top {len(self.rows)} of {self.graph_nodes} {unit}"
         )
-        fallback = " (fx could not trace the model: see fallback_reason)" if self.fallback_reason else ""
-        title = f"{shown}, mode={self.mode}{fallback}, {self.runs} runs after {self.warmup} warm-up; total {self.total}"
-        return Table(REPORT_HEADERS, rows, title=title)
+        title = (f"{shown}, mode={self.mode}{self._capture_note()}, {self.runs} runs after {self.warmup} warm-up; "
+                 f"total {self.total}")
+        headers = [*REPORT_HEADERS[:3], "module", *REPORT_HEADERS[3:]] if exported else REPORT_HEADERS
+        return Table(headers, rows, title=title)
+
+    def _capture_note(self) -> str:
+        if self.capture == "export":
+            failed = ": symbolic_trace could not, see fallback_reason" if self.fallback_reason else ""
+            return f" (graph by torch.export{failed})"
+        if not self.fallback_reason:
+            return ""
+        if "torch.export" in self.fallback_reason:
+            return " (neither fx nor torch.export captured the model: see fallback_reason)"
+        return " (fx could not trace the model: see fallback_reason)"
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [r.as_dict() for r in self.rows]
@@ -189,17 +354,19 @@ class ProfileReport(ShowsAsTable):
         return write_file(path, write)
 
     def to_json(self, path: str | Path) -> Path:
-        """``{"mode", "warmup", "total": {...}, "nodes": [...], "fallback_reason", "traceable_children"}``.
+        """``{"mode", "capture", "warmup", "total", "nodes": [...], "fallback_reason", "traceable_children", "outside"}``.
 
         Returns the path written (as :meth:`to_csv`).
         """
         payload = {
             "mode": self.mode,
+            "capture": self.capture,
             "warmup": self.warmup,
             "total": self.total.as_dict(),
             "nodes": self.to_dicts(),
             "fallback_reason": self.fallback_reason,
             "traceable_children": [list(child) for child in self.traceable_children],
+            "outside": self.outside.as_dict() if self.outside is not None else None,
         }
         return write_text(path, json.dumps(payload, indent=2))
 
@@ -214,10 +381,14 @@ def _shown_type(row: NodeTiming) -> str:
 
 
 __all__ = [
+    "CAPTURE_KINDS",
     "NODE_FIELDS",
     "OP_TYPE_SORT_KEYS",
     "REPORT_HEADERS",
     "SORT_KEYS",
+    "TOP_LEVEL",
+    "ModuleBreakdown",
+    "ModuleTime",
     "NodeTiming",
     "OpTypeBreakdown",
     "ProfileReport",

@@ -319,7 +319,8 @@ class Profiler:
 
     A subclass sets ``mode``, ``device`` and ``training`` and implements
     :meth:`_timed_call` (one run: its total seconds and ``(key, seconds)`` per timed
-    part, in order) and :meth:`_describe` (what the report says about a key).
+    part, in order) and :meth:`_describe` (what the report says about a key); it may
+    override :meth:`_completed` to add what it alone knows to each report.
     """
 
     mode: str
@@ -358,6 +359,10 @@ class Profiler:
     def _describe(self, key: str) -> tuple[str, str, str, str, str]:
         """``(op, name, target, op_type, module_class)`` of the part recorded under ``key``."""
         raise NotImplementedError
+
+    def _completed(self, report: ProfileReport) -> ProfileReport:
+        """``report`` with what only the subclass knows added (a graph's capture, each node's modules); as it is here."""
+        return report
 
     @contextlib.contextmanager
     def session(self, stacklevel: int = 3) -> Iterator[None]:
@@ -403,9 +408,9 @@ class Profiler:
             stats = RunStats.from_samples(samples)
             op, name, target, op_type, module_class = self._describe(key)
             rows.append(NodeTiming(op, name, target, op_type, stats, stats.mean / total.mean * 100, module_class))
-        report = ProfileReport(
+        report = self._completed(ProfileReport(
             rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children
-        )
+        ))
         watch = _watch.get()
         if watch is not None:
             watch._reported(self, report)

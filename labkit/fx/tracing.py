@@ -35,8 +35,10 @@ class TraceFailedError(LabkitError):
     """``torch.fx`` symbolic tracing could not trace the model."""
 
 
-def _trace_failure_site(exc: BaseException) -> tuple[str, str]:
+def failure_site(exc: BaseException) -> tuple[str, str]:
     """('Block.forward, line 12 of model.py', 'if x.sum() > 0:') for the innermost frame outside torch.
+
+    For a failed trace, and for a failed torch.export (which runs the model's own Python).
 
     Why the separator: torch's folder ``.../site-packages/torch`` is also the start of
     ``.../site-packages/torchvision``, and a torchvision model's frames are the ones
@@ -56,9 +58,9 @@ def _trace_failure_site(exc: BaseException) -> tuple[str, str]:
     return where, source
 
 
-def _describe_trace_failure(exc: BaseException) -> str:
+def describe_failure_site(exc: BaseException) -> str:
     """'Block.forward, line 12 of model.py: `if x.sum() > 0:`' for the innermost user frame."""
-    where, source = _trace_failure_site(exc)
+    where, source = failure_site(exc)
     if not where:
         return "an unknown place (no user frame in the traceback)"
     return where + (f": `{source}`" if source else "")
@@ -277,10 +279,10 @@ def trace(
     try:
         graph = chosen.trace(model, concrete_args=concrete_args)
     except Exception as exc:  # noqa: BLE001 - fx raises TraceError, TypeError, RuntimeError...
-        _, source = _trace_failure_site(exc)
+        _, source = failure_site(exc)
         raise TraceFailedError(
             f"torch.fx could not trace the model: {type(exc).__name__}: {exc}\n"
-            f"It failed in {_describe_trace_failure(exc)}.\n" + _explain_trace_failure(exc, source)
+            f"It failed in {describe_failure_site(exc)}.\n" + _explain_trace_failure(exc, source)
         ) from exc
     name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "function")
     graph_module = torch.fx.GraphModule(chosen.root, graph, name)
@@ -404,6 +406,8 @@ __all__ = [
     "TraceFailedError",
     "call_arguments",
     "count_timed_nodes",
+    "describe_failure_site",
+    "failure_site",
     "leaf_list",
     "torch_nn_layer",
     "trace",

@@ -104,12 +104,18 @@ def test_var_keyword_inputs_reach_forward_as_keywords_in_modules_mode():
     assert [r.name for r in report.rows] == ["embed", "linear", "(outside leaf modules)"]
 
 
-def test_var_keyword_inputs_fall_back_to_modules_from_a_graph_mode():
+def test_var_keyword_inputs_are_profiled_by_export_and_symbolic_trace_alone_falls_back():
+    if torch.__version__ < "2.6":
+        pytest.skip("labkit's torch.export capture needs torch 2.6")
+    report = profile_model(VarKeywords().eval(), IDS, kwargs={"attention_mask": ATTENTION}, runs=1)
+    assert report.capture == "export" and report.mode == "fast" and "**kwargs" in report.fallback_reason
     with pytest.warns(TraceFallbackWarning, match=r"\*\*kwargs"):
-        report = profile_model(VarKeywords().eval(), IDS, kwargs={"attention_mask": ATTENTION}, runs=1)
+        report = profile_model(VarKeywords().eval(), IDS, kwargs={"attention_mask": ATTENTION}, runs=1,
+                               capture="symbolic_trace")
     assert report.mode == "modules"
     with pytest.raises(KeywordsIntoVarKeywordError, match="mode='modules'"):
-        profile_model(VarKeywords().eval(), IDS, kwargs={"attention_mask": ATTENTION}, runs=1, fallback=False)
+        profile_model(VarKeywords().eval(), IDS, kwargs={"attention_mask": ATTENTION}, runs=1, fallback=False,
+                      capture="symbolic_trace")
 
 
 def test_a_stray_model_keyword_is_refused_naming_kwargs():

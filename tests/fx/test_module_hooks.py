@@ -40,8 +40,9 @@ def images() -> list[torch.Tensor]:
 
 
 def test_a_list_input_model_falls_back_to_modules_and_says_why():
+    # capture="symbolic_trace": torch.export would capture this list input (tests/fx/test_export_capture.py)
     with pytest.warns(TraceFallbackWarning, match="Detector.forward.*for image in images.*model.backbone") as caught:
-        report = profile_model(Detector().eval(), images(), warmup=1, runs=2)
+        report = profile_model(Detector().eval(), images(), warmup=1, runs=2, capture="symbolic_trace")
     assert caught[0].filename == __file__  # the warning points at the caller's line
     assert report.mode == "modules" and report.runs == 2
     assert "cannot be iterated" in report.fallback_reason and "generalized" not in report.fallback_reason
@@ -58,9 +59,9 @@ def test_a_list_input_model_falls_back_to_modules_and_says_why():
 
 def test_fallback_false_raises_the_trace_error_and_require_profilable_agrees():
     with pytest.raises(TraceFailedError, match="cannot be iterated"):
-        profile_model(Detector().eval(), images(), fallback=False)
+        profile_model(Detector().eval(), images(), fallback=False, capture="symbolic_trace")
     with pytest.raises(TraceFailedError):
-        require_profilable(Detector().eval(), images(), fallback=False)
+        require_profilable(Detector().eval(), images(), fallback=False, capture="symbolic_trace")
     require_profilable(Detector().eval(), images())
 
 

@@ -17,6 +17,7 @@ from labkit.fx.profile import (
     SUMMARY_HEADERS,
     InstrumentedModule,
     NodeProfiler,
+    NodeTiming,
     NotRunYetError,
     ProfileReport,
     ProfilingInterpreter,
@@ -126,9 +127,30 @@ def test_by_op_type_groups_and_sorts():
     assert {t: n for t, n, _, _ in breakdown.rows} == {"Linear": 2, "ReLU": 2}
     seconds = [s for _, _, s, _ in breakdown.rows]
     assert seconds == sorted(seconds, reverse=True)
-    assert breakdown.seconds["Linear"] == pytest.approx(sum(r.stats.mean for r in report.rows if r.op_type == "Linear"))
-    assert sum(breakdown.pct.values()) == pytest.approx(sum(r.pct for r in report.rows))
+    linears = [r for r in report.rows if r.op_type == "Linear"]
+    assert breakdown.seconds["Linear"] == pytest.approx(sum(r.stats.median for r in linears))
+    assert breakdown.pct["Linear"] == pytest.approx(breakdown.seconds["Linear"] / report.total.median * 100)
+    assert breakdown.spread["Linear"] == pytest.approx(sum(r.stats.iqr for r in linears))
     assert "Time by op type" in str(breakdown) and "<table>" in breakdown._repr_html_()
+    assert breakdown.table().headers == ["type", "nodes", "median per run", "spread (IQR)", "% total"]
+
+
+def _rows(*nodes: tuple[str, list[float]]) -> list[NodeTiming]:
+    from labkit.core.timing import RunStats
+
+    return [NodeTiming("call_module", name, name, name.rstrip("0123456789"), RunStats.from_samples(samples), 0.0)
+            for name, samples in nodes]
+
+
+def test_one_disturbed_run_does_not_change_the_top_op_type():
+    from labkit.core.timing import RunStats
+
+    # Conv is steadily the slower; one Linear run hit a busy machine. Its mean would rank it first.
+    rows = _rows(("Conv1", [2e-3, 2e-3, 2e-3, 2e-3, 2e-3]), ("Linear1", [1e-3, 1e-3, 1e-3, 1e-3, 9e-3]))
+    report = ProfileReport(rows, RunStats.from_samples([3e-3, 3e-3, 3e-3, 3e-3, 11e-3]), "fast", 0, 2)
+    assert report.by_op_type().rows[0][0] == "Conv"
+    assert sum(r.stats.mean for r in rows if r.op_type == "Linear") > 2e-3  # what a mean would have said
+    assert report.by_op_type().spread == {"Conv": 0.0, "Linear": 0.0}
 
 
 def test_by_op_type_by_name_is_a_to_z_and_top_keeps_that_order():
@@ -136,14 +158,16 @@ def test_by_op_type_by_name_is_a_to_z_and_top_keeps_that_order():
     report = profile_model(model, torch.randn(3, 4), runs=2)
     assert [t for t, *_ in report.by_op_type("name").rows] == ["Linear", "ReLU", "Tanh"]
     assert report.by_op_type("pct").rows == report.by_op_type("mean").rows == report.by_op_type().rows
+    assert report.by_op_type("median").rows == report.by_op_type().rows
     assert report.by_op_type("name").top(2).rows == report.by_op_type("name").rows[:2]
     assert report.by_op_type().top(1).rows == report.by_op_type().rows[:1]
+    assert set(report.by_op_type().top(1).spread) == {report.by_op_type().rows[0][0]}
 
 
-@pytest.mark.parametrize("key", ["median", "iqr", "type", None])
-def test_op_types_are_sorted_only_by_their_summed_mean_or_name(key):
+@pytest.mark.parametrize("key", ["iqr", "type", "min", None])
+def test_op_types_are_sorted_only_by_their_summed_median_or_name(key):
     report = profile_model(small_cnn(), X, runs=1)
-    with pytest.raises(LabkitValueError, match="sum of its nodes' means; use mean, pct or name"):
+    with pytest.raises(LabkitValueError, match="sum of its nodes' medians; use median, pct or name"):
         report.by_op_type(key)
 
 
@@ -612,3 +636,40 @@ STAMP = "labkit_fx_profile__perf_counter_stamp(_labkit_stamps)"
 ])
 def test_each_torch_releases_stamp_line_becomes_a_bare_call(written: str, bare: str):
     assert _drop_stamp_variables([f"\n{written}\n"]) == [f"\n{bare}\n"]
+
+
+def test_a_report_says_its_capture_and_one_built_without_it_takes_its_modes():
+    report = profile_model(small_cnn(), X, runs=1)
+    assert report.capture == "symbolic_trace"
+    assert ProfileReport([], report.total, "modules", 0).capture == "hooks"
+    assert ProfileReport([], report.total, "fast", 0).capture == "symbolic_trace"
+    with pytest.raises(LabkitValueError, match="capture must be one of"):
+        ProfileReport([], report.total, "fast", 0, capture="dynamo")
+
+
+def test_the_outside_share_is_each_runs_time_outside_its_nodes():
+    profiler = NodeProfiler(small_cnn(), X)
+    for _ in range(3):
+        profiler.run_once()
+    report = profiler.report()
+    per_run = [total - sum(samples[run] for samples in profiler.samples.values())
+               for run, total in enumerate(profiler.totals)]
+    assert report.outside.count == 3 and report.outside.median == pytest.approx(sorted(per_run)[1])
+    assert report.outside_pct == pytest.approx(report.outside.median / report.total.median * 100)
+    assert report.top(2).outside_pct == report.outside_pct  # kept with the report, whatever rows it keeps
+
+
+def test_a_report_without_per_run_outside_times_takes_the_means_and_needs_every_row():
+    report = profile_model(small_cnn(), X, runs=2)
+    by_hand = ProfileReport(report.rows, report.total, "fast", 0, len(report.rows))
+    assert by_hand.outside_pct == pytest.approx(max(0.0, 100 - sum(r.pct for r in report.rows)))
+    with pytest.raises(LabkitValueError, match="top"):
+        _ = by_hand.top(2).outside_pct
+
+
+def test_every_row_knows_its_module_and_the_csv_ends_with_it(tmp_path):
+    report = profile_model(nn.Sequential(nn.Linear(4, 2), nn.ReLU()).eval(), torch.randn(3, 4), runs=1)
+    assert [(r.module, r.module_stack) for r in report.rows] == [("0", (("0", "Linear"),)), ("1", (("1", "ReLU"),))]
+    assert NODE_FIELDS[-1] == "module"
+    with open(report.to_csv(tmp_path / "p.csv"), newline="") as handle:
+        assert [r["module"] for r in csv.DictReader(handle)] == ["0", "1"]
