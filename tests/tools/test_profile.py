@@ -63,6 +63,7 @@ def test_list_shows_every_kind_with_its_default_input(capsys):
     for title in ("classification (80 models)", "detection (12 models)", "segmentation (6 models)",
                   "video (9 models)", "optical_flow (2 models)"):
         assert title in out
+    assert "Hugging Face types, --hf TYPE (12;" in out
     lines = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line and line.split()[0] in catalog()}
     assert len(lines) == len(catalog())
     assert lines["inception_v3"] == ["299", "1x3x299x299"] and lines["vit_h_14"] == ["224", "1x3x224x224"]
@@ -188,3 +189,74 @@ def test_a_wrong_size_ends_in_one_line_and_no_traceback_in_a_real_process():
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and result.stdout == ""
     assert "Traceback" not in result.stderr and result.stderr.startswith("error: vit_b_16 needs")
+
+
+# ---------------------------------------------------------------------- Hugging Face types (--hf)
+
+
+@pytest.fixture
+def transformers():
+    """The real transformers, or a skip: not installed, or (transformers 5 on torch < 2.6) turned off by it."""
+    import torch
+
+    module = pytest.importorskip("transformers")
+    if not module.utils.is_torch_available():
+        pytest.skip(f"transformers {module.__version__} does not run on torch {torch.__version__}")
+    return module
+
+
+def test_profile_hf_prints_the_type_its_config_and_keyword_inputs(transformers, tmp_path, capsys):
+    csv_path = tmp_path / "out.csv"
+    assert main(["profile", "--hf", "t5", *FAST, "--csv", str(csv_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("t5 (T5Model, small config: hidden 64, 2 encoder + 2 decoder layers, 4 heads), inputs "
+                          "input_ids 1x16, attention_mask 1x16, decoder_input_ids 1x16, device cpu, mode ")
+    assert "Time by op type" in out and csv_path.read_text().startswith("op,name,target,op_type")
+
+
+def test_profile_hf_passes_keyword_inputs_and_the_options(transformers, monkeypatch, capsys):
+    import labkit.fx.profile
+    from labkit.core.errors import LabkitError
+
+    seen = {}
+
+    def record(model, *inputs, **options):
+        seen.update(options, inputs=inputs, model=model)
+        raise LabkitError("stopped by the test")
+
+    monkeypatch.setattr(labkit.fx.profile, "profile_model", record)
+    assert main(["profile", "--hf", "whisper", "--leaf-module", "encoder", "--warmup", "0", "--runs", "1"]) == 2
+    assert capsys.readouterr().err == "error: stopped by the test\n"
+    assert seen["inputs"] == () and seen["leaf_modules"] == ["encoder"] and type(seen["model"]).__name__ == "WhisperModel"
+    shapes = {name: tuple(value.shape) for name, value in seen["kwargs"].items() if name != "use_cache"}
+    assert shapes == {"input_features": (1, 80, 64), "decoder_input_ids": (1, 16)} and seen["kwargs"]["use_cache"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--hf", "lama"], "Unknown Hugging Face model type 'lama'. Did you mean llama?"),
+        (["resnet18", "--hf", "bert"], "Profile one model at a time: resnet18 or --hf bert."),
+        (["--hf", "bert,gpt2"], "profile takes one Hugging Face type (got --hf bert,gpt2); `python -m labkit zoo --hf"),
+        (["--hf", "bert", "--size", "64"], "--size sets a torchvision model's image side"),
+        (["--hf", "bert", "--runs", "0"], "--runs must be at least 1 (got 0)"),
+        (["--hf", "bert", "--tracer", "torch.fx:NoSuchTracer"], "found nothing by that name in torch.fx"),
+    ],
+)
+def test_bad_hf_input_is_one_line_before_any_work(args, message, capsys, monkeypatch):
+    import labkit.fx.hf_zoo
+
+    monkeypatch.setattr(labkit.fx.hf_zoo, "build_model", lambda *a, **k: pytest.fail("built the model"))
+    assert main(["profile", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_profile_hf_without_transformers_names_the_extra(capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers now fails
+    assert main(["profile", "--hf", "bert"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Hugging Face models need the transformers package") and err.count("\n") == 1
+    assert err.endswith("pip install 'labkit[hf]'\n")

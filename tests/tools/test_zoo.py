@@ -3,6 +3,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import subprocess
 import sys
 
 import pytest
@@ -168,9 +169,154 @@ def test_a_real_sweep_of_two_small_models_writes_its_table(tmp_path, capsys):
             "--markdown", str(md), "--csv", str(csv_path)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "2 models: 2 traced, 0 fell back to mode 'modules', 0 failed; wall time" in out
+    assert "2 models: 2 traced, 0 fell back to mode 'modules', 0 failed" in out
     rows = list(csv.DictReader(csv_path.open()))
     assert [(r["model"], r["outcome"], r["mode"], r["channels_last_same"]) for r in rows] == [
         ("squeezenet1_1", "traced", "fast", "yes"), ("mobilenet_v3_small", "traced", "fast", "yes")]
     assert rows[1]["fusion_same"] == "yes, 34 BN folded" and rows[0]["fusion_same"] == "yes, 0 BN folded"
     assert "| squeezenet1_1 " in md.read_text()
+
+
+# ---------------------------------------------------------------------- Hugging Face types (--hf)
+
+
+@pytest.fixture
+def transformers():
+    """The real transformers, or a skip: not installed, or (transformers 5 on torch < 2.6) turned off by it."""
+    import torch
+
+    module = pytest.importorskip("transformers")
+    if not module.utils.is_torch_available():
+        pytest.skip(f"transformers {module.__version__} does not run on torch {torch.__version__}")
+    return module
+
+
+def _in_process(name, args):
+    """run_in_child without the child: the same row, measured here (a fresh interpreter costs seconds)."""
+    return zoo._measure_one(argparse.Namespace(**{**vars(args), "one": name}))
+
+
+def test_a_hf_type_gets_a_row_with_its_keyword_inputs(transformers):
+    row = zoo.measure_hf_model("gpt2", warmup=0, runs=1)
+    assert (row.model, row.kind, row.input) == ("gpt2", "hf text", "input_ids 1x16, attention_mask 1x16")
+    assert row.outcome in ("traced", "fell back") and row.mode and row.nodes and row.over_eager and row.top_op
+    assert (row.fusion_same, row.channels_last_same) == ("n/a (no BatchNorm)", "n/a (no image input)")
+    if row.mode == "modules":  # hooks: the report's "outside" row is the share no module accounts for
+        assert row.outside_pct is not None and 0 < row.outside_pct < 100
+
+
+def test_zoo_hf_prints_a_table_row(transformers, monkeypatch, capsys):
+    monkeypatch.setattr(zoo, "run_in_child", _in_process)
+    assert main(["zoo", "--hf", "BERT", "--runs", "1", "--warmup", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "[1/1] bert: " in out and "\nHugging Face model zoo\n" in out and "1 models: " in out
+    row = next(line for line in out.splitlines() if line.startswith("bert "))
+    assert " hf text " in row and " n/a (no BatchNorm) " in row
+
+
+def test_a_hf_image_input_gets_the_channels_last_check(transformers):
+    row = zoo.measure_hf_model("vit", warmup=0, runs=1)
+    assert row.input == "pixel_values 1x3x32x32" and row.channels_last_same == "yes"
+
+
+def test_the_capture_the_report_names_fills_its_column(monkeypatch):
+    from labkit.core.timing import RunStats
+    from labkit.fx.report import NodeTiming, ProfileReport
+
+    @dataclasses.dataclass(frozen=True, repr=False)
+    class ExportedReport(ProfileReport):  # as a report of the torch.export tier will read
+        capture: str = "export"
+
+    stats = RunStats.from_samples([1e-3, 1e-3])
+    report = ExportedReport([NodeTiming("call_function", "mm", "mm", "mm", stats, 96.0)], stats, "fast", 0, graph_nodes=1,
+                            fallback_reason="torch.fx could not trace the model: TypeError: no. More.")
+    monkeypatch.setattr(zoo, "_profile_against_eager", lambda *a: (report, 1.05, False))
+    row, fx_traced = zoo._profiled_row(zoo.ZooRow("m", "hf text", "x", "failed"), None, zoo.Call(), 0, 1, "cpu")
+    assert (row.outcome, row.mode, row.capture, fx_traced) == ("traced", "fast", "export", False)
+    assert row.why == "not by symbolic_trace: TypeError: no."
+    # the report's own outside_pct (100 - 96 %) where it has one; else its "outside" rows, here none
+    assert row.outside_pct == (pytest.approx(4.0) if hasattr(ProfileReport, "outside_pct") else None)
+    totals = zoo.ZooResult([row], 60).totals()
+    assert totals == "1 models: 1 traced, 0 fell back to mode 'modules', 0 failed; by capture: export 1; wall time 1.0 min"
+
+
+def test_the_outside_column_is_the_reports_outside_rows():
+    table = zoo.ZooResult([zoo.ZooRow("bert", "hf text", "x", "fell back", mode="modules", outside_pct=61.4)], 1).table()
+    assert table.column("outside") == ["61.4%"] and table.column("capture") == [""]
+
+
+@pytest.mark.parametrize(
+    ("names", "hf", "chosen"),
+    [
+        ([], ["bert,gpt2", "BERT"], ["hf:bert", "hf:gpt2"]),
+        (["resnet18"], ["t5"], ["resnet18", "hf:t5"]),
+        ([], ["all"], [f"hf:{name}" for name in ("bert", "distilbert", "roberta", "gpt2", "llama", "mistral", "qwen2",
+                                                  "t5", "bart", "vit", "whisper", "clip")]),
+    ],
+)
+def test_which_hf_types_a_sweep_takes(names, hf, chosen):
+    assert zoo.selected_models(names, False, [], hf) == chosen
+
+
+def test_a_hf_child_gets_no_size():
+    command = zoo._child_command("hf:bert", _args(size=64))
+    assert command[command.index("--one") + 1] == "hf:bert" and "--size" not in command
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--hf", "bret"], "Unknown Hugging Face model type 'bret'. Did you mean bert, bart? Run `python -m labkit zoo --list`"),
+        (["--hf", "bert", "--size", "64"], "--size sets a torchvision model's image side; a Hugging Face type's inputs"),
+    ],
+)
+def test_bad_hf_arguments_are_one_line_before_any_model_runs(args, message, capsys, monkeypatch):
+    monkeypatch.setattr(zoo, "run_in_child", lambda *a: pytest.fail("ran a model"))
+    assert main(["zoo", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_transformers_missing_is_one_line_naming_the_extra(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers now fails
+    monkeypatch.setattr(zoo, "run_in_child", lambda *a: pytest.fail("ran a model"))
+    assert main(["zoo", "--hf", "bert"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: Hugging Face models need the transformers package") and err.count("\n") == 1
+    assert err.endswith("pip install 'labkit[hf]'\n")
+    row = zoo.measure_hf_model("bert")  # the child alone: a failed row that says the same
+    assert row.outcome == "failed" and row.why.endswith("pip install 'labkit[hf]'")
+
+
+def test_list_shows_the_hf_types_without_transformers(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    assert main(["zoo", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "Hugging Face types, --hf TYPE (12; small configs, random weights, attn_implementation='eager'" in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "WhisperModel" in lines["whisper"] and "input_features 1x80x64, decoder_input_ids 1x16" in lines["whisper"]
+    assert "classification (80 models)" in out  # the torchvision catalog too
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch and transformers
+def test_a_real_hf_sweep_writes_its_row(tmp_path, transformers):
+    csv_path = tmp_path / "zoo.csv"
+    done = subprocess.run([sys.executable, "-m", "labkit", "zoo", "--hf", "llama", "--runs", "1", "--warmup", "0",
+                           "--csv", str(csv_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    (row,) = csv.DictReader(csv_path.open())
+    assert (row["model"], row["kind"]) == ("llama", "hf text") and row["outcome"] in ("traced", "fell back")
+
+
+def test_outputs_are_compared_as_plain_dicts_whatever_mapping_holds_them():
+    import collections
+
+    import torch
+
+    class ModelOutput(collections.OrderedDict):  # as transformers' outputs: a mapping pytree may know without keys
+        pass
+
+    reference = ModelOutput(last_hidden_state=torch.ones(2), pooler=[torch.zeros(1)])
+    assert zoo._plain(reference) == {"last_hidden_state": reference["last_hidden_state"], "pooler": reference["pooler"]}
+    assert type(zoo._plain(reference)) is dict
+    assert zoo._same_text(reference, ModelOutput(last_hidden_state=torch.ones(2), pooler=[torch.zeros(1)]), "the run") == "yes"
