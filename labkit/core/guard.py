@@ -119,8 +119,15 @@ _MISSING = object()
 
 
 def _qualified(owner: object, name: str) -> str:
-    prefix = owner.__name__ if isinstance(owner, types.ModuleType) else f"{owner.__module__}.{owner.__qualname__}"  # type: ignore[attr-defined]
-    return f"{prefix.replace('torch.nn.modules.', 'torch.nn.').replace('torch._C.TensorBase', 'torch.Tensor')}.{name}"
+    """The name a learner wrote: ``torch.nn.MaxPool2d.forward``, not ``torch.nn.modules.pooling.MaxPool2d.forward``."""
+    if isinstance(owner, types.ModuleType):
+        return f"{owner.__name__}.{name}"
+    if owner is torch._C.TensorBase:
+        return f"torch.Tensor.{name}"
+    cls = owner if isinstance(owner, type) else type(owner)
+    if getattr(nn, cls.__name__, None) is cls:
+        return f"torch.nn.{cls.__qualname__}.{name}"
+    return f"{cls.__module__}.{cls.__qualname__}.{name}"
 
 
 def _library_folders() -> tuple[str, ...]:

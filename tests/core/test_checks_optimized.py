@@ -14,8 +14,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# The framework's tests and each lab's checker tests (tests/<lab>/test_checks.py).
-CHECKER_TESTS = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "tests").glob("*/test_checks.py"))
+# The framework's tests, each lab's checker tests (tests/<lab>/test_checks.py), the guard's and the mistake catalogues.
+CHECKER_TESTS = sorted(
+    str(path.relative_to(ROOT))
+    for pattern in ("*/test_checks.py", "core/test_guard.py", "mistakes/test_catalogues.py")
+    for path in (ROOT / "tests").glob(pattern)
+)
 
 
 @pytest.mark.slow  # a fresh interpreter imports torch and runs every checker test again

@@ -45,7 +45,7 @@ def test_a_module_method_patched_by_the_answer_voids_the_verdict_and_is_put_back
 
     result = check_running(answer)
     assert nn.MaxPool2d.forward is original
-    assert result.status is Status.WRONG and "MaxPool2d.forward (restored)" in result.message
+    assert result.status is Status.WRONG and "torch.nn.MaxPool2d.forward (restored)" in result.message
 
 
 def test_a_torch_function_moved_to_another_name_counts_as_a_patch():

@@ -64,7 +64,9 @@ def solution_lines(exercise: str) -> list[str]:
         if in_docstring or quotes:
             in_docstring = in_docstring != (quotes % 2 == 1)
             continue
-        if len(line) < 16 or line.startswith(("#", "import ", "from ", "def ", "class ", "@")):
+        if line.startswith(("#", "import ", "from ", "def ", "class ", "@")):
             continue
-        lines.append(re.sub(r"\s+#.*$", "", line).removeprefix("return "))
+        code = re.sub(r"\s+#.*$", "", line).removeprefix("return ")
+        if len(code) >= 16:
+            lines.append(code)
     return lines

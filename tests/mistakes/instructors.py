@@ -1,0 +1,61 @@
+"""Write INSTRUCTORS.md's "the checker says" tables from the mistake catalogues.
+
+``python -m tests.mistakes.instructors`` rewrites each table between its markers
+(``<!-- mistakes 1.2 -->`` ... ``<!-- /mistakes 1.2 -->``) with what the checkers print now;
+``--check`` exits 1 when the file is out of date (``test_instructors.py`` runs the same
+comparison). Line numbers of the learner's code become ``N``, measured figures ``…``, and the
+closing "Your run_node starts at line N of its cell." is left out, as the guide says.
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+from tests.mistakes import ROOT, Mistake
+from tests.mistakes.catalogues import EXERCISES, all_mistakes
+
+GUIDE = ROOT / "INSTRUCTORS.md"
+_WHERE_IT_STARTS = re.compile(r" Your [\w.]+ starts at line \d+ of (?:its cell|[\w.-]+)\.(?=\s|$)")
+
+
+def shown(mistake: Mistake) -> str:
+    """The checker's verdict on ``mistake`` as the guide quotes it."""
+    text = str(mistake.answer())
+    text = _WHERE_IT_STARTS.sub("", text)
+    for pattern in mistake.measured:
+        text = re.sub(pattern, "…", text)
+    text = re.sub(r"\bline \d+ of\b", "line N of", text)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def table(exercise: str, mistakes: list[Mistake]) -> str:
+    rows = [f"| {mistake.what} | {shown(mistake)} |" for mistake in mistakes if mistake.exercise == exercise]
+    return "\n".join(["| mistake | the checker says |", "|---|---|", *rows])
+
+
+def render(guide: str, mistakes: list[Mistake]) -> str:
+    """``guide`` with every marked table replaced by the catalogue's."""
+    for exercise in EXERCISES:
+        start, end = f"<!-- mistakes {exercise} -->", f"<!-- /mistakes {exercise} -->"
+        pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.DOTALL)
+        if not pattern.search(guide):
+            raise SystemExit(f"INSTRUCTORS.md has no {start} ... {end} around exercise {exercise}'s table.")
+        replacement = f"{start}\n{table(exercise, mistakes)}\n{end}"
+        guide = pattern.sub(lambda _, text=replacement: text, guide)
+    return guide
+
+
+def main(argv: list[str]) -> int:
+    current = GUIDE.read_text(encoding="utf-8")
+    updated = render(current, all_mistakes())
+    if "--check" in argv:
+        if updated != current:
+            print("INSTRUCTORS.md quotes messages the checkers no longer print: run python -m tests.mistakes.instructors")
+            return 1
+        return 0
+    GUIDE.write_text(updated, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

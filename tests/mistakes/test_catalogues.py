@@ -1,0 +1,36 @@
+"""Each catalogued mistake gets a hint that names it and never hands over the solution.
+
+tests/core/test_checks_optimized.py runs these again under ``python -O``."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.mistakes import Mistake, solution_lines
+from tests.mistakes.catalogues import EXERCISES, all_mistakes
+
+MISTAKES = all_mistakes()
+
+
+def _id(mistake: Mistake) -> str:
+    return f"{mistake.exercise}-{mistake.what}"
+
+
+def test_every_exercise_has_at_least_five_mistakes():
+    counts = Counter(mistake.exercise for mistake in MISTAKES)
+    assert {exercise: counts[exercise] for exercise in EXERCISES if counts[exercise] < 5} == {}
+
+
+def test_no_two_mistakes_of_an_exercise_share_a_name():
+    counts = Counter((mistake.exercise, mistake.what) for mistake in MISTAKES)
+    assert [key for key, count in counts.items() if count > 1] == []
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=_id)
+def test_the_hint_names_the_mistake_and_not_the_solution(mistake: Mistake):
+    result = mistake.answer()
+    assert result.status is mistake.status, result.message
+    message = result.message.lower()
+    assert [name for name in mistake.names if name.lower() not in message] == [], result.message
+    assert [line for line in solution_lines(mistake.exercise) if line.lower() in message] == [], result.message

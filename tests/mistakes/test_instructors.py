@@ -1,0 +1,13 @@
+"""INSTRUCTORS.md quotes what the checkers print today (its tables are written by tests/mistakes/instructors.py)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.mistakes.catalogues import all_mistakes
+from tests.mistakes.instructors import GUIDE, render
+
+
+@pytest.mark.slow
+def test_the_guide_quotes_what_the_checkers_print():
+    current = GUIDE.read_text(encoding="utf-8")
+    assert render(current, all_mistakes()) == current, "run: python -m tests.mistakes.instructors"
