@@ -7,6 +7,7 @@ on the BatchNorm it was given (1.3). Each must be refused, with and without ``py
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from labkit.core.checks import Status
 from labkit.core.timing import RunStats
 from labkit.fx.checks import check_fold_linear_bn, check_profile_own_model, check_shape_flop_recorder
 from labkit.fx.report import NodeTiming, ProfileReport
+from labkit.fx.runs import TrainModeWarning
 from tests.mistakes import Mistake
 
 # ------------------------------------------------------------------ 1.1: profile your own model
@@ -49,7 +51,9 @@ def wrong_channels():
 
 
 def train_mode():
-    return labkit.profile_model(small_cnn(), torch.randn(2, 3, 16, 16), runs=3)
+    with warnings.catch_warnings():  # the TrainModeWarning the learner sees; the checker's verdict is what is tested
+        warnings.simplefilter("ignore", TrainModeWarning)
+        return labkit.profile_model(small_cnn(), torch.randn(2, 3, 16, 16), runs=3)
 
 
 def returns_the_text():
