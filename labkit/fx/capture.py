@@ -47,9 +47,10 @@ from labkit.fx.tracing import LeafModules, TraceFailedError, call_arguments, des
 
 #: What ``capture=`` accepts: ``"auto"`` tries symbolic_trace, then export.
 CAPTURES = ("auto", "symbolic_trace", "export")
-#: The oldest torch whose ``torch.export`` labkit captures with (its graphs keep ``aten.linear``, module stacks
-#: and in-place buffer updates as labkit reads them); older releases are not tested.
-EXPORT_MIN_TORCH = "2.6"
+#: The oldest torch whose ``torch.export`` labkit captures with: labkit's tested floor (``make test-torch-floor``).
+#: Releases differ in how far export decomposes an op (2.4 gives a BatchNorm as
+#: ``aten._native_batch_norm_legit_no_training``, later ones as ``aten.batch_norm``), so op types can too.
+EXPORT_MIN_TORCH = "2.4"
 #: ``(module path, class name)`` of each module a node ran in, outermost first, the model itself left out.
 ModuleStack = tuple[tuple[str, str], ...]
 

@@ -95,7 +95,8 @@ def test_a_model_symbolic_trace_cannot_is_profiled_by_export_node_by_node(mode, 
     assert report.capture == "export" and report.mode == mode and report.runs == 2
     assert "**kwargs" in report.fallback_reason  # why symbolic_trace could not
     types = {row.op_type for row in report.rows}
-    assert {"aten.linear", "aten.softmax", "aten.gelu", "aten.cat", "aten.batch_norm", "get_attr"} <= types
+    assert {"aten.linear", "aten.softmax", "aten.gelu", "aten.cat", "get_attr"} <= types
+    assert any("batch_norm" in op_type for op_type in types)  # aten.batch_norm, or its 2.4 decomposition
     linear = next(r for r in report.rows if r.op_type == "aten.linear")
     assert linear.target == "aten.linear.default" and linear.module == "blocks.0.attn" and linear.module_class == "Linear"
     assert linear.module_stack == (("blocks.0", "Block"), ("blocks.0.attn", "Linear"))
@@ -232,8 +233,8 @@ def test_with_a_symbolic_trace_option_auto_does_not_try_export():
 
 
 def test_on_an_older_torch_export_is_refused_by_name_and_auto_falls_back(monkeypatch):
-    monkeypatch.setattr(torch, "__version__", torch.torch_version.TorchVersion("2.4.1"))
-    with pytest.raises(ExportFailedError, match=rf"needs torch {EXPORT_MIN_TORCH} or newer, and this is torch 2.4.1"):
+    monkeypatch.setattr(torch, "__version__", torch.torch_version.TorchVersion("2.3.1"))
+    with pytest.raises(ExportFailedError, match=rf"needs torch {EXPORT_MIN_TORCH} or newer, and this is torch 2.3.1"):
         NodeProfiler(ListModel().eval(), *list_inputs()[:1], kwargs=list_inputs()[1], capture="export")
     with pytest.warns(TraceFallbackWarning, match=rf"needs torch {EXPORT_MIN_TORCH}"):
         report = profile_model(ListModel().eval(), list_inputs()[0], kwargs=list_inputs()[1], warmup=0, runs=1)
@@ -264,13 +265,11 @@ def test_dynamo_spelt_module_paths_read_as_module_paths():
 
 
 @pytest.fixture(scope="module")
-def transformers():
-    module = pytest.importorskip("transformers")
-    if not module.utils.is_torch_available():
-        pytest.skip(f"transformers {module.__version__} does not run on torch {torch.__version__}")
+def transformers(transformers):
+    """tests/conftest.py's transformers, on a torch labkit can export with."""
     if torch.__version__ < EXPORT_MIN_TORCH:
         pytest.skip(f"labkit's torch.export capture needs torch {EXPORT_MIN_TORCH}")
-    return module
+    return transformers
 
 
 def _hf_model(transformers, name):

@@ -13,15 +13,6 @@ REQUIRED = ("bert", "gpt2", "t5", "llama", "vit", "whisper", "clip")
 
 
 @pytest.fixture
-def transformers():
-    """The real transformers, or a skip: not installed, or (transformers 5 on torch < 2.6) turned off by it."""
-    module = pytest.importorskip("transformers")
-    if not module.utils.is_torch_available():
-        pytest.skip(f"transformers {module.__version__} does not run on torch {torch.__version__}")
-    return module
-
-
-@pytest.fixture
 def no_network(monkeypatch):
     """Any connection attempt fails the test: building from a config must download nothing."""
     monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("tried to open a connection"))

@@ -1,5 +1,4 @@
 """labkit.fx.model_inputs: a model's keyword inputs, ``helper(model, *args, kwargs={...})``, in every fx helper."""
-import importlib.util
 import warnings
 
 import pytest
@@ -105,8 +104,6 @@ def test_var_keyword_inputs_reach_forward_as_keywords_in_modules_mode():
 
 
 def test_var_keyword_inputs_are_profiled_by_export_and_symbolic_trace_alone_falls_back():
-    if torch.__version__ < "2.6":
-        pytest.skip("labkit's torch.export capture needs torch 2.6")
     report = profile_model(VarKeywords().eval(), IDS, kwargs={"attention_mask": ATTENTION}, runs=1)
     assert report.capture == "export" and report.mode == "fast" and "**kwargs" in report.fallback_reason
     with pytest.warns(TraceFallbackWarning, match=r"\*\*kwargs"):
@@ -206,9 +203,8 @@ def test_verify_fusion_and_fusion_timings_take_keyword_inputs():
     assert timings.baseline == "original"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers is not installed")
-def test_a_tiny_bert_profiles_with_keyword_inputs():
-    from transformers import BertConfig, BertModel
+def test_a_tiny_bert_profiles_with_keyword_inputs(transformers):
+    BertConfig, BertModel = transformers.BertConfig, transformers.BertModel
 
     config = BertConfig(
         hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37, vocab_size=99

@@ -194,17 +194,6 @@ def test_a_wrong_size_ends_in_one_line_and_no_traceback_in_a_real_process():
 # ---------------------------------------------------------------------- Hugging Face types (--hf)
 
 
-@pytest.fixture
-def transformers():
-    """The real transformers, or a skip: not installed, or (transformers 5 on torch < 2.6) turned off by it."""
-    import torch
-
-    module = pytest.importorskip("transformers")
-    if not module.utils.is_torch_available():
-        pytest.skip(f"transformers {module.__version__} does not run on torch {torch.__version__}")
-    return module
-
-
 def test_profile_hf_prints_the_type_its_config_and_keyword_inputs(transformers, tmp_path, capsys):
     csv_path = tmp_path / "out.csv"
     assert main(["profile", "--hf", "t5", *FAST, "--csv", str(csv_path)]) == 0

@@ -180,17 +180,6 @@ def test_a_real_sweep_of_two_small_models_writes_its_table(tmp_path, capsys):
 # ---------------------------------------------------------------------- Hugging Face types (--hf)
 
 
-@pytest.fixture
-def transformers():
-    """The real transformers, or a skip: not installed, or (transformers 5 on torch < 2.6) turned off by it."""
-    import torch
-
-    module = pytest.importorskip("transformers")
-    if not module.utils.is_torch_available():
-        pytest.skip(f"transformers {module.__version__} does not run on torch {torch.__version__}")
-    return module
-
-
 def _in_process(name, args):
     """run_in_child without the child: the same row, measured here (a fresh interpreter costs seconds)."""
     return zoo._measure_one(argparse.Namespace(**{**vars(args), "one": name}))
