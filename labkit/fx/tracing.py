@@ -49,7 +49,7 @@ def failure_site(exc: BaseException) -> tuple[str, str]:
     where, source = "", ""
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         code = frame.f_code
-        if code.co_filename.startswith(skipped):
+        if code.co_filename.startswith(skipped) or lineno is None:  # no line: code Python made, not the model's
             continue
         owner = frame.f_locals.get("self")
         name = f"{type(owner).__name__}.{code.co_name}" if isinstance(owner, torch.nn.Module) else code.co_name
