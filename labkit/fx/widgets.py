@@ -19,6 +19,7 @@ profile writing into the same widget.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from typing import Any
 
 import ipywidgets as widgets
@@ -100,14 +101,21 @@ def bar_svg(labels: list[str], values: list[float], title: str, xlabel: str) -> 
 
 
 class LiveProfile(widgets.VBox):
-    """Profile ``model(*inputs)`` with a button; table and bar plot update after every run."""
+    """Profile ``model(*inputs, **kwargs)`` with a button; table and bar plot update after every run.
 
-    def __init__(self, model: Any, *inputs: Any, mode: str = "fast", runs: int = 5, warmup: int = 1, top_k: int = 10) -> None:
+    ``kwargs`` are the model's keyword inputs, as :func:`labkit.profile_model` takes them.
+    """
+
+    def __init__(
+        self, model: Any, *inputs: Any, kwargs: Mapping[str, Any] | None = None, mode: str = "fast", runs: int = 5,
+        warmup: int = 1, top_k: int = 10,
+    ) -> None:
         runs = _check_box_value("runs", runs, MAX_RUNS)
         top_k = _check_box_value("top_k", top_k, MAX_TOP_K)
         warmup = require_count("warmup", warmup, 0, "use warmup=0 to skip it")
-        require_profilable(model, *inputs, mode=mode)  # fail now, with labkit's message, not at the first click
-        self.model, self.inputs, self.mode, self.warmup = model, inputs, mode, warmup
+        # fail now, with labkit's message, not at the first click
+        require_profilable(model, *inputs, kwargs=kwargs, mode=mode)
+        self.model, self.inputs, self.kwargs, self.mode, self.warmup = model, inputs, dict(kwargs or {}), mode, warmup
         self.report: ProfileReport | None = None
         self.running = False
         self.runs = widgets.BoundedIntText(value=runs, min=1, max=MAX_RUNS, description="runs")
@@ -149,7 +157,10 @@ class LiveProfile(widgets.VBox):
             self.redraw()
 
         try:
-            profile_model(self.model, *self.inputs, warmup=self.warmup, runs=total_runs, mode=self.mode, on_run=show)
+            profile_model(
+                self.model, *self.inputs, kwargs=self.kwargs, warmup=self.warmup, runs=total_runs, mode=self.mode,
+                on_run=show,
+            )
         except KeyboardInterrupt:
             self.progress.bar_style = "warning"
             self.status.value = self._interrupted(timed, total_runs)
@@ -179,8 +190,8 @@ class LiveProfile(widgets.VBox):
         )
 
     def _op_type_key(self) -> str:
-        """The sort key for op types: a type's time is a sum of means, so any time key ranks by it."""
-        return "name" if self.sort_by.value == "name" else "mean"
+        """The sort key for op types: a type's time is a sum of its nodes' medians, so any time key ranks by it."""
+        return "name" if self.sort_by.value == "name" else "median"
 
     def shown_table(self) -> Table | None:
         """The core's table for the current view (top-k, sort, grouping), or None before a run."""
@@ -199,7 +210,8 @@ class LiveProfile(widgets.VBox):
         if self.group_by_type.value:
             groups = report.by_op_type(self._op_type_key()).top(k).rows
             order = "A-Z" if self._op_type_key() == "name" else "slowest first"
-            return [g[0] for g in groups], [g[2] * 1e3 for g in groups], f"time per op type, {order}", BAR_AXIS_LABELS["mean"]
+            axis = "summed median time per run (ms)"
+            return [g[0] for g in groups], [g[2] * 1e3 for g in groups], f"time per op type, {order}", axis
         key = self.sort_by.value
         shown = report.top(k, key).rows
         order = "A-Z" if key == "name" else f"slowest first by {key}"

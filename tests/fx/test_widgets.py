@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import labkit.fx.widgets as fx_widgets
-from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.fx.profile import NodeProfiler, TrainModeWarning, profile_model
 from labkit.fx.widgets import BAR_AXIS_LABELS, TABLE_CLASS
 from labkit.widgets import LiveProfile
@@ -335,3 +335,21 @@ def test_a_model_fx_cannot_trace_is_profiled_module_by_module():
     with pytest.warns(TraceFallbackWarning):
         widget.run()
     assert widget.report.mode == "modules" and widget.report.rows[0].name == "conv"
+
+
+def test_live_profile_takes_the_models_keyword_inputs_as_profile_model_does():
+    from labkit.fx.widgets import LiveProfile
+
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x, scale=1.0):
+            return self.linear(x) * scale
+
+    widget = LiveProfile(Scaled().eval(), torch.randn(2, 4), kwargs={"scale": 2.0}, runs=2, warmup=0)
+    widget.button.click()
+    assert widget.report is not None and widget.report.runs == 2
+    with pytest.raises(LabkitError):
+        LiveProfile(Scaled().eval(), torch.randn(2, 4), kwargs={"bogus": 1.0})
