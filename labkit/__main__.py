@@ -17,7 +17,7 @@ from labkit.core.errors import LabkitError
 COMMANDS = {
     "doctor": ("labkit.tools.doctor", "probe this machine: is it ready for the labs?"),
     "profile": ("labkit.tools.profile", "profile a torchvision or Hugging Face (--hf) model node by node"),
-    "zoo": ("labkit.tools.zoo", "will my model work? profile torchvision and Hugging Face (--hf) models one process each and tabulate"),
+    "zoo": ("labkit.tools.zoo", "will my model work? profile torchvision and Hugging Face (--hf) models, one process each"),
     "bench": ("labkit.tools.bench", "reproduce every performance figure the labs claim"),
     "lab": ("labkit.tools.lab", "update your workspace, then start JupyterLab on it: make lab without make"),
     "workshop": ("labkit.workshop.cli", "a workshop room's instructor commands: install, hand-out-solutions, remove-accounts"),
