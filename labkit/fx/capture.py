@@ -159,13 +159,48 @@ def _symbolic_trace(
 ) -> CapturedGraph:
     call_args = call_arguments(model, inputs, concrete_args, kwargs)
     own = private_copy(model) if isinstance(model, torch.nn.Module) else model
+    buffers = _buffer_snapshot(own)
     graph_module = trace(own, concrete_args, leaf_modules=leaf_modules, tracer=tracer)
+    _refuse_lost_buffer_updates(own, buffers)
     nodes = [n for n in graph_module.graph.nodes if n.op not in ("placeholder", "output")]
     training = isinstance(model, torch.nn.Module) and (
         model.training or any(graph_module.get_submodule(n.target).training for n in nodes if n.op == "call_module")
     )  # a layer the graph calls: fx's container stand-ins may say "training" in any mode
     stacks = {n.name: _traced_stack(n) for n in nodes}
     return CapturedGraph(graph_module, "symbolic_trace", call_args, training, (), stacks)
+
+
+class BufferUpdatesLostError(TraceFailedError):
+    """forward updates buffers in a way symbolic_trace runs once, while tracing, instead of recording it."""
+
+
+def _buffer_snapshot(model: Any) -> dict[str, tuple[int, torch.Tensor]]:
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    return {name: (id(buffer), buffer.detach().clone()) for name, buffer in model.named_buffers()}
+
+
+def _refuse_lost_buffer_updates(model: Any, before: dict[str, tuple[int, torch.Tensor]]) -> None:
+    """Raise :class:`BufferUpdatesLostError` when tracing changed or replaced a buffer of the (private) model.
+
+    Why: symbolic_trace runs ``self.calls += 1`` on the real buffer while tracing and
+    records nothing, and bakes ``self.running = 0.9 * self.running + ...`` into a
+    constant. The graph then computes something else than the model on every later
+    run, silently. torch.export records buffer updates, so ``capture="auto"`` moves on
+    to it.
+    """
+    now = dict(model.named_buffers()) if isinstance(model, torch.nn.Module) else {}
+    lost = [
+        name for name, (identity, value) in before.items()
+        if name not in now or id(now[name]) != identity or not torch.equal(now[name].detach(), value)
+    ]
+    if lost:
+        raise BufferUpdatesLostError(
+            f"symbolic_trace cannot record how {_name(model)}.forward updates its buffers ({', '.join(lost)}): it ran "
+            "those updates once, while tracing, so a traced graph would compute with stale buffers on every run. "
+            "torch.export records buffer updates: use capture='export' (capture='auto' tries it next), or profile "
+            "module by module (mode='modules')."
+        )
 
 
 def _traced_stack(node: torch.fx.Node) -> ModuleStack:
@@ -342,6 +377,7 @@ def _explain_export_failure(exc: BaseException) -> str:
 __all__ = [
     "CAPTURES",
     "EXPORT_MIN_TORCH",
+    "BufferUpdatesLostError",
     "CaptureFailedError",
     "CapturedGraph",
     "ExportFailedError",

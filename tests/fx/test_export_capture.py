@@ -7,7 +7,14 @@ import torch
 from torch import nn
 
 from labkit.core.errors import LabkitValueError
-from labkit.fx.capture import EXPORT_MIN_TORCH, CaptureFailedError, ExportFailedError, _module_path, capture_graph
+from labkit.fx.capture import (
+    EXPORT_MIN_TORCH,
+    BufferUpdatesLostError,
+    CaptureFailedError,
+    ExportFailedError,
+    _module_path,
+    capture_graph,
+)
 from labkit.fx.profile import NodeProfiler, TraceFallbackWarning, profile_model, require_profilable
 from labkit.fx.report import TOP_LEVEL
 
@@ -342,3 +349,33 @@ def test_a_hugging_face_cache_output_names_use_cache_false(transformers):
     assert report.capture == "hooks" and "use_cache=False" in report.fallback_reason
     with pytest.raises(ExportFailedError, match="Pass use_cache=False in kwargs"):
         profile_model(model, kwargs=kwargs, capture="export", fallback=False)
+
+
+class UpdatesBuffers(nn.Module):
+    """A counter updated in place and a running mean reassigned: symbolic_trace records neither."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.register_buffer("calls", torch.zeros(()))
+        self.register_buffer("running", torch.zeros(4))
+
+    def forward(self, x):
+        self.calls += 1
+        self.running = 0.9 * self.running + 0.1 * x.mean(0)
+        return self.linear(x) + self.running
+
+
+def test_buffer_updates_symbolic_trace_would_drop_move_auto_on_to_export():
+    model = UpdatesBuffers().eval()
+    report = profile_model(model, torch.randn(2, 4), warmup=0, runs=2)
+    assert report.capture == "export"
+    assert "updates its buffers (calls, running)" in report.fallback_reason
+    assert float(model.calls) == 0 and torch.equal(model.running, torch.zeros(4))  # the user's buffers untouched
+    with pytest.raises(BufferUpdatesLostError, match="stale buffers"):
+        profile_model(UpdatesBuffers().eval(), torch.randn(2, 4), capture="symbolic_trace", fallback=False)
+
+
+def test_a_model_that_only_reads_its_buffers_still_traces():
+    report = profile_model(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).eval(), torch.randn(1, 3, 8, 8), runs=1)
+    assert report.capture == "symbolic_trace"
