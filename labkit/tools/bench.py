@@ -7,13 +7,17 @@ compared with its goal. The result prints as a table and is written as JSON
 together with the machine line (CPU, threads, torch version, device).
 
 Figures: P1 profiler overhead per node, P2 agreement with torch.profiler,
-P3 capstone speedups, P4 channels_last per precision, P5 JVP overhead and the jacfwd/jacrev crossover, the
-kernel-side redraw time of every registered widget, the notebooks' run times, and the import time of
-labkit over torch.
+P3 capstone speedups, P4 channels_last per precision, P5 JVP overhead and the jacfwd/jacrev crossover,
+P6 the exported-graph profile's overhead per node against torch.profiler's per operator, P7 the profile's
+total over eager and its outside share on small Hugging Face models (P6 and P7 need a transformers that
+runs on this torch, release 5 needs torch >= 2.6, and a torch labkit exports with; otherwise each is
+skipped with a note), the kernel-side redraw time of every registered widget, the notebooks' run times,
+and the import time of labkit over torch.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -23,7 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +38,7 @@ from labkit.core.device import device_line
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import writable_target, write_text
 from labkit.core.tables import Row, ShowsAsTable, Table
-from labkit.core.timing import RunStats, measure
+from labkit.core.timing import RunStats, SideBySide, SyncTimer, measure
 from labkit.labs import DEFAULT_BUDGET_S, LABS, NOTEBOOKS_DIR, PATH_BUDGET_S, lab_for
 
 # Every figure is measured on the CPU, the machine every learner has, so one run never
@@ -61,20 +65,24 @@ class BenchConfig:
     jvp_rounds: int = 30
     jacobian_in: int = 32
     jacobian_batch: int = 16  # per-example Jacobians: without a batch, fixed vmap overhead hides the crossover
+    hf_rounds: int = 100  # P6, P7: rounds of blocks, each variant's block in turn
+    hf_calls: int = 5  # timed calls per block
     widget_redraws: int = 15
     notebooks: tuple[str, ...] = tuple(lab.stem for lab in LABS)
     import_repeats: int = 7
+    left_out: tuple[str, ...] = ()  # steps a run of all steps leaves out (``--only`` still runs them)
 
 
 FULL = BenchConfig()
 QUICK = BenchConfig(overhead_rounds=10, crosscheck_runs=5, variant_rounds=6, include_compiled=False,
                     format_run_time=0.6, format_rounds=3,
-                    jvp_rounds=10, widget_redraws=9, notebooks=(), import_repeats=3)
+                    jvp_rounds=10, hf_rounds=30, widget_redraws=9, notebooks=(), import_repeats=3,
+                    left_out=("P6", "P7"))  # 16-70 s on the loaded 2-core machine: model builds, exports
 # For the smoke test only: tiny sizes, figures not meaningful.
 SMOKE = BenchConfig(overhead_ops=100, overhead_rounds=3, resnet_batch=1, image_size=64, crosscheck_runs=2,
                     variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1,
                     mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3, jacobian_in=4, jacobian_batch=2,
-                    widget_redraws=2, notebooks=("00_start_here",), import_repeats=1)
+                    hf_rounds=1, hf_calls=2, widget_redraws=2, notebooks=("00_start_here",), import_repeats=1)
 CONFIGS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
 
@@ -89,6 +97,7 @@ class BenchFigure:
     spread: float | None = None
     goal: str = ""
     meets: bool | None = None
+    skipped: str = ""  # why the figure could not be measured here ("" when it was)
 
 
 @dataclass(repr=False)
@@ -109,7 +118,7 @@ class BenchResult(ShowsAsTable):
         for f in self.figures:
             spread = "" if f.spread is None else f"± {f.spread:.3g}"
             verdict = {True: "met", False: "MISSED", None: ""}[f.meets]
-            value = "not found" if f.value is None else f"{f.value:.3g} {f.unit}"
+            value = "skipped" if f.skipped else "not found" if f.value is None else f"{f.value:.3g} {f.unit}"
             rows.append((f.key, f.label, value, spread, f.goal, verdict))
         return Table(["figure", "what", "value", "spread (IQR)", "goal", "verdict"], rows, title=machine_line(self.machine))
 
@@ -286,6 +295,172 @@ def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
                                       for p in sweep.points]}
 
 
+# P6 and P7 profile small Hugging Face models (labkit.fx.hf_zoo: random weights, no download) by torch.export.
+#: P7's models, in this order; P6 measures the first.
+HF_MODELS = ("bert", "gpt2", "llama")
+HF_LABELS = {"bert": "BERT", "gpt2": "GPT-2", "llama": "Llama"}
+#: A profile whose runs take at most this many times an eager forward shows the model's own time.
+OVER_EAGER_GOAL = 1.15
+#: At most this share (%) of a profiled run is outside every node: the profile accounts for the rest.
+OUTSIDE_GOAL_PCT = 5.0
+EAGER, PROFILED = "eager forward", "labkit profile (export, fast mode)"
+GRAPH, TORCH_PROFILER = "exported graph, not profiled", "eager forward, torch.profiler on"
+
+
+def hf_skip_reason() -> str:
+    """Why P6 and P7 cannot run here ("" when they can): they capture by torch.export and build transformers models
+    (transformers 5 turns itself off below torch 2.6, and :func:`~labkit.fx.hf_zoo.transformers_module` says so)."""
+    from labkit.fx.capture import EXPORT_MIN_TORCH
+    from labkit.fx.hf_zoo import TransformersUnavailableError, transformers_module
+
+    if torch.__version__ < EXPORT_MIN_TORCH:  # TorchVersion compares as a version
+        return f"torch.export capture needs torch {EXPORT_MIN_TORCH} or newer, and this is torch {torch.__version__}"
+    try:
+        transformers_module()
+    except TransformersUnavailableError as exc:
+        return str(exc)
+    return ""
+
+
+def _skipped(step: str, result: BenchResult) -> bool:
+    """Add ``step``'s note and return True where it cannot run here."""
+    reason = hf_skip_reason()
+    if reason:
+        result.add(BenchFigure(step, f"{step} skipped: {reason}", None, "", skipped=reason))
+    return bool(reason)
+
+
+@dataclass(frozen=True)
+class HFMeasurement:
+    """One small Hugging Face model: eager forwards and labkit's profile (P6: two more variants), in turn."""
+
+    timings: SideBySide  # seconds per call; the profile's are its report's run totals; baseline EAGER
+    report: Any  # labkit's ProfileReport of every recorded run
+    profiler_ops: int = 0  # aten operators torch.profiler records in one forward, nested ones included (0: not run)
+    profiler_top_level_ops: int = 0
+
+
+@contextlib.contextmanager
+def _torch_profiler_on() -> Iterator[Any]:
+    from torch.profiler import ProfilerActivity, profile
+
+    from labkit.core.noise import filtered_native_stderr
+
+    with filtered_native_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:  # kineto's log lines
+        yield prof
+
+
+def _timed_block(forward: Callable[[], object], calls: int, samples: list[float],
+                 context: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext) -> None:
+    """One untimed call, then ``calls`` timed ones, all inside ``context``."""
+    with context():
+        forward()
+        for _ in range(calls):
+            with SyncTimer(BENCH_DEVICE) as timer:
+                forward()
+            samples.append(timer.elapsed)
+
+
+def measure_hf_model(name: str, config: BenchConfig, against_profiler: bool = False) -> HFMeasurement:
+    """Eager forwards and labkit's profile (torch.export, fast mode); ``against_profiler``: the exported graph
+    unprofiled and forwards under torch.profiler too.
+
+    Why blocks: each round runs each variant's block in turn, one untimed call and then ``hf_calls`` timed
+    ones. The first forward inside a torch.profiler session, and the first after one, took about 0.2 ms
+    more than the next ones on a 0.55 ms BERT; a first call after a switch can pay for caches the other
+    variant filled. None of them is timed. The profile's times are its report's run totals (its own clock
+    around the graph call), as a learner reads them; a torch.profiler session's start and its event
+    processing are outside the timed calls too.
+    """
+    from labkit.fx import hf_zoo
+    from labkit.fx.profile import NodeProfiler
+
+    model = hf_zoo.build_model(name)
+    kwargs = hf_zoo.example_inputs(name, model)
+    profiler = NodeProfiler(model, kwargs=kwargs, mode="fast", capture="export")
+    graph, graph_inputs = profiler.graph_module, profiler.inputs
+    samples: dict[str, list[float]] = {EAGER: [], GRAPH: [], TORCH_PROFILER: []}
+
+    def forward() -> None:
+        model(**kwargs)
+
+    ops = top_level = 0
+    with torch.no_grad(), profiler.session():
+        for _ in range(config.hf_rounds):
+            _timed_block(forward, config.hf_calls, samples[EAGER])
+            profiler.warmup(1)
+            for _ in range(config.hf_calls):
+                profiler.run_once()
+            if against_profiler:
+                _timed_block(lambda: graph(*graph_inputs), config.hf_calls, samples[GRAPH])
+                _timed_block(forward, config.hf_calls, samples[TORCH_PROFILER], _torch_profiler_on)
+        if against_profiler:
+            with _torch_profiler_on() as prof:
+                forward()
+            events = [event for event in prof.events() if event.name.startswith("aten::")]
+            ops, top_level = len(events), sum(event.cpu_parent is None for event in events)
+    report = profiler.report()
+    stats = {EAGER: RunStats.from_samples(samples[EAGER]), PROFILED: report.total}
+    if against_profiler:
+        stats |= {key: RunStats.from_samples(samples[key]) for key in (GRAPH, TORCH_PROFILER)}
+    return HFMeasurement(SideBySide(stats, EAGER, title=f"{HF_LABELS[name]} (small config)"), report, ops, top_level)
+
+
+def _ms(timings: SideBySide, statistic: str) -> dict[str, float]:
+    return {name: getattr(stats, statistic) * 1e3 for name, stats in timings.stats.items()}
+
+
+def bench_export_overhead(config: BenchConfig, result: BenchResult) -> None:
+    """P6: µs the exported-graph profile adds per node, beside what torch.profiler adds per operator it records.
+
+    Both over the eager forward: what a learner's run costs with each instrument. The exported graph runs
+    without the model's Python around its operators, so the profile's cost over that graph, the instrument's
+    own, is reported as well. Each from the variants' fastest calls, as P1: noise only ever adds time.
+    """
+    if _skipped("P6", result):
+        return
+    name = HF_MODELS[0]
+    run = measure_hf_model(name, config, against_profiler=True)
+    eager, profiled, graph, profiler_on = (run.timings.stats[key] for key in (EAGER, PROFILED, GRAPH, TORCH_PROFILER))
+    nodes, ops = run.report.graph_nodes, run.profiler_ops
+    labkit_us = (profiled.min - eager.min) / nodes * 1e6
+    profiler_us = (profiler_on.min - eager.min) / ops * 1e6
+    result.add(BenchFigure("P6.labkit", f"labkit profile (export, fast mode) over eager forward, per node "
+                                        f"({HF_LABELS[name]} small, {nodes} nodes)",
+                           labkit_us, "µs/node", (profiled.iqr + eager.iqr) / nodes * 1e6,
+                           "<= P6.torch_profiler", labkit_us <= profiler_us))
+    result.add(BenchFigure("P6.labkit_over_graph", "the same over the exported graph unprofiled (the instrument's own)",
+                           (profiled.min - graph.min) / nodes * 1e6, "µs/node", (profiled.iqr + graph.iqr) / nodes * 1e6))
+    result.add(BenchFigure("P6.torch_profiler", f"torch.profiler (CPU) over eager forward, per aten op it records "
+                                                f"({ops} a forward, {run.profiler_top_level_ops} top level)",
+                           profiler_us, "µs/op", (profiler_on.iqr + eager.iqr) / ops * 1e6))
+    result.details["P6"] = {"model": name, "min_ms": _ms(run.timings, "min"), "median_ms": _ms(run.timings, "median"),
+                            "nodes": nodes, "aten_ops": ops, "top_level_aten_ops": run.profiler_top_level_ops,
+                            "capture": run.report.capture}
+
+
+def bench_hf_models(config: BenchConfig, result: BenchResult) -> None:
+    """P7: the profile's run total over an eager forward (medians), and its share outside every node, per model."""
+    if _skipped("P7", result):
+        return
+    details = {}
+    for name in HF_MODELS:
+        run = measure_hf_model(name, config)
+        report, label = run.report, HF_LABELS[name]
+        ratio = run.timings.slowdown(PROFILED)
+        result.add(BenchFigure(f"P7.{name}.over_eager", f"profile total over eager forward ({label} small, "
+                                                        f"{report.graph_nodes} nodes by export, fast mode)",
+                               ratio, "x", run.timings.slowdown_spread(PROFILED), f"<= {OVER_EAGER_GOAL:g}",
+                               ratio <= OVER_EAGER_GOAL))
+        outside = report.outside_pct
+        spread = None if report.outside is None else report.outside.iqr / report.total.median * 100
+        result.add(BenchFigure(f"P7.{name}.outside", f"share of the profiled run outside every node ({label})",
+                               outside, "%", spread, f"<= {OUTSIDE_GOAL_PCT:g}", outside <= OUTSIDE_GOAL_PCT))
+        details[name] = {"median_ms": _ms(run.timings, "median"), "min_ms": _ms(run.timings, "min"),
+                         "nodes": report.graph_nodes, "capture": report.capture}
+    result.details["P7"] = details
+
+
 # A redraw probe builds a widget as a notebook shows it and returns what the kernel runs when a learner moves
 # a control: setting the control's value runs the widget's own observer, so the time is the callback's
 # (computing, drawing, encoding), with the real ipywidgets objects and no browser.
@@ -454,6 +629,8 @@ STEPS: dict[str, Callable[[BenchConfig, BenchResult], None]] = {
     "P3": bench_capstone,
     "P4": bench_memory_format,
     "P5": bench_forward_ad,
+    "P6": bench_export_overhead,
+    "P7": bench_hf_models,
     "widgets": bench_widget_redraw,
     "notebooks": bench_notebooks,
     "import": bench_import,
@@ -461,14 +638,15 @@ STEPS: dict[str, Callable[[BenchConfig, BenchResult], None]] = {
 
 
 def run_bench(mode: str = "full", only: list[str] | None = None, log: Callable[[str], None] = print) -> BenchResult:
-    """Run the chosen steps (all by default) with the sizes of ``mode`` (full, quick or smoke)."""
+    """Run the chosen steps (all by default, less those ``mode`` leaves out) with the sizes of ``mode``
+    (full, quick or smoke)."""
     from labkit.core.noise import silence_known_warnings
 
     silence_known_warnings()
     config = CONFIGS[mode]
     result = BenchResult(machine_info(), mode)
     for name, step in STEPS.items():
-        if only and name not in only:
+        if (only and name not in only) or (not only and name in config.left_out):
             continue
         log(f"bench: {name} ...")
         step(config, result)
@@ -477,7 +655,8 @@ def run_bench(mode: str = "full", only: list[str] | None = None, log: Callable[[
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
-                        help="fewer repetitions, no notebooks, no torch.compile (under 2 minutes)")
+                        help="fewer repetitions, no notebooks, no torch.compile, no Hugging Face models (P6, P7; "
+                             "--only P6 P7 runs them) (under 2 minutes)")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny sizes, for the test suite
     parser.add_argument("--json", type=Path, default=Path("build/bench.json"),
                         help="where to write the JSON (default: %(default)s)")

@@ -11,7 +11,15 @@ import sys
 import pytest
 
 from labkit.labs import LABS
-from labkit.tools.bench import REDRAW_GOALS_MS, REDRAW_PROBES, STEPS, machine_line, registered_widgets
+from labkit.tools.bench import (
+    HF_MODELS,
+    REDRAW_GOALS_MS,
+    REDRAW_PROBES,
+    STEPS,
+    hf_skip_reason,
+    machine_line,
+    registered_widgets,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +40,9 @@ EXPECTED = [
     "widget.StrideExplorer_largest", "widget.JacobianScaling", "widget.variant_bars", "notebook.00_start_here",
     "import.labkit_over_torch",
 ]
+# P6 and P7 where transformers and torch.export run here, else one skip note each
+HF_EXPECTED = (["P6.labkit", "P6.labkit_over_graph", "P6.torch_profiler"]
+               + [f"P7.{name}.{figure}" for name in HF_MODELS for figure in ("over_eager", "outside")])
 
 
 @pytest.mark.slow
@@ -41,7 +52,7 @@ def test_every_figure_is_present_with_a_plausible_value(smoke_json):
     data, stdout = smoke_json
     figures = data["figures"]
     bf16 = [k for k in figures if k == "P4.channels_last_bf16"]  # present where the CPU runs bf16
-    assert sorted(set(figures) - set(bf16)) == sorted(EXPECTED)
+    assert sorted(set(figures) - set(bf16)) == sorted(EXPECTED + (["P6", "P7"] if hf_skip_reason() else HF_EXPECTED))
     assert figures["P1.interpreter"]["value"] > 0 and figures["P1.interpreter"]["spread"] >= 0
     for key in ("P1.fast", "P3.channels_last", "P3.fused", "P3.fused_channels_last", "P3.maxpool_collapse",
                 "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.labkit_over_raw", "notebook.00_start_here"):
@@ -67,7 +78,79 @@ def test_only_runs_the_named_steps():
 
     result = run_bench("smoke", only=["import"], log=lambda _m: None)
     assert [f.key for f in result.figures] == ["import.labkit_over_torch"]
-    assert set(STEPS) == {"P1", "P2", "P3", "P4", "P5", "widgets", "notebooks", "import"}
+    assert set(STEPS) == {"P1", "P2", "P3", "P4", "P5", "P6", "P7", "widgets", "notebooks", "import"}
+
+
+def test_quick_leaves_out_the_hugging_face_steps_unless_named(monkeypatch):
+    """--quick runs no P6 or P7 (model builds and exports: 16-70 s on a loaded 2-core machine); --only still does."""
+    import labkit.tools.bench as bench
+
+    ran = []
+    monkeypatch.setattr(bench, "STEPS", {name: lambda _c, _r, name=name: ran.append(name) for name in ("P5", "P6", "P7")})
+    bench.run_bench("quick", log=lambda _m: None)
+    assert ran == ["P5"]
+    bench.run_bench("quick", only=["P6", "P7"], log=lambda _m: None)
+    bench.run_bench("full", log=lambda _m: None)
+    assert ran == ["P5", "P6", "P7", "P5", "P6", "P7"]
+
+
+def test_hf_steps_are_skipped_with_a_note_where_they_cannot_run(monkeypatch):
+    """Without a transformers that runs on this torch (transformers 5 needs 2.6), P6 and P7 each leave one
+    figure that says why."""
+    import labkit.tools.bench as bench
+
+    monkeypatch.setattr(bench, "hf_skip_reason", lambda: "Hugging Face models need the transformers package")
+    result = bench.run_bench("smoke", only=["P6", "P7"], log=lambda _m: None)
+    assert [(f.key, f.value, f.meets) for f in result.figures] == [("P6", None, None), ("P7", None, None)]
+    for figure in result.figures:
+        assert figure.skipped == "Hugging Face models need the transformers package"
+        assert figure.label == f"{figure.key} skipped: {figure.skipped}"
+    assert "skipped" in result.to_text() and "not found" not in result.to_text()
+
+
+def test_hf_skip_reason_says_what_is_missing():
+    """Empty where P6 and P7 run; otherwise it names torch.export's torch or the transformers package."""
+    import torch
+
+    from labkit.fx.capture import EXPORT_MIN_TORCH
+
+    try:
+        import transformers
+
+        runs = torch.__version__ >= EXPORT_MIN_TORCH and transformers.utils.is_torch_available()
+    except ImportError:
+        runs = False
+    reason = hf_skip_reason()
+    assert (reason == "") == runs
+    if not runs:
+        assert f"torch {EXPORT_MIN_TORCH}" in reason or "transformers" in reason
+
+
+def test_hf_figures_have_their_keys_and_goals(transformers, monkeypatch):
+    """A tiny P6 and P7 on BERT alone: every figure, unit and goal (no value is asserted: 2 calls mean nothing)."""
+    import torch
+
+    import labkit.tools.bench as bench
+    from labkit.fx.capture import EXPORT_MIN_TORCH
+
+    if torch.__version__ < EXPORT_MIN_TORCH:
+        pytest.skip(f"P6 and P7 capture by torch.export, which labkit needs torch {EXPORT_MIN_TORCH} for")
+    monkeypatch.setattr(bench, "HF_MODELS", ("bert",))
+    result = bench.run_bench("smoke", only=["P6", "P7"], log=lambda _m: None)
+    figures = {f.key: f for f in result.figures}
+    assert list(figures) == ["P6.labkit", "P6.labkit_over_graph", "P6.torch_profiler", "P7.bert.over_eager",
+                             "P7.bert.outside"]
+    assert [f.unit for f in figures.values()] == ["µs/node", "µs/node", "µs/op", "x", "%"]
+    assert [f.goal for f in figures.values()] == ["<= P6.torch_profiler", "", "", "<= 1.15", "<= 5"]
+    for figure in figures.values():
+        assert not figure.skipped and figure.value is not None and math.isfinite(figure.value), figure.key
+        assert figure.spread is not None and figure.spread >= 0, figure.key
+        assert isinstance(figure.meets, bool) == bool(figure.goal), figure.key
+    assert figures["P6.labkit"].meets == (figures["P6.labkit"].value <= figures["P6.torch_profiler"].value)
+    p6 = result.details["P6"]
+    assert p6["capture"] == "export" and p6["nodes"] > 0 and p6["aten_ops"] >= p6["top_level_aten_ops"] > 0
+    assert set(p6["min_ms"]) == set(p6["median_ms"]) == {bench.EAGER, bench.PROFILED, bench.GRAPH, bench.TORCH_PROFILER}
+    assert result.details["P7"]["bert"]["capture"] == "export"
 
 
 def test_ratio_figures_carry_a_spread_from_side_by_side():
