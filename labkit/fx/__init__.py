@@ -22,7 +22,8 @@ from labkit.core.lazy import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "profile": ("ProfilingInterpreter", "InstrumentedModule", "NodeProfiler", "profile_model", "require_profilable",
                 "TraceFallbackWarning", "TracedRunError", "MODES"),
-    "capture": ("capture_graph", "CapturedGraph", "CaptureFailedError", "ExportFailedError", "CAPTURES"),
+    "capture": ("capture_graph", "CapturedGraph", "CaptureFailedError", "ExportFailedError", "BufferUpdatesLostError",
+                "CAPTURES"),
     "tracing": ("trace", "traceable_children", "TraceFailedError"),
     "module_hooks": ("ModuleProfiler",),
     "runs": ("ModelRunError", "NotRunYetError", "TrainModeWarning"),
@@ -31,7 +32,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "model_kinds": ("CompiledModelWarning", "eager_model"),
     "report": ("ProfileReport", "OpTypeBreakdown", "ModuleBreakdown", "ModuleTime", "NodeTiming"),
     "overhead": ("measure_overhead", "OverheadResult", "TinyOpsChain"),
-    "crosscheck": ("compare_with_torch_profiler", "CrossCheck"),
+    "crosscheck": ("compare_with_torch_profiler", "CrossCheck", "TooLittleComparedError"),
     "fusion": ("fold_bn_into_conv", "fuse_conv_bn_teaching", "fuse_conv_bn_library", "fuse_safely", "count_nodes",
                "verify_fusion", "FusionVerification", "fusion_timings", "FusionTimings", "UnsafeFusionError",
                "FusionSkippedWarning"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -192,7 +193,10 @@ class ProfileReport(ShowsAsTable):
     exported model, or why neither captured a model that a graph mode profiled
     in ``"modules"`` (empty when the first capture tried worked), and
     ``traceable_children`` lists the largest parts that fx can trace,
-    ``(qualified name, nodes)``, to profile for node-level detail.
+    ``(qualified name, nodes)``, to profile for node-level detail. A hooked
+    profile's ``largest_children`` are the model's children (``encoder``,
+    ``embeddings``...) by the whole time each one ran, its hooked rows and its own
+    code, the largest first: where the "(outside leaf modules)" time was spent.
     """
 
     rows: list[NodeTiming]  # graph order (mode "modules": order of the first call)
@@ -204,6 +208,8 @@ class ProfileReport(ShowsAsTable):
     traceable_children: tuple[tuple[str, int], ...] = ()
     capture: str = ""
     outside: RunStats | None = None  # a graph profile's time outside its nodes, run by run
+    # a hooked profile: the model's largest children by their whole time, (name, class, median seconds, % of total)
+    largest_children: tuple[tuple[str, str, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.capture:  # a report built by hand, or by a profiler that does not say
@@ -326,6 +332,22 @@ class ProfileReport(ShowsAsTable):
         headers = [*REPORT_HEADERS[:3], "module", *REPORT_HEADERS[3:]] if exported else REPORT_HEADERS
         return Table(headers, rows, title=title)
 
+    def children_note(self) -> str:
+        """The line under a hooked profile's table: its largest children by whole time ("" if it has none)."""
+        if not self.largest_children:
+            return ""
+        listed = ", ".join(f"{name} ({cls}) {format_seconds(seconds)} {pct:.1f}%"
+                           for name, cls, seconds, pct in self.largest_children)
+        return f"Largest children of the model (whole time, median per run): {listed}"
+
+    def to_text(self) -> str:
+        note = self.children_note()
+        return self.table().to_text() + (f"\n{note}" if note else "")
+
+    def _repr_html_(self) -> str:
+        note = self.children_note()
+        return self.table().to_html() + (f"\n<p>{html.escape(note)}</p>" if note else "")
+
     def _capture_note(self) -> str:
         if self.capture == "export":
             failed = ": symbolic_trace could not, see fallback_reason" if self.fallback_reason else ""
@@ -354,7 +376,8 @@ class ProfileReport(ShowsAsTable):
         return write_file(path, write)
 
     def to_json(self, path: str | Path) -> Path:
-        """``{"mode", "capture", "warmup", "total", "nodes": [...], "fallback_reason", "traceable_children", "outside"}``.
+        """``{"mode", "capture", "warmup", "total", "nodes": [...], "fallback_reason", "traceable_children", "outside",
+        "largest_children"}``.
 
         Returns the path written (as :meth:`to_csv`).
         """
@@ -367,6 +390,10 @@ class ProfileReport(ShowsAsTable):
             "fallback_reason": self.fallback_reason,
             "traceable_children": [list(child) for child in self.traceable_children],
             "outside": self.outside.as_dict() if self.outside is not None else None,
+            "largest_children": [
+                {"name": name, "class": cls, "median_s": seconds, "pct_total": pct}
+                for name, cls, seconds, pct in self.largest_children
+            ],
         }
         return write_text(path, json.dumps(payload, indent=2))
 

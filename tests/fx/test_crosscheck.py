@@ -7,16 +7,26 @@ import torch.nn.functional as F
 from torch import nn
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.fx import hf_zoo
+from labkit.fx.capture import EXPORT_MIN_TORCH
 from labkit.fx.crosscheck import (
     ATEN_TO_OP_TYPE,
     ATEN_TO_OP_TYPES,
+    MIN_COMPARED_PCT,
     RUN_MARKER,
     CrossCheck,
+    TooLittleComparedError,
     charged_seconds,
     compare_with_torch_profiler,
     match_op_types,
     operators_per_run,
     seconds_by_op_type,
+)
+from labkit.fx.module_hooks import OUTSIDE
+from labkit.fx.profile import TraceFailedError, TraceFallbackWarning
+
+needs_export = pytest.mark.skipif(
+    torch.__version__ < EXPORT_MIN_TORCH, reason=f"labkit's torch.export capture needs torch {EXPORT_MIN_TORCH}"
 )
 
 
@@ -92,7 +102,9 @@ def test_each_type_is_one_row_and_the_unmatched_are_listed_apart():
     assert check.compared_pct[1] == pytest.approx(100 - check.only_profiler["aten::softshrink"])
     text = str(check)
     assert "Only in torch.profiler: aten::softshrink" in text and "Only in labkit: " in text and "getattr" in text
-    assert "aten::softshrink" in check._repr_html_()
+    assert "Could not map to operators: Softshrink" in text
+    assert "aten::softshrink" in check._repr_html_() and "Softshrink" in check.unmapped
+    assert "getattr" not in check.unmapped and "getitem" not in check.unmapped  # they issue no operator
     with pytest.raises(LabkitValueError, match="only in labkit's profile"):
         check.difference("Softshrink")
 
@@ -128,9 +140,15 @@ def test_matched_shares_are_renormalised_and_the_rest_kept_as_shares_of_the_whol
     profiler = {"aten::conv2d": (2.0, 3.0), "aten::relu_": (1.0, 1.0), "aten::unknown_op": (1.0, 4.0)}
     check = match_op_types(labkit, profiler)
     assert check.rows == [("Conv2d", 75.0, 75.0), ("ReLU", 25.0, 25.0)]
-    assert check.max_difference == 0.0  # the unmatched 20% and 50% shift no row
+    assert check.difference("Conv2d") == 0.0  # the unmatched 20% and 50% shift no row
     assert check.only_labkit == {"getattr": 20.0} and check.only_profiler == {"aten::unknown_op": 50.0}
     assert check.compared_pct == (80.0, 50.0)
+    # getattr issues no operator: all of labkit's operator time is compared, but only half of torch.profiler's
+    assert check.no_operator_pct == 20.0 and check.operator_compared_pct == 100.0 and not check.comparable
+    with pytest.raises(TooLittleComparedError, match=r"Compared only 80.0% of labkit's time \(100.0% of its time in "
+                                                     r"nodes that issue operators\) and 50.0% of torch.profiler's"):
+        check.max_difference  # no difference of 0 points over half the time passes for agreement
+    assert check.note().startswith("No verdict. Compared only 80.0% of labkit's time")
 
 
 def test_types_the_profiler_cannot_tell_apart_share_a_row_and_unequal_calls_are_named():
@@ -141,7 +159,8 @@ def test_types_the_profiler_cannot_tell_apart_share_a_row_and_unequal_calls_are_
     assert check.calls == {"BatchNorm2d + BatchNorm1d": (4, 4.0), "Linear": (1, 3.0)}
     assert check.calls_differ == ["Linear"]
     assert check.rows[1][1:] == pytest.approx((40.0, 40.0)) and check.difference("BatchNorm1d") == pytest.approx(0.0)
-    assert "not like for like: Linear" in str(check) and "Only in labkit: helper 16.7%" in str(check)
+    assert "not like for like: Linear" in str(check) and "Could not map to operators: helper 16.7%" in str(check)
+    assert check.unmapped == {"helper": pytest.approx(100 / 6)} and "Only in labkit: none" in str(check)
 
 
 def event(name, start, end, children=(), device_us=0.0):
@@ -171,6 +190,14 @@ def test_operators_per_run_reads_inside_the_run_markers_and_through_non_operator
     assert per_run["aten::relu"] == pytest.approx((1.0, 25e-6))  # from conv's end: 30 µs, then 20 µs
 
 
+def test_each_side_is_the_median_of_its_runs_so_a_disturbed_run_moves_neither():
+    runs = [event(RUN_MARKER, 100 * i, 100 * i + 90, [event("aten::conv2d", 100 * i, 100 * i + 10)]) for i in range(3)]
+    runs[1].cpu_children[0].time_range.end += 80  # a stall in the second run
+    runs.append(event(RUN_MARKER, 400, 490, []))  # a run without the operator counts 0 there
+    per_run = operators_per_run(runs, "wall")
+    assert per_run["aten::conv2d"] == pytest.approx((1.0, 10e-6))
+
+
 def test_top_level_events_are_mapped_and_children_skipped():
     conv = SimpleNamespace(name="aten::conv2d", cpu_parent=None, cpu_time_total=30.0, device_time_total=0.0)
     child = SimpleNamespace(name="aten::convolution", cpu_parent=conv, cpu_time_total=29.0, device_time_total=0.0)
@@ -183,7 +210,10 @@ def test_top_level_events_are_mapped_and_children_skipped():
 
 def test_difference_and_errors():
     check = CrossCheck([("Conv2d", 70.0, 72.5), ("ReLU", 30.0, 27.5)], only_profiler={"aten::foo": 1.0})
-    assert check.difference("Conv2d") == 2.5 and check.max_difference == 2.5
+    assert check.difference("Conv2d") == 2.5 and check.max_difference == 2.5 and check.agrees()
+    assert check.verdict() == ("Compared 100.0% of labkit's time and 99.0% of torch.profiler's: the shares agree "
+                               "within 5 points (largest difference 2.5, Conv2d).")
+    assert not check.agrees(2.0)
     with pytest.raises(LabkitValueError, match="No op type 'Linear'.*Conv2d"):
         check.difference("Linear")
     with pytest.raises(LabkitValueError, match="only in torch.profiler's profile"):
@@ -209,3 +239,127 @@ def test_a_train_mode_model_leaves_the_global_rng_as_it_was_and_warns():
         check = compare_with_torch_profiler(model, x, warmup=1, runs=2)
     assert torch.equal(torch.random.get_rng_state(), before)
     assert {"Linear", "Dropout", "ReLU"} <= set(check.labkit_pct)
+
+
+def test_a_verdict_needs_most_of_both_sides_compared():
+    at_threshold = CrossCheck([("Linear", 60.0, 53.0), ("ReLU", 40.0, 47.0)], only_labkit={"LSTM": 100 - MIN_COMPARED_PCT})
+    assert at_threshold.comparable and at_threshold.max_difference == 7.0 and not at_threshold.agrees()
+    assert "the shares do not agree within 5 points (largest difference 7.0, Linear)" in at_threshold.verdict()
+    below = CrossCheck([("Linear", 100.0, 100.0)], only_labkit={"LSTM": 95.0}, only_profiler={"aten::lstm": 95.0})
+    assert below.unmapped == {"LSTM": 95.0} and not below.comparable
+    with pytest.raises(TooLittleComparedError, match=r"Compared only 5.0% of labkit's time and 5.0% of torch.profiler's; "
+                                                     r"a verdict needs 90% of each.*capture='export'.*LSTM 95.0%"):
+        below.agrees()
+    assert below.difference("Linear") == 0.0  # the compared part stays readable
+    assert isinstance(TooLittleComparedError("x"), LabkitValueError)
+
+
+def test_an_exported_graphs_operators_match_by_name_and_its_parameter_reads_are_not_compared():
+    labkit = {"aten.linear": (2, 6.0), "aten.select": (1, 1.0), "get_attr": (4, 2.0), "getitem": (1, 1.0)}
+    profiler = {"aten::linear": (2.0, 6.5), "aten::select": (1.0, 1.0)}
+    check = match_op_types(labkit, profiler, capture="export")
+    assert [name for name, *_ in check.rows] == ["aten.linear", "aten.select"]  # no getitem + select: no table here
+    assert check.only_labkit == {"get_attr": 20.0, "getitem": 10.0} and check.unmapped == {}
+    assert check.compared_pct == (70.0, 100.0) and check.operator_compared_pct == pytest.approx(100.0)
+    assert check.comparable and check.capture == "export"
+    assert "labkit: export" in str(check) and "(100.0% of its time in nodes that issue operators)" in check.verdict()
+    assert match_op_types(labkit, profiler).rows == [("getitem", 100.0, 100.0)]  # a traced graph's getitem: the table
+
+
+def test_every_mode_cross_checks_and_a_hooked_profile_lists_its_outside_row():
+    x = torch.randn(2, 3, 16, 16)
+    interpreted = compare_with_torch_profiler(small_cnn(), x, warmup=0, runs=2, mode="interpreter")
+    assert (interpreted.capture, interpreted.mode) == ("symbolic_trace", "interpreter")
+    assert set(interpreted.labkit_pct) == {"Conv2d", "BatchNorm2d", "ReLU", "MaxPool2d"}
+    hooked = compare_with_torch_profiler(small_cnn(), x, warmup=0, runs=2, mode="modules")
+    assert (hooked.capture, hooked.mode) == ("hooks", "modules")
+    assert set(hooked.labkit_pct) == {"Conv2d", "BatchNorm2d", "ReLU", "MaxPool2d"}
+    assert hooked.calls["Conv2d"] == (1, 1.0) and OUTSIDE in hooked.only_labkit and hooked.unmapped == {}
+
+
+class MyAttention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, -1)
+        return torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+
+
+class HooksOnly(nn.Module):
+    """A loop over a list and an if on a value: neither symbolic_trace nor torch.export captures it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.attn = MyAttention()
+        self.norm = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, xs):
+        y = torch.cat([self.norm(x + self.attn(x)).mean(1) for x in xs])
+        return self.head(y * 2 if y.sum() > 0 else y)
+
+
+def test_a_hooks_only_model_is_cross_checked_by_its_hooks_and_refuses_a_verdict():
+    xs = [torch.randn(1, 8, 16), torch.randn(1, 8, 16)]
+    with pytest.warns(TraceFallbackWarning):
+        check = compare_with_torch_profiler(HooksOnly().eval(), xs, warmup=1, runs=3)
+    assert (check.capture, check.mode) == ("hooks", "modules")
+    assert {"LayerNorm", "Linear"} <= set(check.labkit_pct)
+    assert "MyAttention" in check.unmapped and OUTSIDE in check.only_labkit and OUTSIDE not in check.unmapped
+    assert {"aten::matmul", "aten::softmax"} <= set(check.only_profiler)  # the attention's math: no labkit type
+    assert not check.comparable and "No verdict." in str(check) and "Could not map to operators: " in str(check)
+    with pytest.raises(TooLittleComparedError, match="A hooked profile times modules"):
+        check.max_difference
+    with pytest.raises(TraceFailedError):
+        compare_with_torch_profiler(HooksOnly().eval(), xs, fallback=False)
+
+
+class Recurrent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Linear(8, 16)
+        self.lstm = nn.LSTM(16, 16, batch_first=True)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        out, _ = self.lstm(self.embed(x))
+        return self.head(out[:, -1])
+
+
+def test_an_lstm_is_listed_as_unmapped_and_export_maps_its_operator():
+    x = torch.randn(2, 6, 8)
+    check = compare_with_torch_profiler(Recurrent().eval(), x, warmup=1, runs=2)
+    assert check.capture == "symbolic_trace" and "LSTM" in check.unmapped and "aten::lstm" in check.only_profiler
+    assert "Linear" in check.labkit_pct and not check.comparable
+    with pytest.raises(TooLittleComparedError, match=r"capture='export'.*Not mapped to operators: LSTM"):
+        check.max_difference
+    if torch.__version__ >= EXPORT_MIN_TORCH:
+        exported = compare_with_torch_profiler(Recurrent().eval(), x, warmup=1, runs=2, capture="export")
+        assert {"aten.lstm", "aten.linear"} <= set(exported.labkit_pct) and exported.unmapped == {}
+
+
+def test_resnet18_by_symbolic_trace_compares_every_type_as_before():
+    torchvision = pytest.importorskip("torchvision")
+    model = torchvision.models.resnet18(weights=None).eval()
+    check = compare_with_torch_profiler(model, torch.randn(1, 3, 32, 32), warmup=1, runs=2, capture="symbolic_trace")
+    assert check.capture == "symbolic_trace"
+    assert set(check.labkit_pct) == {"Conv2d", "BatchNorm2d", "ReLU", "MaxPool2d", "add", "AdaptiveAvgPool2d",
+                                     "flatten", "Linear"}
+    assert check.compared_pct == (100.0, 100.0) and check.only_labkit == {} and check.only_profiler == {}
+    assert check.calls["Conv2d"] == (20, 20.0) and check.calls_differ == []
+    assert check.comparable and check.max_difference >= 0 and check.verdict().startswith("Compared 100.0% of labkit's")
+
+
+@needs_export
+def test_a_bert_model_by_export_with_keyword_inputs_compares_all_its_operators(transformers):
+    model = hf_zoo.build_model("bert")
+    check = compare_with_torch_profiler(model, kwargs=hf_zoo.example_inputs("bert", model), warmup=1, runs=2)
+    assert (check.capture, check.mode) == ("export", "fast")
+    assert {"aten.linear", "aten.layer_norm", "aten.softmax", "aten.matmul", "aten.embedding"} <= set(check.labkit_pct)
+    assert all(name.startswith("aten.") for name, *_ in check.rows)
+    assert set(check.only_labkit) <= {"get_attr", "getitem"} and check.only_profiler == {} and check.unmapped == {}
+    assert check.operator_compared_pct == pytest.approx(100.0) and check.comparable
