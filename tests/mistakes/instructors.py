@@ -5,16 +5,23 @@
 ``--check`` exits 1 when the file is out of date (``test_instructors.py`` runs the same
 comparison). Line numbers of the learner's code become ``N``, measured figures ``…``, and the
 closing "Your run_node starts at line N of its cell." is left out, as the guide says.
+
+Some rows quote torch's own words, which change between releases, so the guide records the torch it
+was written with (``<!-- mistakes written with torch 2.14 -->``); the test compares on that torch or a
+newer one (where a changed message means: write the tables again) and skips on the older floor.
 """
 from __future__ import annotations
 
 import re
 import sys
 
+import torch
+
 from tests.mistakes import ROOT, Mistake
 from tests.mistakes.catalogues import EXERCISES, all_mistakes
 
 GUIDE = ROOT / "INSTRUCTORS.md"
+WRITTEN_WITH = re.compile(r"<!-- mistakes written with torch (\d+\.\d+) -->")
 _WHERE_IT_STARTS = re.compile(r" Your [\w.]+ starts at line \d+ of (?:its cell|[\w.-]+)\.(?=\s|$)")
 
 
@@ -33,8 +40,22 @@ def table(exercise: str, mistakes: list[Mistake]) -> str:
     return "\n".join(["| mistake | the checker says |", "|---|---|", *rows])
 
 
+def torch_release() -> str:
+    """This torch as major.minor, e.g. '2.14'."""
+    return ".".join(torch.__version__.split("+")[0].split(".")[:2])
+
+
+def written_with(guide: str) -> str:
+    """The torch release the guide's tables were written with."""
+    match = WRITTEN_WITH.search(guide)
+    if match is None:
+        raise SystemExit("INSTRUCTORS.md has no <!-- mistakes written with torch X.Y --> line above its tables.")
+    return match[1]
+
+
 def render(guide: str, mistakes: list[Mistake]) -> str:
-    """``guide`` with every marked table replaced by the catalogue's."""
+    """``guide`` with every marked table replaced by the catalogue's, and this torch recorded."""
+    guide = WRITTEN_WITH.sub(f"<!-- mistakes written with torch {torch_release()} -->", guide)
     for exercise in EXERCISES:
         start, end = f"<!-- mistakes {exercise} -->", f"<!-- /mistakes {exercise} -->"
         pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.DOTALL)
