@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import torch
 from torch.autograd import forward_ad as _fwad  # not "forward_ad": that name is the submodule labkit.forward_ad.checks
 
+from labkit.core.context import bound
 from labkit.core.guard import StateReport, guarded_state, remember_original_code
 
 remember_original_code()
@@ -118,11 +119,8 @@ def learner_case(case: str) -> Iterator[None]:
     checker's inputs broke their code; the message then starts with
     "On a Linear without bias, your code raised ...".
     """
-    token = _case.set(case)
-    try:
+    with bound(_case, case):
         yield
-    finally:
-        _case.reset(token)
 
 
 # Notes that run_check appends to its message, e.g. that a dual level was closed.
@@ -210,11 +208,8 @@ def learner_code_line(owner: object, method: str | None = None) -> str:
 @contextmanager
 def _collecting_notes() -> Iterator[list[str]]:
     notes: list[str] = []
-    token = _notes.set(notes)
-    try:
+    with bound(_notes, notes):
         yield notes
-    finally:
-        _notes.reset(token)
 
 
 def run_check(exercise: str, check: Callable[[], str], learner: object = None, method: str | None = None) -> CheckResult:

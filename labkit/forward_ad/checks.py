@@ -19,7 +19,7 @@ import copy
 import inspect
 import textwrap
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, cast
@@ -38,6 +38,7 @@ from labkit.core.checks import (
     learner_case,
     run_check,
 )
+from labkit.core.context import bound
 from labkit.core.notebook import seeded
 
 
@@ -148,14 +149,8 @@ def _watched(function: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torc
     return f
 
 
-@contextmanager
-def _watching() -> Iterator[_ModesSeen]:
-    seen = _ModesSeen()
-    token = _seen.set(seen)
-    try:
-        yield seen
-    finally:
-        _seen.reset(token)
+def _watching() -> AbstractContextManager[_ModesSeen]:
+    return bound(_seen, _ModesSeen())
 
 
 # --- Exercise 3.1 ----------------------------------------------------------------------------------------------

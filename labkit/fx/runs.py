@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+from labkit.core.context import bound
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.timing import RunStats
 from labkit.fx.report import NodeTiming, ProfileReport
@@ -306,12 +307,8 @@ def watch_runs() -> Iterator[RunWatch]:
     answer's reach, and the checker compares the report with it. Costs one
     context-variable read per run when no watch is open.
     """
-    watch = RunWatch()
-    token = _watch.set(watch)
-    try:
+    with bound(_watch, RunWatch()) as watch:
         yield watch
-    finally:
-        _watch.reset(token)
 
 
 class Profiler:

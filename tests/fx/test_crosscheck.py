@@ -24,10 +24,7 @@ from labkit.fx.crosscheck import (
 )
 from labkit.fx.module_hooks import OUTSIDE
 from labkit.fx.profile import TraceFailedError, TraceFallbackWarning
-
-needs_export = pytest.mark.skipif(
-    torch.__version__ < EXPORT_MIN_TORCH, reason=f"labkit's torch.export capture needs torch {EXPORT_MIN_TORCH}"
-)
+from tests.fx.support import needs_export
 
 
 def small_cnn() -> nn.Module:

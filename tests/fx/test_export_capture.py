@@ -18,10 +18,8 @@ from labkit.fx.capture import (
 from labkit.fx.profile import NodeProfiler, TraceFallbackWarning, profile_model, require_profilable
 from labkit.fx.report import TOP_LEVEL
 from labkit.fx.tracing import TraceFailedError
+from tests.fx.support import needs_export
 
-needs_export = pytest.mark.skipif(
-    torch.__version__ < EXPORT_MIN_TORCH, reason=f"labkit's torch.export capture needs torch {EXPORT_MIN_TORCH}"
-)
 X = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
 
 
