@@ -10,14 +10,23 @@ Chromium is session-wide (see ``tests/ui/support.py``), and Playwright's sync
 API keeps an event loop running in the main thread for as long as it lives, so
 a test that starts an event loop of its own, or a Playwright of its own (the
 hub's log-in attacks), must run before it.
+
+And the tests run the solved labs: their verdicts are nobody's progress, so
+``LABKIT_PROGRESS=off`` (for this process and every kernel it starts) unless a
+test sets a file of its own.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from labkit.tools.student_copy import is_student_copy
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ["LABKIT_PROGRESS"] = "off"
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

@@ -56,6 +56,7 @@ class CheckResult:
     exercise: str
     status: Status
     message: str
+    mistake: str = ""  # the mistake's stable id, e.g. "1.2/groups" (labkit.progress.mistakes); "" when solved or not yet
 
     @property
     def solved(self) -> bool:
@@ -72,7 +73,15 @@ class CheckResult:
 
 
 class CheckFailed(Exception):
-    """The learner's answer is wrong; the message is the hint shown to them."""
+    """The learner's answer is wrong; the message is the hint shown to them.
+
+    ``mistake`` names the mistake with a stable slug (``"groups"``), which the room's board counts and
+    :mod:`labkit.progress.mistakes` describes; never the hint's text, which changes as hints improve.
+    """
+
+    def __init__(self, hint: str = "", mistake: str = "") -> None:
+        super().__init__(hint)
+        self.mistake = mistake
 
 
 class LearnerError(Exception):
@@ -87,16 +96,19 @@ class LearnerError(Exception):
         self.case = case
 
 
-def expect(condition: object, hint: str) -> None:
-    """Fail the check with ``hint`` unless ``condition`` holds (an ``assert`` that ``-O`` cannot remove)."""
+def expect(condition: object, hint: str, mistake: str = "") -> None:
+    """Fail the check with ``hint`` unless ``condition`` holds (an ``assert`` that ``-O`` cannot remove).
+
+    ``mistake`` is the slug that names this mistake on the room's board (see :class:`CheckFailed`).
+    """
     if not condition:
-        raise CheckFailed(hint)
+        raise CheckFailed(hint, mistake)
 
 
-def expect_instance(value: object, kind: type[T], hint: str) -> T:
+def expect_instance(value: object, kind: type[T], hint: str, mistake: str = "") -> T:
     """``value`` as a ``kind``, so the checker can use it as one; fail the check with ``hint`` when it is not."""
     if not isinstance(value, kind):
-        raise CheckFailed(hint)
+        raise CheckFailed(hint, mistake)
     return value
 
 
@@ -230,7 +242,7 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
             result = CheckResult(exercise, Status.SOLVED, check())
         except CheckFailed as exc:
             hint = " ".join(filter(None, [str(exc) or "The answer does not match yet.", learner_code_line(learner, method)]))
-            result = CheckResult(exercise, Status.WRONG, hint)
+            result = CheckResult(exercise, Status.WRONG, hint, mistake_id(exercise, exc.mistake or OTHER_MISTAKE))
         except LearnerError as exc:
             result = _learner_failure(exercise, exc.original, exc.case)
         except Exception as exc:  # noqa: BLE001 - a checker reports, it never crashes the notebook
@@ -243,14 +255,35 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
                     Status.CHECKER_ERROR,
                     f"This is a bug in labkit's checker, not in your code; please report it: "
                     f"{type(exc).__name__}: {exc} (line {where.lineno} of {Path(where.filename).name}, in {where.name}).",
+                    mistake_id(exercise, CHECKER_ERROR_MISTAKE),
                 )
         finally:
             _close_dual_levels(level)
-    return _with_state(_with_notes(result, notes), state)
+    result = _with_state(_with_notes(result, notes), state)
+    record_check(result)
+    return result
+
+
+OTHER_MISTAKE = "other"  # a CheckFailed that names no mistake
+CHECKER_ERROR_MISTAKE = "checker-error"
+REPLACED_CODE_MISTAKE = "replaced-torch"
+RAISED_MISTAKE = "raised-"  # + the exception's type, lowercase: "raised-typeerror"
+
+
+def mistake_id(exercise: str, slug: str) -> str:
+    """``"1.2/groups"``: the exercise and the slug, as the board counts it (:mod:`labkit.progress.events`)."""
+    return f"{exercise}/{re.sub(r'[^a-z0-9-]+', '-', slug.lower()).strip('-')[:47] or OTHER_MISTAKE}"
+
+
+def record_check(result: CheckResult) -> None:
+    """Record the verdict in the learner's progress (:mod:`labkit.progress.record`); never raises, never waits."""
+    from labkit.progress.record import record_verdict  # late: the checkers' import stays as it was
+
+    record_verdict(result)
 
 
 def _with_notes(result: CheckResult, notes: list[str]) -> CheckResult:
-    return CheckResult(result.exercise, result.status, " ".join([result.message, *notes])) if notes else result
+    return CheckResult(result.exercise, result.status, " ".join([result.message, *notes]), result.mistake) if notes else result
 
 
 def _with_state(result: CheckResult, state: StateReport) -> CheckResult:
@@ -260,7 +293,8 @@ def _with_state(result: CheckResult, state: StateReport) -> CheckResult:
         message = (f"Your code replaced torch's or labkit's own functions, so this check cannot count: {replaced}. "
                    "Answer with your own functions and modules and leave torch's as they are.")
         status = Status.WRONG if result.status in (Status.SOLVED, Status.WRONG) else result.status
-        result = CheckResult(result.exercise, status, message if result.solved else f"{result.message} {message}")
+        mistake = mistake_id(result.exercise, REPLACED_CODE_MISTAKE) if status is Status.WRONG else result.mistake
+        result = CheckResult(result.exercise, status, message if result.solved else f"{result.message} {message}", mistake)
     return _with_notes(result, [state.note] if state.note else [])
 
 
@@ -274,7 +308,8 @@ def _learner_failure(exercise: str, exc: BaseException, case: str | None = None)
     hint = _missing_super_hint(exc) or _returned_none_hint(exc)
     subject = f"On {case}, your code" if case else "Your code"
     text = _first_line(str(exc)) if hint else str(exc)
-    return CheckResult(exercise, Status.WRONG, f"{subject} raised {type(exc).__name__}: {text}{line}.{hint}")
+    return CheckResult(exercise, Status.WRONG, f"{subject} raised {type(exc).__name__}: {text}{line}.{hint}",
+                       mistake_id(exercise, RAISED_MISTAKE + type(exc).__name__))
 
 
 def _first_line(text: str) -> str:

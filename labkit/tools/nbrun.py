@@ -231,6 +231,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``python -m labkit notebooks``: execute each notebook and store it with its outputs."""
+    os.environ.setdefault("LABKIT_PROGRESS", "off")  # the solved labs' verdicts are nobody's progress
     write = not args.no_write
     notebooks, problems = [], []
     for path in args.notebooks:

@@ -31,7 +31,8 @@ class Mistake:
     ``answer`` runs the checker on the wrong answer and returns its verdict. ``names`` are phrases the
     message must contain (case-insensitive): the words that name this mistake, so that a different
     mistake's hint does not pass. ``measured`` are regular expressions for parts of the message that
-    come from a measurement or a random draw; INSTRUCTORS.md shows them as ``…``.
+    come from a measurement or a random draw; INSTRUCTORS.md shows them as ``…``. ``mistake`` is the id
+    (:mod:`labkit.progress.mistakes`) the verdict must carry, for entries that pin it.
     """
 
     exercise: str
@@ -40,6 +41,7 @@ class Mistake:
     names: tuple[str, ...]
     status: Status = Status.WRONG
     measured: tuple[str, ...] = field(default=())
+    mistake: str = ""  # the mistake id the board counts, without the exercise ("groups"), when the entry pins it
 
 
 def solution(file_name: str) -> ModuleType:

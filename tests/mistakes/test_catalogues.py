@@ -7,6 +7,8 @@ from collections import Counter
 
 import pytest
 
+from labkit.core.checks import Status
+from labkit.progress.mistakes import describe, is_named
 from tests.mistakes import Mistake, solution_lines
 from tests.mistakes.catalogues import EXERCISES, all_mistakes
 
@@ -34,3 +36,13 @@ def test_the_hint_names_the_mistake_and_not_the_solution(mistake: Mistake):
     message = result.message.lower()
     assert [name for name in mistake.names if name.lower() not in message] == [], result.message
     assert [line for line in solution_lines(mistake.exercise) if line.lower() in message] == [], result.message
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=_id)
+def test_the_verdict_names_its_mistake_for_the_board(mistake: Mistake):
+    result = mistake.answer()
+    if result.status is Status.WRONG:
+        assert is_named(result.mistake), f"{result.mistake!r} is not in labkit/progress/mistakes_0N.py: {result.message}"
+        assert describe(result.mistake) != result.mistake
+    if mistake.mistake:
+        assert result.mistake == f"{mistake.exercise}/{mistake.mistake}", result.message

@@ -1,0 +1,40 @@
+"""What each mistake id means: the words the instructor's board shows next to its count.
+
+Why ids and not the hint's text: a hint is reworded as the labs improve, and it can quote the
+learner's values; the id (``1.2/groups``) stays, so a count means the same thing from one workshop
+to the next. Each checker names its mistakes with ``expect(..., mistake="groups")``; every id it can
+give is described in its lab's ``mistakes_NN.py``. Ids every checker can give without naming them:
+"""
+from __future__ import annotations
+
+import re
+
+from labkit.progress.mistakes_01 import MISTAKES as LAB_01
+from labkit.progress.mistakes_02 import MISTAKES as LAB_02
+from labkit.progress.mistakes_03 import MISTAKES as LAB_03
+from labkit.progress.mistakes_04 import MISTAKES as LAB_04
+
+#: Every lab's mistakes: ``{"1.2/groups": "counted a grouped convolution as a dense one", ...}``.
+MISTAKES: dict[str, str] = {**LAB_01, **LAB_02, **LAB_03, **LAB_04}
+GENERIC: dict[str, str] = {
+    "other": "a wrong answer the checker does not name",
+    "checker-error": "the checker itself failed (a labkit bug: please report it)",
+    "replaced-torch": "replaced one of torch's or labkit's functions",
+}
+RAISED = re.compile(r"^raised-([a-z0-9-]+)$")
+
+
+def describe(mistake: str) -> str:
+    """What ``mistake`` (``"1.2/groups"``) means, in a few words; the id itself when labkit does not know it."""
+    if mistake in MISTAKES:
+        return MISTAKES[mistake]
+    slug = mistake.partition("/")[2]
+    if slug in GENERIC:
+        return GENERIC[slug]
+    raised = RAISED.match(slug)
+    return f"their code raised {raised.group(1)}" if raised else mistake
+
+
+def is_named(mistake: str) -> bool:
+    """Whether the checker named this mistake (in :data:`MISTAKES`, or its code raised), not "other" or unknown."""
+    return mistake in MISTAKES or RAISED.match(mistake.partition("/")[2]) is not None

@@ -1,0 +1,4 @@
+"""Lab 03's mistake ids and what each means, for the instructor's board (see :mod:`labkit.progress.mistakes`)."""
+from __future__ import annotations
+
+MISTAKES: dict[str, str] = {}
