@@ -21,6 +21,7 @@ COMMANDS = {
     "bench": ("labkit.tools.bench", "reproduce every performance figure the labs claim"),
     "lab": ("labkit.tools.lab", "update your workspace, then start JupyterLab on it: make lab without make"),
     "workshop": ("labkit.workshop.cli", "a workshop room's instructor commands: install, hand-out-solutions, remove-accounts"),
+    "progress": ("labkit.tools.progress", "your own progress: each exercise solved or not, and what to do next"),
     "workspace": ("labkit.tools.workspace",
                   "create or update the learner workspace that make lab opens (blank exercises; your edits are kept)"),
     "student-copy": ("labkit.tools.student_copy", "write notebook copies for students (no solutions, no outputs)"),

@@ -36,6 +36,7 @@ class Lab:
     widgets: tuple[str, ...] = ()  # widget classes the notebook shows, defined in ``<package>.widgets``
     budget_s: float = DEFAULT_BUDGET_S  # checked by bench
     kind: Kind = "lab"
+    exercises: tuple[str, ...] = ()  # its exercise ids, in order: "1.1", ... (each has a checker, run_check("1.1", ...))
 
     @property
     def stem(self) -> str:
@@ -49,13 +50,23 @@ class Lab:
 LABS: tuple[Lab, ...] = (
     Lab("00", "00_start_here.ipynb", "Start here", "labkit.core", ("SliderPlot",), kind="intro"),
     Lab("01", "01_fx_profiling.ipynb", "Where does the time go? Profiling a model with `torch.fx`", "labkit.fx",
-        ("LiveProfile",)),
-    Lab("02", "02_memory_format.ipynb", "Memory formats and `channels_last`", "labkit.memory_format", ("StrideExplorer",)),
-    Lab("03", "03_forward_ad.ipynb", "Forward-mode automatic differentiation", "labkit.forward_ad", ("JacobianScaling",)),
+        ("LiveProfile",), exercises=("1.1", "1.2", "1.3")),
+    Lab("02", "02_memory_format.ipynb", "Memory formats and `channels_last`", "labkit.memory_format", ("StrideExplorer",),
+        exercises=("2.1", "2.2", "2.3")),
+    Lab("03", "03_forward_ad.ipynb", "Forward-mode automatic differentiation", "labkit.forward_ad", ("JacobianScaling",),
+        exercises=("3.1", "3.2", "3.3", "3.4")),
     # 04 compiles ResNet18 with an empty cache (the honest break-even): that alone takes about a minute here.
     Lab("04", "04_capstone.ipynb", "Capstone: make it faster, and prove it", "labkit.capstone", budget_s=150.0,
-        kind="capstone"),
+        kind="capstone", exercises=("4.1",)),
 )
+
+#: Every exercise id, in the learning order.
+EXERCISES: tuple[str, ...] = tuple(exercise for lab in LABS for exercise in lab.exercises)
+
+
+def lab_of_exercise(exercise: str) -> Lab | None:
+    """The lab whose notebook holds ``exercise`` ("1.2" is lab 01's), if any."""
+    return next((lab for lab in LABS if exercise in lab.exercises), None)
 
 #: The most the intro and the labs (not the capstone) may take together, run one after another.
 PATH_BUDGET_S = 120.0

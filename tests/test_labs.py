@@ -90,3 +90,16 @@ def test_every_lazily_exported_name_resolves(package):
     assert module.__all__
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert missing == []
+
+
+def test_the_registry_lists_every_exercise_its_checkers_and_notebooks_have():
+    import re
+
+    from labkit.labs import EXERCISES
+
+    sources = "".join(path.read_text() for path in Path(labkit.__file__).parent.rglob("checks.py"))
+    checked = re.findall(r'run_check\(\s*"(\d+\.\d+)"', sources)
+    notebooks = "".join(path.read_text() for path in sorted(NOTEBOOKS_DIR.glob("0*.ipynb")))
+    in_notebooks = list(dict.fromkeys(re.findall(r'\\"\\"\\"Exercise (\d+\.\d+):', notebooks)))
+    assert sorted(checked) == sorted(EXERCISES)
+    assert in_notebooks == list(EXERCISES)

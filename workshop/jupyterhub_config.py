@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import labkit
+from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, board_url, prepare_board_state
 from labkit.workshop.install import learner_environment
 from labkit.workshop.provision import provision_workspace, write_room_edition
 from labkit.workshop.room import check_room, instructor_sign_up_code, prepare_state
@@ -21,6 +22,7 @@ settings = HubSettings.from_environment()  # refuses the shared account beyond l
 proxy = Path(__file__).resolve().parent / "node_modules"
 check_room(settings, hub_code=[Path(labkit.__file__).parent, Path(__file__), Path(sys.prefix), Path(sys.base_prefix), proxy])
 prepare_state(settings)  # the cookie secret and the database: the hub's account's alone (0700 folder, 0600 files)
+prepare_board_state(settings)  # the room board's database and cookie secret: in the state folder, 0700
 learner_bin = settings.learner_python.parent if settings.separated else Path(sys.executable).parent
 
 # Where the hub listens (loopback unless LABKIT_WORKSHOP_IP says otherwise), and its state.
@@ -74,8 +76,12 @@ c.Spawner.mem_limit = settings.mem_limit  # a room: a cgroup per server where th
 c.Spawner.http_timeout = 120  # a busy two-core machine starts JupyterLab slowly
 c.Spawner.start_timeout = 180
 # torch starts one thread per core by default: thirty kernels on a 16-core server would run 480 threads.
+# LABKIT_BOARD_URL: where the learner's kernel sends each checker's verdict (labkit.progress.sender), with the
+# server's own token, which may reach the board and nothing more of it (SERVER_TOKEN_SCOPES).
 c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
+                         "LABKIT_BOARD_URL": board_url(settings),
                          **(learner_environment(settings.install) if settings.separated else {})}
+c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES
 c.Spawner.disable_user_config = True  # a learner's ~/.jupyter config does not change what their server serves
 c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment (it holds the instructor's settings)
 c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
@@ -86,12 +92,15 @@ if not settings.separated and os.geteuid() == 0:  # root in a container or a tes
     c.Spawner.args += ["--allow-root"]
 
 # Idle servers stop after LABKIT_WORKSHOP_CULL_AFTER_S seconds (their workspaces stay).
+# The room board (/services/labkit-board/): the instructor sees who solved what and who is stuck (workshop/README.md).
 c.JupyterHub.services = [
     {"name": "idle-culler",
      "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_after_s}"]},
+    board_service(settings),
 ]
 c.JupyterHub.load_roles = [
     {"name": "idle-culler", "services": ["idle-culler"],
      "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
     {"name": "labkit-instructor", "users": [settings.admin], "scopes": settings.instructor_scopes},
+    *board_roles(settings),
 ]

@@ -407,10 +407,13 @@ def resolve_timeout(timeout: float | None = None) -> tuple[float, Probe | None]:
         f"unset {TIMEOUT_ENV}, or set it to a number of seconds such as 300")
 
 
-def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | None = None) -> DoctorReport:
+def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | None = None,
+                  record: bool = True) -> DoctorReport:
     """Run every probe; each import happens in its own interpreter, limited to ``timeout`` seconds.
 
-    ``packages`` (distribution -> module) replaces :data:`LAB_PACKAGES`, for tests.
+    ``packages`` (distribution -> module) replaces :data:`LAB_PACKAGES`, for tests. ``record``: the
+    verdict is an event of the learner's progress (notebook 00; :mod:`labkit.progress`), which
+    ``python -m labkit doctor`` (the instructor's, before a workshop) leaves out.
     """
     packages = LAB_PACKAGES if packages is None else packages
     timeout, timeout_problem = resolve_timeout(timeout)
@@ -442,7 +445,19 @@ def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | No
         device = results["@device"]
         probes += ([Probe(**fact) for fact in device.value] if not device.problem
                    else [_unprobed("device", device, "torch")])
-    return DoctorReport(probes)
+    report = DoctorReport(probes)
+    if record:
+        _record(report)
+    return report
+
+
+def _record(report: DoctorReport) -> None:
+    """The verdict in the learner's progress; labkit itself may be what is broken, so a failed import is no event."""
+    try:
+        from labkit.progress.record import record_preflight
+    except Exception:  # noqa: BLE001 - the preflight's verdict must come out whatever is broken
+        return
+    record_preflight([probe.name for probe in report.problems])
 
 
 def _positive_seconds(text: str) -> float:
@@ -464,7 +479,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        report = run_preflight(timeout=args.timeout)
+        report = run_preflight(timeout=args.timeout, record=False)
     except KeyboardInterrupt:
         print("doctor: NOT READY - interrupted before every probe had finished; run it again.")
         return 128 + signal.SIGINT

@@ -71,6 +71,9 @@ class HubSettings:
     kernel_cull_after_s: int = 1800  # a kernel left idle (the previous notebook's) is shut down, freeing its memory
     password: str = ""  # shared-password log-in when set, else NativeAuthenticator
     admin_password: str = ""
+    board_port: int = 8090  # the room board service (labkit.workshop.board), on loopback behind the hub's proxy
+    stuck_attempts: int = 3  # the board flags a learner whose same exercise is not solved after this many attempts
+    stuck_minutes: int = 10  # ... or who did nothing labkit records for this long while others progress
 
     @classmethod
     def from_environment(cls, env: dict[str, str] | None = None, euid: int | None = None) -> HubSettings:
@@ -100,6 +103,9 @@ class HubSettings:
             kernel_cull_after_s=_integer(PREFIX + "KERNEL_CULL_AFTER_S",
                                          get("kernel_cull_after_s", defaults.kernel_cull_after_s)),
             password=get("password", ""), admin_password=get("admin_password", ""),
+            board_port=_integer(PREFIX + "BOARD_PORT", get("board_port", defaults.board_port)),
+            stuck_attempts=_integer(PREFIX + "STUCK_ATTEMPTS", get("stuck_attempts", defaults.stuck_attempts)),
+            stuck_minutes=_integer(PREFIX + "STUCK_MINUTES", get("stuck_minutes", defaults.stuck_minutes)),
         )
         settings.validate(euid)
         return settings
@@ -112,9 +118,12 @@ class HubSettings:
         if self.spawner not in SPAWNERS:
             raise LabkitValueError(f"{PREFIX}SPAWNER={self.spawner!r}: choose one of {', '.join(SPAWNERS)}.")
         for name, value in (("THREADS", self.threads), ("CULL_AFTER_S", self.cull_after_s),
-                            ("KERNEL_CULL_AFTER_S", self.kernel_cull_after_s)):
+                            ("KERNEL_CULL_AFTER_S", self.kernel_cull_after_s), ("BOARD_PORT", self.board_port),
+                            ("STUCK_ATTEMPTS", self.stuck_attempts), ("STUCK_MINUTES", self.stuck_minutes)):
             if value < 1:
                 raise LabkitValueError(f"{PREFIX}{name}={value}: give a whole number of at least 1.")
+        if self.board_port > 65535 or self.board_port == self.port:
+            raise LabkitValueError(f"{PREFIX}BOARD_PORT={self.board_port}: give a free port other than the hub's ({self.port}).")
         if not re.fullmatch(USERNAME_PATTERN, self.admin):
             raise LabkitValueError(f"{PREFIX}ADMIN={self.admin!r}: an account name is {USERNAME_RULE}.")
         if not re.fullmatch(ACCOUNT_PREFIX_PATTERN, self.account_prefix):
@@ -186,6 +195,11 @@ class HubSettings:
     def learner_python(self) -> Path:
         """The interpreter learners' servers and kernels run (system-users: the installed learner venv)."""
         return self.install / "venv" / "bin" / "python"
+
+    @property
+    def board_state(self) -> Path:
+        """The board's folder in the hub's state: its database and cookie secret (0700, the hub's account's)."""
+        return self.state / "board"
 
     @property
     def edition(self) -> Path:

@@ -1,0 +1,87 @@
+"""``hint("1.2")``: up to three hints of growing help for an exercise, never its solution.
+
+Why tiered: a learner who is stuck for a moment needs a nudge, not the answer, and one who is stuck
+for long needs more than a nudge. Each call shows the next hint: (1) a nudge, (2) a pointer to the
+API or the notebook's section, (3) the approach in words, without code. ``hint("1.2", level=1)``
+shows one again. The level reached is kept in the learner's journal (:mod:`labkit.progress.journal`),
+so it survives a kernel restart, and each hint shown is an event the room's board counts. The
+solution itself stays where it was: ``%load`` on your own, the hand-out in a room.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from labkit.core.errors import LabkitValueError
+from labkit.progress import journal
+from labkit.progress.events import MAX_HINT_LEVEL
+from labkit.progress.hints_01 import HINTS as LAB_01
+from labkit.progress.hints_02 import HINTS as LAB_02
+from labkit.progress.hints_03 import HINTS as LAB_03
+from labkit.progress.hints_04 import HINTS as LAB_04
+from labkit.progress.record import learner_name, record_hint
+from labkit.progress.summary import summarize
+
+HINTS: dict[str, tuple[str, str, str]] = {**LAB_01, **LAB_02, **LAB_03, **LAB_04}
+KINDS = ("a nudge", "where to look", "the approach")
+_shown: dict[str, int] = {}  # this kernel's levels, for when the journal is off
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One hint of one exercise, shown as text and HTML."""
+
+    exercise: str
+    level: int
+    text: str
+
+    @property
+    def last(self) -> bool:
+        return self.level == MAX_HINT_LEVEL
+
+    def footer(self) -> str:
+        if self.last:
+            return ("That was the last hint. The solution comes with the instructor's hand-out in a room, or with "
+                    "the %load line under the exercise when you work on your own.")
+        return f"Still stuck? Run hint(\"{self.exercise}\") again for hint {self.level + 1} of {MAX_HINT_LEVEL}."
+
+    def to_text(self) -> str:
+        return f"Hint {self.level} of {MAX_HINT_LEVEL} for exercise {self.exercise} ({KINDS[self.level - 1]}): " \
+               f"{self.text}\n{self.footer()}"
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        heading = f"Hint {self.level} of {MAX_HINT_LEVEL} for exercise {self.exercise} ({KINDS[self.level - 1]})"
+        return (f'<div class="labkit-hint" role="note"><p><strong>{html.escape(heading)}</strong></p>'
+                f"<p>{html.escape(self.text)}</p><p><em>{html.escape(self.footer())}</em></p></div>")
+
+
+def hint(exercise: str, level: int | None = None) -> Hint:
+    """The next hint for ``exercise`` (``"1.2"``), or hint ``level`` (1 to 3); recorded as a hint event."""
+    if exercise not in HINTS:
+        known = ", ".join(sorted(HINTS))
+        raise LabkitValueError(f"hint({exercise!r}): there is no exercise {exercise!r}; give one of {known}.")
+    if level is None:
+        level = min(MAX_HINT_LEVEL, max(_shown.get(exercise, 0), _journal_level(exercise)) + 1)
+    elif isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= MAX_HINT_LEVEL:
+        raise LabkitValueError(f"hint({exercise!r}, level={level!r}): give a level from 1 to {MAX_HINT_LEVEL}.")
+    _shown[exercise] = max(_shown.get(exercise, 0), level)
+    record_hint(exercise, level)
+    return Hint(exercise, level, HINTS[exercise][level - 1])
+
+
+def _journal_level(exercise: str) -> int:
+    path = journal.journal_path()
+    if path is None:
+        return 0
+    try:
+        events, _ = journal.read_events(path)
+    except LabkitValueError:
+        return 0
+    item = summarize(learner_name(), events).exercises.get(exercise)
+    return item.hint_level if item else 0

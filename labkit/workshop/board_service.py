@@ -1,0 +1,90 @@
+"""The room board as the hub runs it: the service's entry, its roles, and what each learner's server is told.
+
+Why apart from the board itself (:mod:`labkit.workshop.board`): this is hub configuration, read by
+``workshop/jupyterhub_config.py``; the board is a web service that knows nothing of the hub's settings.
+
+Who may do what:
+- every learner's server token gets ``access:services!service=labkit-board``, so the learner's kernel
+  posts their own verdicts; the board takes the learner's name from that token;
+- the board's own token may list the hub's users and read its groups (who is an instructor);
+- the board page is the instructor's (``LABKIT_WORKSHOP_ADMIN``, the hub group ``instructors``, admins).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from labkit.labs import find_notebooks
+from labkit.tools.tracks import apply_track
+from labkit.workshop.settings import HubSettings
+
+NAME = "labkit-board"
+PREFIX = f"/services/{NAME}/"
+LEARNER_SCOPE = f"access:services!service={NAME}"
+INSTRUCTORS_GROUP = "instructors"
+# JupyterHub's scopes for $JUPYTERHUB_API_TOKEN (its "server" role), plus posting to the board
+SERVER_TOKEN_SCOPES = ["users:activity!user", "access:servers!server", LEARNER_SCOPE]
+# an exercise's function starts with its docstring, "Exercise 1.2: ..." (the stub student_copy makes keeps it)
+EXERCISE_DOCSTRING = re.compile(r'"""Exercise (\d{1,2}\.\d{1,2}):')
+
+
+def track_exercises(notebooks: Path, track: str) -> list[str]:
+    """The exercise ids the learner edition of ``track`` holds, in order (each exercise function's docstring)."""
+    found: list[str] = []
+    for path in find_notebooks(notebooks):
+        notebook = apply_track(path, nbformat.read(path, as_version=4), track)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                found += [exercise for exercise in EXERCISE_DOCSTRING.findall(cell.source) if exercise not in found]
+    return found
+
+
+def board_url(settings: HubSettings) -> str:
+    """Where a learner's kernel reaches the board: its own port on loopback, under the service's prefix."""
+    return f"http://127.0.0.1:{settings.board_port}{PREFIX}"
+
+
+def board_service(settings: HubSettings) -> dict[str, Any]:
+    """The board's entry in ``c.JupyterHub.services``: the hub starts it, restarts it, and routes to it."""
+    state = settings.board_state
+    return {
+        "name": NAME,
+        "url": f"http://127.0.0.1:{settings.board_port}",
+        "command": [sys.executable, "-m", "labkit.workshop.board"],
+        "oauth_no_confirm": True,  # the instructor opens their own hub's board: no "authorize" page
+        "display": True,
+        "environment": {
+            "LABKIT_BOARD_DB": str(state / "board.sqlite"),
+            "LABKIT_BOARD_COOKIE_SECRET_FILE": str(state / "cookie_secret"),
+            "LABKIT_BOARD_INSTRUCTORS": settings.admin,
+            "LABKIT_BOARD_EXERCISES": ",".join(track_exercises(settings.notebooks, settings.track)),
+            "LABKIT_BOARD_STUCK_ATTEMPTS": str(settings.stuck_attempts),
+            "LABKIT_BOARD_STUCK_MINUTES": str(settings.stuck_minutes),
+            **({"LABKIT_BOARD_SERVER_URL": _server_url(settings.subdomain_host)} if settings.subdomain_host else {}),
+        },
+    }
+
+
+def board_roles(settings: HubSettings) -> list[dict[str, Any]]:
+    """The board's own role, and the default user role with the one scope that lets a learner post their verdicts."""
+    return [
+        {"name": NAME, "services": [NAME], "scopes": ["list:users", "read:users", "list:groups", "read:groups"]},
+        {"name": "user", "scopes": ["self", LEARNER_SCOPE]},
+    ]
+
+
+def prepare_board_state(settings: HubSettings) -> Path:
+    """The board's folder in the hub's state, 0700 (the database and its cookie secret live there)."""
+    folder = settings.board_state
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    return folder
+
+
+def _server_url(subdomain_host: str) -> str:
+    scheme, _, host = subdomain_host.partition("://")
+    return f"{scheme}://{{name}}.{host.rstrip('/')}/"
