@@ -25,7 +25,7 @@ from labkit.progress.summary import ExerciseProgress, LearnerProgress, summarize
 HEADERS = ("exercise", "notebook", "state", "attempts", "hints", "last attempt", "next")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ProgressTable:
     """A learner's progress as a table (text and HTML), and the one next step in a sentence."""
 
@@ -68,6 +68,9 @@ class ProgressTable:
         return self.table.to_html() + "".join(f"<p>{html.escape(line)}</p>" for line in self.lines())
 
     def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
         return self.to_text()
 
     def _row(self, item: ExerciseProgress) -> tuple[str, ...]:
