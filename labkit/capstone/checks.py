@@ -115,6 +115,7 @@ class _Threads:
             f"The checker times both versions on the same {self.count} thread(s), the count it started with, so a "
             "version that runs on other threads, or slows the original's, cannot count; it put the count back. "
             "Leave the thread count alone.",
+            mistake="changed-threads",
         )
 
 
@@ -191,6 +192,7 @@ def _expect_original_unchanged(model: nn.Module, reference: nn.Module, x: torch.
         not what,
         f"The model you were given changed ({what}). Work on a copy (copy.deepcopy, or inplace=False where a "
         "function offers it): the checker compares against the model it gave you.",
+        mistake="changed-the-given-model",
     )
 
 
@@ -201,7 +203,8 @@ def _expect_not_unchanged(faster: object, given: nn.Module, reference: nn.Module
     what = "the model you were given" if faster is given else "a copy of the model"
     raise CheckFailed(
         f"You returned {what}, unchanged: it runs exactly as the original does, so it cannot be faster, and a "
-        "measured speedup could only be noise. Change how your copy computes, then measure it against the original."
+        "measured speedup could only be noise. Change how your copy computes, then measure it against the original.",
+        mistake="returned-it-unchanged",
     )
 
 
@@ -215,47 +218,54 @@ class _Reference:
     def expect_match(self, got: object, batch: torch.Tensor, expected: torch.Tensor, where: str) -> None:
         """Fail with a hint naming the likely mistake unless ``got`` is ``expected`` up to float32 rounding."""
         if not isinstance(got, torch.Tensor):  # an if, not expect(): it tells the type checker ``got`` is a tensor below
-            raise CheckFailed(f"{where} your callable returned a {type(got).__name__}; return the model's output tensor.")
+            raise CheckFailed(f"{where} your callable returned a {type(got).__name__}; return the model's output tensor.",
+                              mistake="not-a-tensor")
         expect(
             got.shape == expected.shape,
             f"{where} the output shape {tuple(got.shape)} differs from the original's {tuple(expected.shape)}.",
+            mistake="wrong-shape",
         )
         expect(
             got.dtype not in (torch.bfloat16, torch.float16),
             f"{where} your output is {got.dtype}: the outputs must match the original's float32 up to rounding, "
             "so a lower precision does not count here.",
+            mistake="lower-precision",
         )
         expect(
             type(got) is torch.Tensor and got.layout == torch.strided and got.device == expected.device
             and got.is_floating_point(),
             f"{where} the output is not an ordinary floating-point {expected.device.type} tensor like the original's.",
+            mistake="not-a-tensor",
         )
         got = got.detach().float()
         if not self._close(got, expected, RTOL):
-            raise CheckFailed(self._mismatch(got, batch, expected, where))
+            raise self._mismatch(got, batch, expected, where)
         self.earlier.append(expected)
 
     @staticmethod
     def _close(got: torch.Tensor, expected: torch.Tensor, rtol: float) -> bool:
         return float((got - expected).abs().max()) <= rtol * float(expected.abs().max())
 
-    def _mismatch(self, got: torch.Tensor, batch: torch.Tensor, expected: torch.Tensor, where: str) -> str:
-        """The hint for outputs that differ, by what they match instead: an earlier batch, training mode, a lower precision."""
+    def _mismatch(self, got: torch.Tensor, batch: torch.Tensor, expected: torch.Tensor, where: str) -> CheckFailed:
+        """The failure for outputs that differ, by what they match instead: an earlier batch, training mode, a lower precision."""
         diff = float((got - expected).abs().max())
         share = diff / float(expected.abs().max())
         if any(self._close(got, earlier, RTOL) for earlier in self.earlier):
-            return (f"{where} your callable returned the output of an earlier batch. Compute from the input every "
-                    "time: a stored result does not count.")
+            return CheckFailed(f"{where} your callable returned the output of an earlier batch. Compute from the input "
+                               "every time: a stored result does not count.", mistake="stored-output")
         training = copy.deepcopy(self.model).train()
         if self._close(got, training(batch), RTOL):
-            return (f"{where} the outputs are what the model gives in training mode: BatchNorm then normalizes with "
-                    "the batch's own statistics instead of the running ones. Keep your version in eval mode.")
+            return CheckFailed(f"{where} the outputs are what the model gives in training mode: BatchNorm then normalizes "
+                               "with the batch's own statistics instead of the running ones. Keep your version in eval "
+                               "mode.", mistake="training-mode")
         if share <= LOWER_PRECISION_RTOL:
-            return (f"{where} the outputs differ from the original's by {diff:.2g} ({share:.2%} of the largest output, "
-                    f"where float32 rounding stays within {RTOL:.2%}): about what bfloat16 or float16 gives. The "
-                    "outputs must match float32 up to rounding, so a lower precision does not count here.")
-        return (f"{where} the outputs differ from the original's (max abs difference {diff:.3g}, {share:.0%} of the "
-                "largest output): your version must compute the same function as the model, from the input it is given.")
+            return CheckFailed(f"{where} the outputs differ from the original's by {diff:.2g} ({share:.2%} of the largest "
+                               f"output, where float32 rounding stays within {RTOL:.2%}): about what bfloat16 or float16 "
+                               "gives. The outputs must match float32 up to rounding, so a lower precision does not count "
+                               "here.", mistake="lower-precision")
+        return CheckFailed(f"{where} the outputs differ from the original's (max abs difference {diff:.3g}, {share:.0%} of "
+                           "the largest output): your version must compute the same function as the model, from the input "
+                           "it is given.", mistake="wrong-output")
 
 
 def _one_round(
@@ -311,15 +321,17 @@ def _verdict(speedups: list[float]) -> str:
     median = statistics.median(speedups)
     counted = f"{wins} of {len(speedups)} interleaved rounds (median speedup {median:.2f}x)"
     if wins < needed:
+        unsteady = median >= REQUIRED_SPEEDUP
         advice = (
             "Your version is faster in most rounds but not steadily: close other programs and run the check again."
-            if median >= REQUIRED_SPEEDUP else
+            if unsteady else
             "Profile your version and the original (labkit.profile_model) and compare the time per op type: the op "
             "types that take as long as before are where more speed must come from."
         )
         raise CheckFailed(
             f"Outputs match, but your version was at least {REQUIRED_SPEEDUP}x faster than the original in only "
-            f"{counted}; at least {needed} are needed, so that noise alone cannot pass. {advice}"
+            f"{counted}; at least {needed} are needed, so that noise alone cannot pass. {advice}",
+            mistake="not-steadily-faster" if unsteady else "not-fast-enough",
         )
     return (
         f"Outputs match on fresh inputs, and your version was at least {REQUIRED_SPEEDUP}x faster than the original in "
@@ -357,11 +369,13 @@ def check_make_faster(
                 not isinstance(faster, tuple),
                 "Return one callable that takes the plain NCHW input batch, not a pair: converting the input is part "
                 "of the work that is timed.",
+                mistake="returned-a-pair",
             )
             expect(
                 callable(faster),
                 "make_faster must return a callable (a model or a function) that takes the input batch, "
                 f"not a {type(faster).__name__}.",
+                mistake="not-callable",
             )
             _expect_original_unchanged(given, original, x)
             _expect_not_unchanged(faster, given, original)

@@ -53,9 +53,10 @@ def _float64_pair(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, torc
 def _expect_comparable(got: object, expected: torch.Tensor, what: str) -> torch.Tensor:
     """``got``, once it is a tensor that can be compared with ``expected``; else fail with a hint (no crash in the checker)."""
     hint = f"{what} is not an ordinary {expected.device.type} tensor ({type(got).__name__}); return a tensor like f(x)."
-    tensor = expect_instance(got, torch.Tensor, hint)
-    expect(tensor.layout == torch.strided and tensor.device == expected.device, hint)
-    expect(tensor.dtype.is_floating_point, f"{what} has dtype {tensor.dtype}; return a floating-point tensor like f(x).")
+    tensor = expect_instance(got, torch.Tensor, hint, mistake="not-a-tensor")
+    expect(tensor.layout == torch.strided and tensor.device == expected.device, hint, mistake="not-a-tensor")
+    expect(tensor.dtype.is_floating_point, f"{what} has dtype {tensor.dtype}; return a floating-point tensor like f(x).",
+           mistake="not-floating-point")
     return tensor
 
 
@@ -64,11 +65,11 @@ def _close(got: torch.Tensor, expected: torch.Tensor) -> bool:
     return got.shape == expected.shape and torch.allclose(got.detach().to(expected.dtype), expected, rtol=1e-9, atol=1e-12)
 
 
-def _expect_close(got: object, expected: torch.Tensor, hint: str, atol: float = 1e-8) -> None:
-    """``torch.allclose`` that fails with ``hint`` for anything unlike ``expected``, instead of raising."""
-    expect(isinstance(got, torch.Tensor) and got.shape == expected.shape, hint)
+def _expect_close(got: object, expected: torch.Tensor, hint: str, mistake: str, atol: float = 1e-8) -> None:
+    """``torch.allclose`` that fails with ``hint`` (and ``mistake``) for anything unlike ``expected``, instead of raising."""
+    expect(isinstance(got, torch.Tensor) and got.shape == expected.shape, hint, mistake)
     tensor = _expect_comparable(got, expected, "The result")
-    expect(torch.allclose(tensor.detach().to(expected.dtype), expected, atol=atol), hint)
+    expect(torch.allclose(tensor.detach().to(expected.dtype), expected, atol=atol), hint, mistake)
 
 
 # --- Watching which mode of AD ran (exercises 3.1 and 3.2) -----------------------------------------------------
@@ -187,33 +188,37 @@ def _returns_a_value(function: Callable[..., object]) -> bool | None:
     return False
 
 
-def _none_hint(name: str, seen: _ModesSeen, returns: bool | None) -> str:
+def _none_failure(name: str, seen: _ModesSeen, returns: bool | None) -> CheckFailed:
     if returns is False:
-        return f"For {name} your function returned None: it has no `return` with a value. Return the derivative."
+        return CheckFailed(f"For {name} your function returned None: it has no `return` with a value. Return the "
+                           f"derivative.", mistake="no-return")
     if seen.jvps:
-        return (
+        return CheckFailed(
             f"For {name} you returned None, though your code did push v through f as a tangent: the tangent was read "
             f"after the `with fwAD.dual_level():` block closed, so it was gone (a tangent lives only inside its level, "
-            f"and unpack_dual then gives None). Unpack the result inside the block."
+            f"and unpack_dual then gives None). Unpack the result inside the block.",
+            mistake="tangent-read-after-level",
         )
-    return f"For {name} you returned None; return the derivative, a tensor shaped like f(x)."
+    return CheckFailed(f"For {name} you returned None; return the derivative, a tensor shaped like f(x).",
+                       mistake="returned-none")
 
 
 def _expect_a_derivative_tensor(got: object, expected: torch.Tensor, name: str, seen: _ModesSeen,
                                 learner: Callable[..., object]) -> torch.Tensor:
     """``got`` as a tensor shaped like f(x); else a hint that names what came back instead."""
     if got is None:
-        raise CheckFailed(_none_hint(name, seen, _returns_a_value(learner)))
+        raise _none_failure(name, seen, _returns_a_value(learner))
     expect(not isinstance(got, tuple), (
         f"For {name} you returned a tuple of {len(got) if isinstance(got, tuple) else 0}; return the derivative "
         f"alone, a tensor (torch.func.jvp gives the pair (f(x), derivative))."
-    ))
-    expect(isinstance(got, torch.Tensor), f"For {name} you returned a {type(got).__name__}; return a tensor.")
+    ), mistake="returned-pair")
+    expect(isinstance(got, torch.Tensor), f"For {name} you returned a {type(got).__name__}; return a tensor.",
+           mistake="not-a-tensor")
     tensor = cast(torch.Tensor, got)
     expect(tensor.shape == expected.shape, (
         f"For {name} the result has shape {tuple(tensor.shape)}, but f(x) has shape {tuple(expected.shape)}: "
         f"a directional derivative is shaped like the output."
-    ))
+    ), mistake="wrong-shape")
     return _expect_comparable(tensor, expected, f"For {name} your result")
 
 
@@ -222,42 +227,48 @@ def _expect_forward_mode(name: str, seen: _ModesSeen, x: torch.Tensor, error: fl
     expect(not (seen.backwards and seen.jvps), (
         f"For {name} your code ran f's backward pass as well as a forward-mode pass: reverse mode is not needed "
         f"here. One forward pass with v as the tangent gives the directional derivative by itself."
-    ))
+    ), mistake="forward-and-reverse")
     if seen.backwards:
         raise CheckFailed(
             f"For {name}, this is reverse mode: your code ran f's backward pass (as torch.autograd.grad, .backward(), "
             f"torch.func.vjp and jacrev do, and torch.autograd.functional.jvp by the double-backward trick), and no "
             f"tangent went forward through f. The exercise asks for forward mode: push v through f as a tangent, in "
-            f"one forward pass."
+            f"one forward pass.",
+            mistake="reverse-mode",
         )
     if not seen.jvps and seen.calls >= 2:
         raise CheckFailed(
             f"For {name} your answer is off by {error:.1e}: your code evaluated f {seen.calls} times without a "
             f"tangent, which is finite differences, an approximation whose error depends on the step. Forward mode "
-            f"carries v through f as a tangent, in one pass, and is exact up to rounding."
+            f"carries v through f as a tangent, in one pass, and is exact up to rounding.",
+            mistake="finite-differences",
         )
     expect(seen.jvps, (
         f"For {name} your code never pushed a tangent through f (f ran {seen.calls} time(s), always without one). "
         f"Compute the derivative in forward mode: run f once, with v as the tangent of x."
-    ))
+    ), mistake="no-tangent")
     expect(not seen.batched_jvps, (
         f"For {name} your code built the whole Jacobian in forward mode (jacfwd: one pass per entry of x, "
         f"{x.numel()} here) and then contracted it with v. A directional derivative is one JVP: a single forward "
         f"pass with v as the tangent, no Jacobian."
-    ))
+    ), mistake="whole-jacobian")
 
 
-def _wrong_derivative_hint(name: str, got: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor],
-                           x: torch.Tensor, v: torch.Tensor) -> str:
+def _wrong_derivative(name: str, got: torch.Tensor, f: Callable[[torch.Tensor], torch.Tensor],
+                      x: torch.Tensor, v: torch.Tensor) -> CheckFailed:
     """Name what a wrong forward-mode value is, when it is a common slip."""
     if _close(got, f(x)):
-        return f"For {name} your answer is f(x) itself, the primal: return the tangent part of the result, not the value."
+        return CheckFailed(f"For {name} your answer is f(x) itself, the primal: return the tangent part of the result, "
+                           f"not the value.", mistake="returned-primal")
     if x.shape == v.shape and _close(got, torch.func.jvp(f, (v,), (x,))[1]):
-        return (f"For {name} your answer is the derivative at v along x: the point and the direction are swapped. "
-                f"The primal (the point x) comes first, the tangent (the direction v) second.")
+        return CheckFailed(f"For {name} your answer is the derivative at v along x: the point and the direction are "
+                           f"swapped. The primal (the point x) comes first, the tangent (the direction v) second.",
+                           mistake="point-and-direction-swapped")
     if _close(got, torch.func.jvp(f, (x,), (torch.ones_like(x),))[1]):
-        return f"For {name} your answer is the derivative along a vector of ones, not along v: the tangent must be v."
-    return f"For {name} your answer is not the derivative along v: check which tensor you gave as the tangent."
+        return CheckFailed(f"For {name} your answer is the derivative along a vector of ones, not along v: the tangent "
+                           f"must be v.", mistake="tangent-of-ones")
+    return CheckFailed(f"For {name} your answer is not the derivative along v: check which tensor you gave as the "
+                       f"tangent.", mistake="wrong-tangent")
 
 
 def check_directional_derivative(directional_derivative: Callable) -> CheckResult:
@@ -273,7 +284,8 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
             tensor = _expect_a_derivative_tensor(got, expected, name, seen, directional_derivative)
             error = float((tensor.detach().to(expected.dtype) - expected).abs().max())
             _expect_forward_mode(name, seen, x, error)
-            expect(_close(tensor, expected), _wrong_derivative_hint(name, tensor.detach().to(expected.dtype), f, x, v))
+            if not _close(tensor, expected):
+                raise _wrong_derivative(name, tensor.detach().to(expected.dtype), f, x, v)
         return f"Your forward-mode JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-9."
 
     return run_check("3.1", check, directional_derivative)
@@ -335,24 +347,28 @@ def _expect_transform_name(mode: object) -> str:
     if isinstance(mode, str) and mode.lower().startswith(("forward", "reverse", "fwd", "rev")):
         raise CheckFailed(
             f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}: name the transform (torch.func.jacfwd is "
-            f"forward mode, torch.func.jacrev reverse mode), not the mode."
+            f"forward mode, torch.func.jacrev reverse mode), not the mode.",
+            mistake="named-the-mode",
         )
-    expect(isinstance(mode, str) and mode in _MODE_OF, f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}.")
+    expect(isinstance(mode, str) and mode in _MODE_OF, f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}.",
+           mistake="not-a-transform-name")
     return cast(str, mode)
 
 
-def _wrong_choice_hint(case: _JacobianCase, mode: str) -> str:
+def _wrong_choice(case: _JacobianCase, mode: str) -> CheckFailed:
     n_in, n_out = case.sizes
     first_in, first_out = case.in_shape[0], case.out_shape[0]
     if len(case.in_shape) + len(case.out_shape) > 2 and mode == _cheaper(first_in, first_out):
-        return (
+        return CheckFailed(
             f"For {case.label} (x of shape {case.in_shape}, f(x) of shape {case.out_shape}) you chose {mode}, as if "
             f"in = {first_in} and out = {first_out}: that is the first dimension. Count every entry (numel): jacfwd "
-            f"needs {n_in} passes here, jacrev {n_out}."
+            f"needs {n_in} passes here, jacrev {n_out}.",
+            mistake="counted-first-dimension",
         )
-    return (
+    return CheckFailed(
         f"For {case.label} you chose {mode}. Count the passes: jacfwd needs one per input dimension ({n_in}), "
-        f"jacrev one per output dimension ({n_out}); read both sizes from x and f(x)."
+        f"jacrev one per output dimension ({n_out}); read both sizes from x and f(x).",
+        mistake="more-passes",
     )
 
 
@@ -361,14 +377,14 @@ def _expect_jacobian_tensor(jacobian: object, case: _JacobianCase, reference: to
     expect(not callable(jacobian) or isinstance(jacobian, torch.Tensor), (
         f"For {case.label} you returned the transform itself ({type(jacobian).__name__}), not the Jacobian: "
         f"the transform gives a function, to be called at x."
-    ))
+    ), mistake="transform-not-called")
     n_in, n_out = case.sizes
     shapes = {tuple(reference.shape), (n_out, n_in)}
     got = tuple(jacobian.shape) if isinstance(jacobian, torch.Tensor) else type(jacobian).__name__
     transposed = " (in, out): it is transposed" if got in {case.in_shape + case.out_shape, (n_in, n_out)} - shapes else ""
     expect(isinstance(jacobian, torch.Tensor) and got in shapes, (
         f"For {case.label} the Jacobian has shape {tuple(reference.shape)} (out, in); you returned {got}{transposed}."
-    ))
+    ), mistake="transposed" if transposed else "wrong-shape")
     return _expect_comparable(jacobian, reference, f"For {case.label} your Jacobian").reshape(reference.shape)
 
 
@@ -377,20 +393,22 @@ def _expect_named_transform_ran(case: _JacobianCase, mode: str, seen: _ModesSeen
     expect(seen.mode is not None, (
         f"For {case.label} your Jacobian came from neither transform: no forward-mode or reverse-mode pass went "
         f"through f (finite differences, or a formula of your own?). Compute it with the transform you chose, {mode}."
-    ))
+    ), mistake="neither-transform")
     expect(seen.mode != "both", (
         f"For {case.label} your code ran both forward and reverse mode through f, and so paid for both; compute the "
         f"Jacobian with {mode} alone."
-    ))
+    ), mistake="both-transforms")
     if seen.mode == _MODE_OF[mode]:
         return
-    loop = ""
+    loop, mistake = "", "other-transform"
     if seen.backwards > 1 and not seen.batched_backwards:
         loop = (f" (backward ran {seen.backwards} times, one call per output: torch.autograd.functional.jacobian "
                 f"works that way unless given strategy='forward-mode')")
+        mistake = "backward-loop"
     raise CheckFailed(
         f"For {case.label} you named {mode}, but your Jacobian was computed in {seen.mode} mode{loop}. The name must "
-        f"say which transform did the work: compute it with {mode}."
+        f"say which transform did the work: compute it with {mode}.",
+        mistake=mistake,
     )
 
 
@@ -403,20 +421,22 @@ def check_cheaper_jacobian(jacobian_the_cheaper_way: Callable[..., object]) -> C
             f, x = case.function(), case.point()
             with _watching() as seen:
                 answer = call_learner(jacobian_the_cheaper_way, _watched(f), x.clone())
-            expect(isinstance(answer, tuple) and len(answer) == 2, "Return a pair: (the mode's name, the Jacobian).")
+            expect(isinstance(answer, tuple) and len(answer) == 2, "Return a pair: (the mode's name, the Jacobian).",
+                   mistake="not-a-pair")
             mode = _expect_transform_name(answer[0])  # type: ignore[index]
-            cheaper = _cheaper(*case.sizes)
-            expect(cheaper in (None, mode), _wrong_choice_hint(case, mode))
+            if _cheaper(*case.sizes) not in (None, mode):
+                raise _wrong_choice(case, mode)
             reference = torch.func.jacrev(f)(x)
             jacobian = _expect_jacobian_tensor(answer[1], case, reference)  # type: ignore[index]
             _expect_named_transform_ran(case, mode, seen)
             if not _close(jacobian, reference):
                 expect(not (reference.dim() == 2 and _close(jacobian.mT, reference)), (
                     f"For {case.label} your Jacobian is transposed: rows are outputs, columns inputs, (out, in)."
-                ))
+                ), mistake="transposed")
                 raise CheckFailed(
                     f"For {case.label} your Jacobian's values are off, although {mode} ran: compute the Jacobian of f "
-                    f"itself, at x, and return what the transform gives."
+                    f"itself, at x, and return what the transform gives.",
+                    mistake="wrong-values",
                 )
         return (f"You chose the transform with fewer passes on {len(MODE_CASES)} shapes (matrices too; at in = out, where "
                 f"the counts tie, either is right) and computed the exact Jacobian with the one you named.")
@@ -459,6 +479,7 @@ def _expect_modern_function(cls: object) -> type[torch.autograd.Function]:
     expect(
         isinstance(cls, type) and issubclass(cls, torch.autograd.Function),
         "Pass the class itself (a subclass of torch.autograd.Function), e.g. check_custom_sin(Sin).",
+        mistake="not-a-function-class",
     )
     function = cast(type[torch.autograd.Function], cls)
     missing = [name for name in ("forward", "setup_context", "jvp") if _own_method(function, name) is None]
@@ -467,29 +488,32 @@ def _expect_modern_function(cls: object) -> type[torch.autograd.Function]:
         f"Your class replaces apply itself{none_of}: "
         f"then torch never runs a forward-mode rule of yours, whatever comes out. Leave apply to torch.autograd.Function "
         f"(it calls your forward, setup_context and jvp) and write those three as staticmethods."
-    ))
+    ), mistake="replaced-apply")
     forward = _own_method(function, "forward")
     if "setup_context" in missing and forward is not None and _parameter_count(forward) >= 2:
         raise CheckFailed(
             "Your forward takes ctx: that is the old style, which torch.func.jvp rejects. Write forward(x) without "
-            "ctx, and save tensors in a separate setup_context(ctx, inputs, output) staticmethod."
+            "ctx, and save tensors in a separate setup_context(ctx, inputs, output) staticmethod.",
+            mistake="old-style",
         )
     if "jvp" in missing:
         owner = _owner(function, "jvp")
         inherited = f" (it inherits {owner.__name__}'s)" if owner and not owner.__module__.startswith("torch.") else ""
         raise CheckFailed(
             f"{function.__name__} has no jvp of its own{inherited}: define the staticmethod jvp(ctx, x_tangent), the "
-            f"forward-mode rule, which returns the output's tangent."
+            f"forward-mode rule, which returns the output's tangent.",
+            mistake="no-jvp",
         )
     if missing:
         raise CheckFailed(
             f"{function.__name__} has no {_either(missing)} of its own; the modern style needs forward(x) without "
-            f"ctx, setup_context(ctx, inputs, output) and jvp(ctx, x_tangent), each a staticmethod."
+            f"ctx, setup_context(ctx, inputs, output) and jvp(ctx, x_tangent), each a staticmethod.",
+            mistake="missing-staticmethod",
         )
     expect(forward is None or _parameter_count(forward) < 2, (
         "Your forward takes ctx although you wrote setup_context: in the modern style forward(x) has no ctx; "
         "setup_context receives it instead."
-    ))
+    ), mistake="forward-takes-ctx")
     return function
 
 
@@ -519,20 +543,20 @@ def _observed(function: type[torch.autograd.Function], calls: _JvpCalls) -> type
     return cast(type[torch.autograd.Function], type(function.__name__, (function,), namespace))
 
 
-def _wrong_jvp_hint(where: str, got: torch.Tensor, x: torch.Tensor, v: torch.Tensor) -> str:
+def _wrong_jvp(where: str, got: torch.Tensor, x: torch.Tensor, v: torch.Tensor) -> CheckFailed:
     """Name the usual wrong rules: the derivative alone, a sign, the output used as the input."""
     known = [
-        (torch.cos(x), "cos(x), the derivative alone: multiply it by x_tangent, the direction"),
-        (-torch.cos(x) * v, "-cos(x) * x_tangent: the sign is wrong, d/dx sin(x) = +cos(x)"),
-        (torch.sin(x) * v, "sin(x) * x_tangent: the derivative of sin is cos"),
-        (v, "x_tangent unchanged: the rule must multiply it by the derivative, cos(x)"),
+        (torch.cos(x), "cos(x), the derivative alone: multiply it by x_tangent, the direction", "forgot-the-tangent"),
+        (-torch.cos(x) * v, "-cos(x) * x_tangent: the sign is wrong, d/dx sin(x) = +cos(x)", "wrong-sign"),
+        (torch.sin(x) * v, "sin(x) * x_tangent: the derivative of sin is cos", "sin-for-cos"),
+        (v, "x_tangent unchanged: the rule must multiply it by the derivative, cos(x)", "tangent-unchanged"),
         (torch.cos(torch.sin(x)) * v, "cos(sin(x)) * x_tangent: it uses the output, sin(x), where the rule needs the "
-                                      "input x (setup_context gets both: inputs and output)"),
+                                      "input x (setup_context gets both: inputs and output)", "used-the-output"),
     ]
-    for value, what in known:
+    for value, what, mistake in known:
         if _close(got, value):
-            return f"{where}, your jvp returns {what}."
-    return f"{where}, your jvp does not return cos(x) * x_tangent."
+            return CheckFailed(f"{where}, your jvp returns {what}.", mistake)
+    return CheckFailed(f"{where}, your jvp does not return cos(x) * x_tangent.", mistake="wrong-jvp")
 
 
 def _run_jvp(label: str, run: Callable[[], object], calls: _JvpCalls, x: torch.Tensor, v: torch.Tensor) -> None:
@@ -545,12 +569,15 @@ def _run_jvp(label: str, run: Callable[[], object], calls: _JvpCalls, x: torch.T
             raise CheckFailed(
                 f"{label}, your jvp found nothing in ctx.saved_tensors: setup_context saved x with "
                 f"ctx.save_for_backward, which keeps it for backward (reverse mode) only. In forward mode "
-                f"ctx.saved_tensors holds what ctx.save_for_forward(...) saved: that is the one jvp can read."
+                f"ctx.saved_tensors holds what ctx.save_for_forward(...) saved: that is the one jvp can read.",
+                mistake="save-for-backward",
             ) from None
         raise
-    expect(calls.count > before, f"{label}, torch never called your jvp, so the tangent did not come from it.")
+    expect(calls.count > before, f"{label}, torch never called your jvp, so the tangent did not come from it.",
+           mistake="jvp-not-called")
     tensor = _expect_comparable(got, x, f"{label}, the output tangent")
-    expect(_close(tensor, torch.cos(x) * v), _wrong_jvp_hint(label, tensor.detach().to(x.dtype), x, v))
+    if not _close(tensor, torch.cos(x) * v):
+        raise _wrong_jvp(label, tensor.detach().to(x.dtype), x, v)
 
 
 def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult:
@@ -563,7 +590,8 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
 
         function = _expect_modern_function(sin_function)
         x, v = _float64_pair((6,), seed=3)
-        _expect_close(call_learner(function.apply, x), torch.sin(x), "forward(x) does not return sin(x).")
+        _expect_close(call_learner(function.apply, x), torch.sin(x), "forward(x) does not return sin(x).",
+                      mistake="forward-not-sin")
         calls = _JvpCalls()
         observed = _observed(function, calls)
         _run_jvp("Under the dual API", lambda: jvp(observed.apply, x, v)[1], calls, x, v)
@@ -572,7 +600,8 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
             call_learner(gradcheck_forward, function, x, include_backward=False)
         except LearnerError as exc:
             if isinstance(exc.original, GradcheckError):
-                raise CheckFailed(f"gradcheck(check_forward_ad=True) failed: {str(exc.original).splitlines()[0]}") from None
+                raise CheckFailed(f"gradcheck(check_forward_ad=True) failed: {str(exc.original).splitlines()[0]}",
+                                  mistake="gradcheck-failed") from None
             raise
         return ("torch calls your own jvp under the dual API and torch.func.jvp, it gives cos(x) * x_tangent, "
                 "and gradcheck(check_forward_ad=True) passes.")
@@ -638,7 +667,8 @@ def _slots(module: nn.Module) -> dict[str, dict[str, Any]]:
     return {kind: dict(getattr(module, kind)) for kind in ("_parameters", "_buffers", "_modules")}
 
 
-Changes = dict[str, list[str]]  # what changed ("requires_grad turned off") -> where (parameter or module names)
+# (the mistake's slug, what changed: "requires_grad turned off") -> where (parameter or module names)
+Changes = dict[tuple[str, str], list[str]]
 
 
 def _listed(names: list[str]) -> str:
@@ -661,14 +691,15 @@ class _ModelSnapshot:
                                       _hook_keys(t, _TENSOR_HOOKS)) for name, t in named}
         return cls(modules, tensors)
 
-    def restore(self) -> list[str]:
-        """Put the model back as it was; return what had changed, in words (empty when nothing did)."""
+    def restore(self) -> list[tuple[str, str]]:
+        """Put the model back as it was; return what had changed, as (the mistake's slug, in words), empty when
+        nothing did."""
         changes: Changes = {}
         for name, module in self.modules.items():
             _restore_module(f"{type(module.module).__name__} {name!r}" if name else "the model", module, changes)
         for name, tensor in self.tensors.items():
             _restore_tensor(name, tensor, changes)
-        return [f"{what}: {_listed(where)}" for what, where in changes.items()]
+        return [(mistake, f"{what}: {_listed(where)}") for (mistake, what), where in changes.items()]
 
 
 def _restore_hooks(owner: object, saved: dict[str, dict[Any, Any]], where: str, changes: Changes) -> None:
@@ -678,7 +709,7 @@ def _restore_hooks(owner: object, saved: dict[str, dict[Any, Any]], where: str, 
             verb = "left on" if set(now) - set(hooks) else "removed from"
             now.clear()
             now.update(hooks)
-            changes.setdefault(f"{kind.strip('_').replace('_', ' ')} {verb}", []).append(where)
+            changes.setdefault(("changed-hooks", f"{kind.strip('_').replace('_', ' ')} {verb}"), []).append(where)
 
 
 def _restore_module(name: str, state: _ModuleState, changes: Changes) -> None:
@@ -691,23 +722,24 @@ def _restore_module(name: str, state: _ModuleState, changes: Changes) -> None:
                 module.__dict__.pop(key, None)  # a plain attribute set after delattr would hide the restored one
             current.clear()
             current.update(saved)
-            changes.setdefault(f"{kind.strip('_')} replaced", []).append(name)
+            changes.setdefault(("replaced-parameters", f"{kind.strip('_')} replaced"), []).append(name)
     if module.training != state.training:
         module.training = state.training
-        changes.setdefault(f"left in {'eval' if state.training else 'train'} mode", []).append(name)
+        changes.setdefault(("changed-train-mode", f"left in {'eval' if state.training else 'train'} mode"), []).append(name)
 
 
 def _restore_tensor(name: str, state: _TensorState, changes: Changes) -> None:
     tensor = state.tensor
     if tensor.requires_grad != state.requires_grad:
         tensor.requires_grad_(state.requires_grad)
-        changes.setdefault(f"requires_grad turned {'off' if state.requires_grad else 'on'}", []).append(name)
+        what = f"requires_grad turned {'off' if state.requires_grad else 'on'}"
+        changes.setdefault(("changed-requires-grad", what), []).append(name)
     if not (tensor.shape == state.value.shape and torch.equal(tensor.detach(), state.value)):
         tensor.data = state.value.clone()
-        changes.setdefault("values changed", []).append(name)
+        changes.setdefault(("changed-values", "values changed"), []).append(name)
     if tensor.grad is not None and not state.had_grad:
         tensor.grad = None
-        changes.setdefault(".grad left on", []).append(name)
+        changes.setdefault(("left-grad", ".grad left on"), []).append(name)
     _restore_hooks(tensor, state.hooks, name, changes)
 
 
@@ -730,7 +762,7 @@ def _expect_no_buffer_tangent(exc: LearnerError, label: str, model: nn.Module) -
         f"On {label}, torch refused a tangent ({message.splitlines()[0].strip()[:90]}): your code gave one to the "
         f"BatchNorm's buffers, its running statistics and its integer num_batches_tracked. Buffers are not parameters "
         f"and cannot carry a tangent: give tangents to the parameters only (named_parameters, not the state_dict)."
-    ))
+    ), mistake="buffer-tangents")
 
 
 def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tensor) -> tuple[object, int]:
@@ -747,28 +779,34 @@ def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tens
             raise
         finally:
             changes = snapshot.restore()
-    expect(not changes, (
-        f"For {label}, your code changed the model it was given: {'; '.join(changes)}. The checker put it back. "
-        f"torch.func.functional_call runs a model with other tensors and leaves it as it is."
-    ))
+    if changes:
+        raise CheckFailed(
+            f"For {label}, your code changed the model it was given: {'; '.join(what for _, what in changes)}. The "
+            f"checker put it back. torch.func.functional_call runs a model with other tensors and leaves it as it is.",
+            mistake=changes[0][0],  # the first change names the mistake: the others usually follow from it
+        )
     return got, calls[0]
 
 
-def _wrong_scaling_hint(label: str, got: torch.Tensor, model: nn.Module, x: torch.Tensor) -> str:
+def _wrong_scaling(label: str, got: torch.Tensor, model: nn.Module, x: torch.Tensor) -> CheckFailed:
     """Name the usual wrong directions: the output, zeros, ones, the weights without the biases."""
     with torch.no_grad():
         output = model(x)
     start = f"For {label}, your derivative differs from the JVP along the parameters."
     if _close(got, output):
-        return f"{start} That is model(x) itself: return the tangent part of the JVP, not the output."
+        return CheckFailed(f"{start} That is model(x) itself: return the tangent part of the JVP, not the output.",
+                           mistake="returned-output")
     if not torch.any(got):
-        return f"{start} It is all zeros: the tangents never reached the parameters (an nn.Parameter drops a tangent)."
+        return CheckFailed(f"{start} It is all zeros: the tangents never reached the parameters (an nn.Parameter drops "
+                           f"a tangent).", mistake="tangents-dropped")
     if _close(got, _jvp_along(model, x, lambda name, p: torch.ones_like(p))):
-        return f"{start} It is the derivative along ones: the tangent of each parameter p is p itself, not ones."
+        return CheckFailed(f"{start} It is the derivative along ones: the tangent of each parameter p is p itself, not "
+                           f"ones.", mistake="tangent-of-ones")
     if _close(got, _jvp_along(model, x, lambda name, p: p if name.endswith("weight") else torch.zeros_like(p))):
-        return (f"{start} Only the weights moved: the biases are parameters too, and each parameter p, a bias "
-                f"included, has tangent p.")
-    return f"{start} The direction is the parameters themselves: the tangent of each parameter p is p."
+        return CheckFailed(f"{start} Only the weights moved: the biases are parameters too, and each parameter p, a "
+                           f"bias included, has tangent p.", mistake="weights-only")
+    return CheckFailed(f"{start} The direction is the parameters themselves: the tangent of each parameter p is p.",
+                       mistake="wrong-direction")
 
 
 def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> CheckResult:
@@ -785,15 +823,16 @@ def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> Chec
             expected = _jvp_along(model, x, lambda name, p: p)
             got, passes = _run_on_a_copy(weight_scaling_derivative, label, model, x)
             expect(not isinstance(got, tuple), f"For {label} you returned a tuple; return the derivative only (torch.func.jvp "
-                                               f"gives (output, derivative)).")
+                                               f"gives (output, derivative)).", mistake="returned-pair")
             expect(passes == 1, f"For {label} your code ran the model {passes} times; one JVP runs it once, carrying "
                                 "the derivative along with the output (finite differences need two passes, and are not "
-                                "exact).")
+                                "exact).", mistake="not-one-pass")
             tensor = _expect_comparable(got, expected, f"For {label}, the result")
             expect(tensor.shape == expected.shape, f"For {label} the result has shape {tuple(tensor.shape)}; the derivative "
-                                                   f"is shaped like model(x), {tuple(expected.shape)}.")
+                                                   f"is shaped like model(x), {tuple(expected.shape)}.", mistake="wrong-shape")
             tensor = tensor.detach().to(expected.dtype)
-            expect(_close(tensor, expected), _wrong_scaling_hint(label, tensor, model, x))
+            if not _close(tensor, expected):
+                raise _wrong_scaling(label, tensor, model, x)
         return ("On 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters to 1e-9, "
                 "and each model was left as it was given (hooks, requires_grad, parameters, buffers, train/eval).")
 

@@ -1,4 +1,45 @@
 """Lab 03's tiered hints (see :mod:`labkit.progress.hints`)."""
 from __future__ import annotations
 
-HINTS: dict[str, tuple[str, str, str]] = {}
+HINTS: dict[str, tuple[str, str, str]] = {
+    "3.1": (
+        "What does a single forward-mode pass give you when x carries the direction v as its tangent? Check that you "
+        "return that tangent alone, shaped like f(x): not the value f(x), not a pair, not a gradient.",
+        "Section 4, The functional API: `torch.func.jvp`, takes tuples of primals and tangents and returns "
+        "`(output, jvp)`; section 1, Dual tensors: the basic usage, does the same with `fwAD.make_dual` and "
+        "`fwAD.unpack_dual` inside `fwAD.dual_level()`.",
+        "Give f to `torch.func.jvp` with the point x as its only primal and the direction v as that primal's tangent, "
+        "in one call. Of the two results, keep the tangent and return it. Run no backward pass, build no Jacobian, "
+        "and evaluate f only through that one call.",
+    ),
+    "3.2": (
+        "How many passes does each transform need: one per entry of the input, or one per entry of the output? Are "
+        "you counting every entry of x and of f(x), or only their first dimension?",
+        "Section 7, When does forward mode win? `jacfwd` versus `jacrev`: `torch.func.jacfwd` builds the Jacobian "
+        "column by column, `torch.func.jacrev` row by row; `Tensor.numel` counts every entry of a tensor.",
+        "Count the entries of x and of f(x). Forward mode needs fewer passes when the output has more entries than the "
+        "input, reverse mode otherwise: pick that transform's name as the string. Apply that same transform to f, call "
+        "what it returns at x, and return the name and that Jacobian as a pair.",
+    ),
+    "3.3": (
+        "Is your Function in the modern style, with a forward that takes no ctx? Does your jvp multiply the incoming "
+        "tangent by the derivative of sin at the input, and did you save that input where jvp can read it?",
+        "Section 3, A custom `autograd.Function` with a forward-mode rule, and `labkit.forward_ad.custom_function.Exp`, "
+        "printed there, show the three staticmethods; what `ctx.save_for_forward` saves is what `jvp` finds in "
+        "`ctx.saved_tensors`.",
+        "Write three staticmethods: forward computes the sine of its input without ctx; setup_context takes the input "
+        "out of inputs and saves it for forward; jvp reads it back from the saved tensors and returns its cosine times "
+        "the input tangent. Pass the class itself to the checker, not an instance.",
+    ),
+    "3.4": (
+        "If every parameter p becomes (1 + t) p, what is the tangent of each parameter? And do the buffers, a "
+        "BatchNorm's running statistics, get a tangent at all?",
+        "Section 2, Modules: the JVP with respect to the parameters, runs a model with `torch.func.functional_call`; "
+        "`torch.func.jvp` differentiates a function of a dict of tensors, and `nn.Module.named_parameters` lists "
+        "exactly the parameters.",
+        "Collect the model's parameters by name, detached, in a dict. Write a function of such a dict that runs the "
+        "model on x with it through functional_call, and take one JVP of that function with the dict as the primal "
+        "and the same dict as its tangent. Return only the tangent part, and leave the model as it was: no swapped "
+        "parameters, hooks or mode changes.",
+    ),
+}

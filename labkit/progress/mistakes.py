@@ -36,5 +36,6 @@ def describe(mistake: str) -> str:
 
 
 def is_named(mistake: str) -> bool:
-    """Whether the checker named this mistake (in :data:`MISTAKES`, or its code raised), not "other" or unknown."""
-    return mistake in MISTAKES or RAISED.match(mistake.partition("/")[2]) is not None
+    """Whether this mistake has a name (in :data:`MISTAKES`, a generic one, or the code raised), not "other"."""
+    slug = mistake.partition("/")[2]
+    return mistake in MISTAKES or (slug in GENERIC and slug != "other") or RAISED.match(slug) is not None

@@ -1,4 +1,20 @@
 """Lab 04's mistake ids and what each means, for the instructor's board (see :mod:`labkit.progress.mistakes`)."""
 from __future__ import annotations
 
-MISTAKES: dict[str, str] = {}
+MISTAKES: dict[str, str] = {
+    # 4.1: make it faster, same outputs
+    "4.1/returned-a-pair": "returned (model, input conversion), not one callable that takes the plain input",
+    "4.1/not-callable": "returned something that cannot be called on the input",
+    "4.1/changed-the-given-model": "changed the model they were given (converted or fused it in place), not a copy",
+    "4.1/returned-it-unchanged": "returned the model itself, or an unchanged copy of it",
+    "4.1/changed-threads": "changed torch's thread count (torch.set_num_threads)",
+    "4.1/not-a-tensor": "returned something other than an ordinary floating-point tensor",
+    "4.1/wrong-shape": "returned an output of another shape than the original's",
+    "4.1/lower-precision": "ran in a lower precision (bfloat16 or float16)",
+    "4.1/stored-output": "returned a stored output instead of computing from each input",
+    "4.1/training-mode": "left their version in training mode (BatchNorm used the batch's statistics)",
+    "4.1/wrong-output": "computed another function than the model (e.g. a Conv-BN fold without BatchNorm's shift)",
+    "4.1/not-fast-enough": "made a version that is not fast enough (e.g. fusion alone, still NCHW)",
+    "4.1/not-steadily-faster": "made a version that was fast enough in most rounds, but not steadily (a busy machine?)",
+    "4.1/replaced-torch": "patched a torch function (e.g. max pooling) to speed theirs up or slow the original down",
+}

@@ -191,7 +191,8 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
         proxy_api_port=free_port(), token=token, authenticator="" if real_log_in else dummy,
     ))
     env = {**os.environ, "LABKIT_WORKSHOP_STATE": str(folder / "state"), "LABKIT_WORKSHOP_TRACK": TRACK,
-           "LABKIT_WORKSHOP_IP": "127.0.0.1", "LABKIT_WORKSHOP_BOARD_PORT": str(free_port()), "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
+           "LABKIT_WORKSHOP_IP": "127.0.0.1", PREFIX + "BOARD_PORT": str(free_port()),
+           "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
            "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "JUPYTER_DATA_DIR": str(folder / "jupyter-data"),
            **(settings or {})}
     room = HubSettings.from_environment(env)
