@@ -305,11 +305,13 @@ def _learner_failure(exercise: str, exc: BaseException, case: str | None = None)
         )
     where = _learner_frame(exc)
     line = f" (line {where.lineno} of {where.name})" if where is not None else ""
-    hint = _missing_super_hint(exc) or _returned_none_hint(exc)
+    no_super, returned_none = _missing_super_hint(exc), _returned_none_hint(exc)
+    hint = no_super or returned_none
     subject = f"On {case}, your code" if case else "Your code"
     text = _first_line(str(exc)) if hint else str(exc)
+    slug = "no-super" if no_super else "none" if returned_none else type(exc).__name__
     return CheckResult(exercise, Status.WRONG, f"{subject} raised {type(exc).__name__}: {text}{line}.{hint}",
-                       mistake_id(exercise, RAISED_MISTAKE + type(exc).__name__))
+                       mistake_id(exercise, RAISED_MISTAKE + slug))
 
 
 def _first_line(text: str) -> str:

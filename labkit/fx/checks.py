@@ -23,7 +23,7 @@ import math
 import numbers
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch import nn
@@ -45,23 +45,33 @@ from labkit.core.notebook import seeded
 from labkit.fx.profile import OpTypeBreakdown, ProfileReport
 from labkit.fx.runs import RunWatch, WatchedReport, watch_runs
 
+
+class _Hint(NamedTuple):
+    """A hint, and the slug that names its mistake on the room's board (``expect(..., mistake=)``)."""
+
+    text: str
+    mistake: str
+
+
 # ------------------------------------------------------------------ exercise 1.1
 
 
-def _report_type_hint(value: object) -> str:
+def _report_type_hint(value: object) -> _Hint:
     """What to say when ``profile_my_model()`` returned something other than a ProfileReport."""
     if value is None:
-        return ("profile_my_model() returned None: does it end with `return`? Printing or displaying the report is "
-                "not returning it; return the report labkit.profile_model(...) gives you.")
+        return _Hint("profile_my_model() returned None: does it end with `return`? Printing or displaying the report is "
+                     "not returning it; return the report labkit.profile_model(...) gives you.", mistake="returns-none")
     if isinstance(value, str):
-        return ("profile_my_model() returned a str (a printed table?); return the report object labkit.profile_model(...) "
-                "gives you, not its text.")
+        return _Hint("profile_my_model() returned a str (a printed table?); return the report object "
+                     "labkit.profile_model(...) gives you, not its text.", mistake="returns-text")
     if isinstance(value, nn.Module):
-        return (f"profile_my_model() returned the model (a {type(value).__name__}), not its profile; return what "
-                "labkit.profile_model(model, x, ...) gives you.")
+        return _Hint(f"profile_my_model() returned the model (a {type(value).__name__}), not its profile; return what "
+                     "labkit.profile_model(model, x, ...) gives you.", mistake="returns-model")
     if isinstance(value, OpTypeBreakdown):
-        return "profile_my_model() returned report.by_op_type(), a summary by type; return the whole report."
-    return f"profile_my_model() returned {type(value).__name__}; return what labkit.profile_model(...) gives you."
+        return _Hint("profile_my_model() returned report.by_op_type(), a summary by type; return the whole report.",
+                     mistake="returns-summary")
+    return _Hint(f"profile_my_model() returned {type(value).__name__}; return what labkit.profile_model(...) gives you.",
+                 mistake="returns-not-a-report")
 
 
 def _claimed_runs(report: ProfileReport) -> object:
@@ -74,16 +84,17 @@ def _watched(report: ProfileReport, watch: RunWatch) -> WatchedReport:
     what is off (no profile at all, more runs claimed than were timed, a part of the report, a changed report)."""
     expect(watch.reports, "profile_my_model() returned a ProfileReport, but labkit timed no runs while it ran: the checker "
                           "watches labkit's profilers and saw none. Profile your model inside profile_my_model() and return "
-                          "that report, not one made earlier or built by hand.")
+                          "that report, not one made earlier or built by hand.", mistake="report-not-profiled")
     same_runs = [watched for watched in watch.reports if watched.report.total == report.total]
     claimed = _claimed_runs(report)
     if not same_runs:
         if isinstance(claimed, int) and claimed > watch.timed_runs:
             raise CheckFailed(f"The report says it has {claimed} timed runs, but labkit really timed only "
                               f"{watch.timed_runs} run(s) while profile_my_model() ran: the report was relabelled or "
-                              "built by hand. Ask labkit.profile_model for the runs (runs=3) and return its report as it is.")
+                              "built by hand. Ask labkit.profile_model for the runs (runs=3) and return its report as it is.",
+                              mistake="relabelled-runs")
         raise CheckFailed("The report's timings are not those of any profile labkit ran while profile_my_model() ran; "
-                          "return the report labkit.profile_model(...) gave you, as it is.")
+                          "return the report labkit.profile_model(...) gave you, as it is.", mistake="changed-report")
     for watched in reversed(same_runs):
         if watched.report == report:
             return watched
@@ -91,8 +102,8 @@ def _watched(report: ProfileReport, watch: RunWatch) -> WatchedReport:
     rows = getattr(report, "rows", None)
     if isinstance(rows, list) and len(rows) < len(original.rows) and all(row in original.rows for row in rows):
         raise CheckFailed(f"The report holds {len(rows)} of the model's {len(original.rows)} nodes (report.top(...)?); "
-                          "return the whole report.")
-    raise CheckFailed("The report was changed after labkit.profile_model made it; return it as it is.")
+                          "return the whole report.", mistake="returns-top-rows")
+    raise CheckFailed("The report was changed after labkit.profile_model made it; return it as it is.", mistake="changed-report")
 
 
 def _call_profile(profile_my_model: Callable[[], Any]) -> Any:
@@ -103,7 +114,7 @@ def _call_profile(profile_my_model: Callable[[], Any]) -> Any:
         if isinstance(exc.original, dataclasses.FrozenInstanceError):
             raise CheckFailed(f"Your code raised FrozenInstanceError: {exc.original}. A ProfileReport cannot be changed: "
                               "its runs are the runs labkit timed. Ask labkit.profile_model for them (runs=3) "
-                              "instead.") from exc
+                              "instead.", mistake="assigns-to-report") from exc
         raise
 
 
@@ -118,19 +129,21 @@ def check_profile_own_model(profile_my_model: Callable[[], Any]) -> CheckResult:
     def check() -> str:
         with watch_runs() as watch:
             report = _call_profile(profile_my_model)
-        expect(isinstance(report, ProfileReport), _report_type_hint(report))
+        expect(isinstance(report, ProfileReport), *_report_type_hint(report))
         watched = _watched(report, watch)
         runs = watched.timed_runs
         expect(runs == watched.report.runs, f"The report says it has {watched.report.runs} timed runs, but its profiler "
-                                            f"really timed {runs}; return the report labkit.profile_model(...) gave you.")
-        expect(runs >= 3, f"The report has {runs} timed run(s); pass runs=3 or more.")
+                                            f"really timed {runs}; return the report labkit.profile_model(...) gave you.",
+               mistake="relabelled-runs")
+        expect(runs >= 3, f"The report has {runs} timed run(s); pass runs=3 or more.", mistake="too-few-runs")
         expect(not watched.training, "Your model was profiled in train mode (every nn.Module starts in it; BatchNorm and "
                                      "Dropout then do training work); call model.eval() before profiling, as the "
-                                     "exercise asks.")
+                                     "exercise asks.", mistake="forgot-eval")
         modules = [row for row in watched.report.rows if row.op == "call_module"]
-        expect(len(modules) >= 3, f"Your model has {len(modules)} layer(s) in the graph; build one with at least 3.")
+        expect(len(modules) >= 3, f"Your model has {len(modules)} layer(s) in the graph; build one with at least 3.",
+               mistake="too-few-layers")
         types = watched.report.by_op_type().pct
-        expect("Conv2d" in types, f"No Conv2d in your model (found {sorted(types)}); add an nn.Conv2d.")
+        expect("Conv2d" in types, f"No Conv2d in your model (found {sorted(types)}); add an nn.Conv2d.", mistake="no-conv2d")
         return f"{len(watched.report.rows)} nodes of {len(types)} op types profiled over {runs} runs."
 
     return run_check("1.1", check, profile_my_model)
@@ -169,56 +182,63 @@ def _counted_flops(layer: nn.Module, inputs: torch.Tensor) -> int:
     return int(counter.get_total_flops())
 
 
-_PER_MAC = " Count 2 FLOPs per multiply-add (a multiplication and an addition), as torch.utils.flop_counter does."
-_BIAS = " Leave the bias out: torch.utils.flop_counter counts the multiply-adds only."
+_PER_MAC = _Hint(" Count 2 FLOPs per multiply-add (a multiplication and an addition), as torch.utils.flop_counter does.",
+                 mistake="one-flop-per-mac")
+_BIAS = _Hint(" Leave the bias out: torch.utils.flop_counter counts the multiply-adds only.", mistake="counts-bias")
 
 
-def _conv_slips(layer: nn.Conv2d, inputs: torch.Size, outputs: torch.Size) -> list[tuple[int, str]]:
+def _conv_slips(layer: nn.Conv2d, inputs: torch.Size, outputs: torch.Size) -> list[tuple[int, _Hint]]:
     """(the count a slip gives, the hint naming it) for the usual slips in a Conv2d's FLOPs."""
     (kh, kw), cin, cout, groups = layer.kernel_size, layer.in_channels, layer.out_channels, layer.groups
     out, per_output = math.prod(outputs), cin // groups * kh * kw
     input_positions = outputs[0] * cout * inputs[2] * inputs[3]
-    square = f" This kernel is {kh}x{kw}, not square: multiply by kernel height * kernel width, both entries of kernel_size."
+    square = _Hint(f" This kernel is {kh}x{kw}, not square: multiply by kernel height * kernel width, both entries of "
+                   "kernel_size.", mistake="square-kernel")
     return [
         (out * per_output, _PER_MAC),
-        (2 * out * cin * kh * kw, f" This convolution has groups={groups}: each output value sums over in_channels / groups "
-                                  f"= {cin // groups} input channels, not all {cin} of them."),
-        (2 * input_positions * per_output, f" This convolution has stride={layer.stride[0]}: its output is "
-                                           f"{outputs[2]}x{outputs[3]}, smaller than its {inputs[2]}x{inputs[3]} input; "
-                                           "count the output values, not the input's positions."),
-        (2 * math.prod(inputs) * per_output, f" You counted per value of the node's *input* {tuple(inputs)}; the "
-                                             f"multiply-adds are per value of its output {tuple(outputs)}."),
+        (2 * out * cin * kh * kw, _Hint(f" This convolution has groups={groups}: each output value sums over in_channels "
+                                        f"/ groups = {cin // groups} input channels, not all {cin} of them.",
+                                        mistake="groups")),
+        (2 * input_positions * per_output, _Hint(f" This convolution has stride={layer.stride[0]}: its output is "
+                                                 f"{outputs[2]}x{outputs[3]}, smaller than its {inputs[2]}x{inputs[3]} "
+                                                 "input; count the output values, not the input's positions.",
+                                                 mistake="forgets-stride")),
+        (2 * math.prod(inputs) * per_output, _Hint(f" You counted per value of the node's *input* {tuple(inputs)}; the "
+                                                   f"multiply-adds are per value of its output {tuple(outputs)}.",
+                                                   mistake="per-input-value")),
         (2 * out * per_output + out, _BIAS),
         (2 * out * per_output + 2 * out, _BIAS),
         (2 * out * (cin // groups) * kh * kh, square),
         (2 * out * (cin // groups) * kw * kw, square),
-        (2 * out * (cin // groups), f" Each output value also sums over the {kh}x{kw} kernel window: multiply by kernel "
-                                    "height * kernel width."),
-        (2 * out * (cout // groups) * kh * kw, " Each output value sums over the *input* channels of its group: "
-                                               "in_channels / groups, not out_channels / groups."),
+        (2 * out * (cin // groups), _Hint(f" Each output value also sums over the {kh}x{kw} kernel window: multiply by "
+                                          "kernel height * kernel width.", mistake="forgets-kernel")),
+        (2 * out * (cout // groups) * kh * kw, _Hint(" Each output value sums over the *input* channels of its group: "
+                                                     "in_channels / groups, not out_channels / groups.",
+                                                     mistake="out-channels")),
     ]
 
 
-def _linear_slips(layer: nn.Linear, outputs: torch.Size) -> list[tuple[int, str]]:
+def _linear_slips(layer: nn.Linear, outputs: torch.Size) -> list[tuple[int, _Hint]]:
     """(the count a slip gives, the hint naming it) for the usual slips in a Linear's FLOPs."""
     out, features = math.prod(outputs), layer.in_features
     return [
         (out * features, _PER_MAC),
         (2 * out * features + out, _BIAS),
         (2 * out * features + 2 * out, _BIAS),
-        (2 * out * layer.out_features, f" Each output value of a Linear sums over its in_features ({features}) inputs, "
-                                       f"not out_features ({layer.out_features})."),
+        (2 * out * layer.out_features, _Hint(f" Each output value of a Linear sums over its in_features ({features}) "
+                                             f"inputs, not out_features ({layer.out_features}).", mistake="out-features")),
     ]
 
 
-def _flop_hint(layer: nn.Module, got: int, expected: int, inputs: torch.Size, outputs: torch.Size) -> str:
+def _flop_hint(layer: nn.Module, got: int, expected: int, inputs: torch.Size, outputs: torch.Size) -> _Hint:
     """The slip that gives exactly ``got``; a pointer to the formula when none of them does."""
     if isinstance(layer, nn.Conv2d):
         slips = _conv_slips(layer, inputs, outputs)
-        general = " Per output value, a Conv2d does (in_channels / groups) * kernel height * kernel width multiply-adds."
+        general = _Hint(" Per output value, a Conv2d does (in_channels / groups) * kernel height * kernel width "
+                        "multiply-adds.", mistake="conv-formula")
     else:
         slips = _linear_slips(cast(nn.Linear, layer), outputs)
-        general = " Per output value, a Linear does in_features multiply-adds."
+        general = _Hint(" Per output value, a Linear does in_features multiply-adds.", mistake="linear-formula")
     return next((hint for count, hint in slips if count == got and count != expected), general)
 
 
@@ -257,27 +277,28 @@ def _graph_changes(given: torch.fx.GraphModule, reference: torch.fx.GraphModule)
 def _expect_graph_unchanged(given: torch.fx.GraphModule, reference: torch.fx.GraphModule) -> None:
     changes = _graph_changes(given, reference)
     expect(not changes, f"Your code changed the graph module it was given ({'; '.join(changes)}). The checker compares "
-                        "with its own copy, which your code never sees: record what the graph does, and leave it as it is.")
+                        "with its own copy, which your code never sees: record what the graph does, and leave it as it is.",
+           mistake="changes-graph")
 
 
 def _keyed_by_nodes(table: dict[Any, Any], what: str) -> None:
     expect(not any(isinstance(key, torch.fx.Node) for key in table),
-           f"self.{what} is keyed by the Node objects; key it by each node's name, n.name (a str).")
+           f"self.{what} is keyed by the Node objects; key it by each node's name, n.name (a str).", mistake="keyed-by-node")
 
 
 def _check_shapes(shapes: object, nodes: Nodes) -> None:
     if not isinstance(shapes, dict):
-        raise CheckFailed("After run(), self.shapes must be a dict {node name: shape tuple}.")
+        raise CheckFailed("After run(), self.shapes must be a dict {node name: shape tuple}.", mistake="no-shapes-dict")
     _keyed_by_nodes(shapes, "shapes")
     missing = sorted(set(nodes) - set(shapes))
-    expect(not missing, f"No shape recorded for node(s) {missing}; record every node whose output is a tensor.")
+    expect(not missing, f"No shape recorded for node(s) {missing}; record every node whose output is a tensor.",
+           mistake="missing-shapes")
     for name, (node, _) in nodes.items():
         got, shape = shapes[name], tuple(node.meta["tensor_meta"].shape)
-        expect(
-            int_tuple(got) == shape,
-            f"Node {name!r}: you recorded {got!r}, the output shape is {shape}"
-            + ("." if int_tuple(got) is not None else "; record a tuple of ints, e.g. tuple(result.shape)."),
-        )
+        said = f"Node {name!r}: you recorded {got!r}, the output shape is {shape}"
+        expect(int_tuple(got) is not None, f"{said}; record a tuple of ints, e.g. tuple(result.shape).",
+               mistake="shape-not-a-tuple")
+        expect(int_tuple(got) == shape, f"{said}.", mistake="wrong-shape")
 
 
 def _check_one_count(name: str, got: object, node: torch.fx.Node, layer: nn.Module) -> None:
@@ -287,18 +308,20 @@ def _check_one_count(name: str, got: object, node: torch.fx.Node, layer: nn.Modu
     expected = _counted_flops(layer, torch.zeros(inputs))
     if isinstance(got, float) and got == expected:
         raise CheckFailed(f"Node {name!r}: {got!r} is the right count, but a float; record the FLOPs as an int "
-                          "(`/` makes a float, `//` keeps an int).")
+                          "(`/` makes a float, `//` keeps an int).", mistake="float-flops")
     expect(isinstance(got, numbers.Integral) and not isinstance(got, bool),
-           f"Node {name!r}: record the FLOPs as an int, got {type(got).__name__} {got!r}.")
+           f"Node {name!r}: record the FLOPs as an int, got {type(got).__name__} {got!r}.", mistake="flops-not-an-int")
     counted = int(cast(int, got))
+    slip = _flop_hint(layer, counted, expected, inputs, outputs)
     expect(counted == expected, f"Node {name!r} ({layer}): you counted {counted} FLOPs, torch.utils.flop_counter counts "
-                                f"{expected}.{_flop_hint(layer, counted, expected, inputs, outputs)}")
+                                f"{expected}.{slip.text}", mistake=slip.mistake)
 
 
 def _check_flops(flops: object, nodes: Nodes) -> int:
     """Compare each Conv2d/Linear node's FLOPs with torch's counter; return how many were compared."""
     if not isinstance(flops, dict):
-        raise CheckFailed("After run(), self.flops must be a dict {node name: FLOPs} for the Conv2d and Linear nodes.")
+        raise CheckFailed("After run(), self.flops must be a dict {node name: FLOPs} for the Conv2d and Linear nodes.",
+                          mistake="no-flops-dict")
     _keyed_by_nodes(flops, "flops")
     compared = 0
     for name, (node, layer) in nodes.items():
@@ -306,10 +329,11 @@ def _check_flops(flops: object, nodes: Nodes) -> int:
         if not isinstance(layer, (nn.Conv2d, nn.Linear)):
             kind = type(layer).__name__ if layer else node.target
             expect(not got, f"Node {name!r} ({kind}) has {got!r} FLOPs in self.flops; count only nn.Conv2d and nn.Linear "
-                            f"nodes: torch.utils.flop_counter counts none for {kind}.")
+                            f"nodes: torch.utils.flop_counter counts none for {kind}.", mistake="counts-other-layers")
             continue
         expect(name in flops, f"No FLOPs recorded for node {name!r}, a {type(layer).__name__}; record every nn.Conv2d "
-                              f"and nn.Linear node: self.fetch_attr(n.target) is the module a call_module node calls.")
+                              f"and nn.Linear node: self.fetch_attr(n.target) is the module a call_module node calls.",
+               mistake="missing-flops")
         _check_one_count(name, got, node, layer)
         compared += 1
     return compared
@@ -328,6 +352,7 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
         expect(
             isinstance(recorder_class, type),
             "Pass the class itself (a subclass of torch.fx.Interpreter), e.g. check_shape_flop_recorder(ShapeFlopRecorder).",
+            mistake="passes-an-instance",
         )
         x = _reference_input()
         reference = torch.fx.symbolic_trace(_recorder_model())
@@ -338,6 +363,7 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
         expect(
             callable(getattr(recorder, "run", None)),
             f"{getattr(recorder_class, '__name__', recorder_class)!s} has no run() method: subclass torch.fx.Interpreter.",
+            mistake="not-an-interpreter",
         )
         with torch.no_grad():
             call_learner(recorder.run, x.clone())
@@ -396,44 +422,51 @@ def _close(got: torch.Tensor, want: torch.Tensor, tolerance: float) -> bool:
     return torch.allclose(got.double(), want, rtol=tolerance, atol=tolerance * float(want.abs().max()))
 
 
-def _weight_hint(linear: nn.Linear, bn: nn.BatchNorm1d, weight: torch.Tensor, tolerance: float) -> str:
+def _weight_hint(linear: nn.Linear, bn: nn.BatchNorm1d, weight: torch.Tensor, tolerance: float) -> _Hint:
     """Why a folded weight is off, for the usual slips; a pointer to the formula when none of them explains it."""
     _, variance, gamma, _ = _bn_terms(bn)
+    by_variance = _Hint(" The weights divide by the variance; divide by the standard deviation, sqrt(running_var + eps).",
+                        mistake="divides-by-variance")
     rows = [
-        (gamma / torch.sqrt(variance), " The weights miss bn.eps: the scale is gamma / sqrt(running_var + eps)."),
-        (gamma / torch.sqrt(variance + 1e-5), f" The weights use eps = 1e-5, but this BatchNorm has eps={bn.eps:g}: "
-                                              "read it from bn.eps."),
-        (gamma / variance, " The weights divide by the variance; divide by the standard deviation, sqrt(running_var + eps)."),
-        (gamma / (variance + bn.eps), " The weights divide by the variance; divide by the standard deviation, "
-                                      "sqrt(running_var + eps)."),
-        (1 / torch.sqrt(variance + bn.eps), " The weights miss bn.weight (gamma): the scale is gamma / sqrt(running_var + eps)."),
+        (gamma / torch.sqrt(variance), _Hint(" The weights miss bn.eps: the scale is gamma / sqrt(running_var + eps).",
+                                             mistake="forgets-eps")),
+        (gamma / torch.sqrt(variance + 1e-5), _Hint(f" The weights use eps = 1e-5, but this BatchNorm has eps={bn.eps:g}: "
+                                                    "read it from bn.eps.", mistake="hard-coded-eps")),
+        (gamma / variance, by_variance),
+        (gamma / (variance + bn.eps), by_variance),
+        (1 / torch.sqrt(variance + bn.eps), _Hint(" The weights miss bn.weight (gamma): the scale is gamma / "
+                                                  "sqrt(running_var + eps).", mistake="forgets-gamma")),
     ]
     scale = gamma / torch.sqrt(variance + bn.eps)
     if linear.in_features == linear.out_features and _close(weight, linear.weight * scale, tolerance):
-        return (" Each output feature c is a *row* of linear.weight (its shape is (out_features, in_features)): scale "
-                "the rows, not the columns.")
+        return _Hint(" Each output feature c is a *row* of linear.weight (its shape is (out_features, in_features)): "
+                     "scale the rows, not the columns.", mistake="rows-and-columns")
     for wrong_scale, hint in rows:
         if _close(weight, linear.weight * wrong_scale.unsqueeze(1), tolerance):
             return hint
-    return " The folded weight is linear.weight with row c multiplied by s_c = gamma_c / sqrt(running_var_c + eps)."
+    return _Hint(" The folded weight is linear.weight with row c multiplied by s_c = gamma_c / sqrt(running_var_c + eps).",
+                 mistake="wrong-weight")
 
 
-def _bias_hint(linear: nn.Linear, bn: nn.BatchNorm1d, bias: torch.Tensor, tolerance: float) -> str:
+def _bias_hint(linear: nn.Linear, bn: nn.BatchNorm1d, bias: torch.Tensor, tolerance: float) -> _Hint:
     """Why a folded bias is off (the weight is right), for the usual slips; the formula when none of them explains it."""
     mean, variance, gamma, beta = _bn_terms(bn)
     scale = gamma / torch.sqrt(variance + bn.eps)
     own = linear.bias if linear.bias is not None else torch.zeros_like(mean)
     slips = [
-        (-mean * scale + beta, " The Linear's own bias passes through BatchNorm too: the folded bias is "
-                               "(b - running_mean) * s + beta."),
-        (own * scale + beta, " The folded bias misses the running mean: (b - running_mean) * s + beta."),
-        ((own - mean) * scale, " The folded bias misses bn.bias (beta): (b - running_mean) * s + beta."),
-        (own - mean + beta, " The shift b - running_mean is scaled by s too: (b - running_mean) * s + beta."),
+        (-mean * scale + beta, _Hint(" The Linear's own bias passes through BatchNorm too: the folded bias is "
+                                     "(b - running_mean) * s + beta.", mistake="forgets-own-bias")),
+        (own * scale + beta, _Hint(" The folded bias misses the running mean: (b - running_mean) * s + beta.",
+                                   mistake="forgets-mean")),
+        ((own - mean) * scale, _Hint(" The folded bias misses bn.bias (beta): (b - running_mean) * s + beta.",
+                                     mistake="forgets-beta")),
+        (own - mean + beta, _Hint(" The shift b - running_mean is scaled by s too: (b - running_mean) * s + beta.",
+                                  mistake="unscaled-shift")),
     ]
     for wrong, hint in slips[0 if linear.bias is not None else 1:]:
         if _close(bias, wrong, tolerance):
             return hint
-    return " The folded bias is (b_c - running_mean_c) * s_c + beta_c."
+    return _Hint(" The folded bias is (b_c - running_mean_c) * s_c + beta_c.", mistake="wrong-bias")
 
 
 def _same(before: object, after: object) -> bool:
@@ -469,7 +502,7 @@ def _expect_unchanged(label: str, given: tuple[nn.Linear, nn.BatchNorm1d], priva
     which = " and the ".join(kind for kind, changes in (("Linear", linear), ("BatchNorm", bn)) if changes)
     expect(not which, f"For {label}, your code changed the {which} it was given ({'; '.join(linear + bn)}); build a new "
                       "nn.Linear and leave both as they are. The checker compares with its own copies, which your code "
-                      "never sees.")
+                      "never sees.", mistake="changes-its-inputs")
 
 
 def _shape_hint(label: str, linear: nn.Linear, error: BaseException) -> str:
@@ -489,7 +522,7 @@ def _call_fold(fold_linear_bn: Callable[..., Any], label: str, linear: nn.Linear
             return call_learner(fold_linear_bn, linear, bn)
     except LearnerError as exc:
         if isinstance(exc.original, RuntimeError) and "must match the size" in str(exc.original):
-            raise CheckFailed(_shape_hint(label, linear, exc.original)) from exc
+            raise CheckFailed(_shape_hint(label, linear, exc.original), mistake="rows-and-columns") from exc
         raise
 
 
@@ -497,29 +530,31 @@ def _check_fold(label: str, folded: Any, given: nn.Linear, linear: nn.Linear, bn
     """Compare the learner's folded layer with torch's fold of the checker's own copies; return the tolerance used."""
     expect(isinstance(folded, nn.Linear) and folded is not given,
            f"For {label} you returned {type(folded).__name__}; return one new nn.Linear (not a Sequential, "
-           f"not the Linear you were given).")
-    expect(folded.weight.shape == linear.weight.shape and folded.bias is not None,
-           f"For {label} the folded Linear must have the same weight shape {tuple(linear.weight.shape)} and a bias "
-           f"(bias=True): BatchNorm's shift becomes its bias.")
+           f"not the Linear you were given).", mistake="not-a-new-linear")
+    same_shape_and_bias = (f"For {label} the folded Linear must have the same weight shape {tuple(linear.weight.shape)} "
+                           "and a bias (bias=True): BatchNorm's shift becomes its bias.")
+    expect(folded.weight.shape == linear.weight.shape, same_shape_and_bias, mistake="wrong-weight-shape")
+    expect(folded.bias is not None, same_shape_and_bias, mistake="no-folded-bias")
     dtype = folded.weight.dtype
     expect(dtype in (torch.float32, torch.float64) and folded.bias.dtype == dtype,
            f"For {label} your folded layer is {dtype} (bias {folded.bias.dtype}); build it in float64, the dtype of the "
-           f"Linear you were given, or float32.")
+           f"Linear you were given, or float32.", mistake="wrong-dtype")
     tolerance = _tolerance(dtype)
     reference = fuse_linear_bn_eval(linear, bn)
     x = torch.randn(5, linear.in_features, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         weight, bias = folded.weight.detach(), folded.bias.detach()
-        expect(_close(weight, reference.weight, tolerance),
-               f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval."
-               f"{_weight_hint(linear, bn, weight, tolerance)}")
-        expect(_close(bias, reference.bias, tolerance),
-               f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval."
-               f"{_bias_hint(linear, bn, bias, tolerance)}")
+        differs = f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval."
+        if not _close(weight, reference.weight, tolerance):
+            slip = _weight_hint(linear, bn, weight, tolerance)
+            raise CheckFailed(differs + slip.text, mistake=slip.mistake)
+        if not _close(bias, reference.bias, tolerance):
+            slip = _bias_hint(linear, bn, bias, tolerance)
+            raise CheckFailed(differs + slip.text, mistake=slip.mistake)
         output = call_learner(folded, x.to(dtype))
         expect(isinstance(output, torch.Tensor) and _close(output, bn(linear(x)), tolerance),
                f"For {label} the folded layer's output differs from bn(linear(x)), although its weight and bias are "
-               "right: return a plain nn.Linear.")
+               "right: return a plain nn.Linear.", mistake="not-a-plain-linear")
     return tolerance
 
 

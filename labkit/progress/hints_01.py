@@ -1,4 +1,35 @@
 """Lab 01's tiered hints (see :mod:`labkit.progress.hints`)."""
 from __future__ import annotations
 
-HINTS: dict[str, tuple[str, str, str]] = {}
+HINTS: dict[str, tuple[str, str, str]] = {
+    "1.1": (
+        "What does `labkit.profile_model` give back, and is that exactly what your function returns? "
+        "Is your model in eval mode, with at least three layers and a convolution among them?",
+        "The section *Statistics: `labkit.profile_model`* shows the call and its `runs=` argument; "
+        "`nn.Module.eval()` switches BatchNorm and Dropout from training to inference.",
+        "Build a small `nn.Sequential` of at least three layers, one of them an `nn.Conv2d`, and switch it to eval mode. "
+        "Make a random batch whose channel count matches the first convolution's input channels. "
+        "Profile the model on that batch with at least three timed runs and return the report as labkit gives it.",
+    ),
+    "1.2": (
+        "Does every node with a tensor output get its shape, under the node's name? "
+        "For a convolution, how many multiply-adds does one output value take, and how many output values are there?",
+        "Override `torch.fx.Interpreter.run_node` and let the base class's version compute each result; "
+        "`self.fetch_attr(n.target)` is the module a `call_module` node calls, and `torch.utils.flop_counter.FlopCounterMode` "
+        "counts one layer for you to compare with.",
+        "In `__init__`, call the base class's constructor first, then make the two dicts. "
+        "In `run_node`, get the result from the base class, record its shape as a tuple of ints, and for a Conv2d or Linear "
+        "count 2 FLOPs per multiply-add: per output value, a Conv2d sums over the input channels of its group times the "
+        "kernel's height and width, a Linear over its input features. Keep the counts ints and return the result.",
+    ),
+    "1.3": (
+        "Which axis of `linear.weight` is an output feature, and what does an eval-mode BatchNorm do to each output feature? "
+        "What if `linear.bias` is None?",
+        "The section *Act on it: Conv-BN fusion* does the same arithmetic for a convolution; "
+        "`torch.nn.utils.fusion.fuse_linear_bn_eval` is torch's own fold, to compare your layer with.",
+        "Per output feature, BatchNorm scales by gamma over the square root of the running variance plus `bn.eps`, then "
+        "shifts. Build a new `nn.Linear` with a bias, in the given layer's dtype: its weight is the old one with each row "
+        "multiplied by that feature's scale, its bias is the old bias (zeros when there is none) minus the running mean, "
+        "times the scale, plus beta. Copy both in under `torch.no_grad()` and leave `linear` and `bn` untouched.",
+    ),
+}

@@ -1,4 +1,35 @@
 """Lab 02's tiered hints (see :mod:`labkit.progress.hints`)."""
 from __future__ import annotations
 
-HINTS: dict[str, tuple[str, str, str]] = {}
+HINTS: dict[str, tuple[str, str, str]] = {
+    "2.1": (
+        "In each format, which dimension is innermost in memory, and how far apart are two neighbours along it? "
+        "Is `memory_format` a string or a torch object?",
+        "The sections *Shape and strides*, *`channels_last`: same shape, other strides* and *`channels_last_3d` for 5-D "
+        "tensors*; the *Explore strides live* widget shows the strides of any shape.",
+        "List the dimensions from innermost to outermost: in the contiguous format the last dimension first and the batch "
+        "last; in channels_last and channels_last_3d the channels first, then the spatial dimensions from the last one, "
+        "then the batch. Walk that list with a running product: each dimension's stride is the product of the sizes "
+        "inside it, starting at 1. Return the strides as a tuple in the dimensions' own order (N, C, ...), not in memory "
+        "order.",
+    ),
+    "2.2": (
+        "Does your `__torch_function__` call `func` with all its arguments and return its result? "
+        "Did you convert both the model and the input to channels_last, and run the model inside your mode?",
+        "The section *A `TorchFunctionMode` in a few lines*, under *Where the format gets lost*, is the starting point; "
+        "`is_contiguous(memory_format=...)` tells a tensor's format, and `func.__name__` the call's name.",
+        "In `__torch_function__`, call `func` first with the args and the kwargs (which can be None), then record "
+        "`func`'s name when one of its 4-D tensor arguments was channels_last (and not plain contiguous) and its 4-D result "
+        "is not channels_last; return the result. In `find_format_dropper`, convert the model and the input to "
+        "channels_last, run the model inside a `with` block of your mode, and return the first recorded name, or None.",
+    ),
+    "2.3": (
+        "What does `model.to(memory_format=torch.channels_last)` do to the Conv3d's 5-D weight? "
+        "Which memory format does a 5-D tensor take?",
+        "The sections *`convert_conv2d_weight_memory_format` versus `model.to`* and *`channels_last_3d` for 5-D tensors*; "
+        "`torch.nn.utils` has a weight converter for Conv2d layers and one for Conv3d layers.",
+        "Call `torch.nn.utils.convert_conv3d_weight_memory_format` on the model with the 5-D format, then "
+        "`torch.nn.utils.convert_conv2d_weight_memory_format` with the 4-D one: each converts only its own kind of layer, "
+        "in place. Leave every other parameter alone and return the model you were given.",
+    ),
+}
