@@ -17,6 +17,7 @@ import sys
 
 import torch
 
+from labkit.core.checks import CheckResult
 from tests.mistakes import ROOT, Mistake
 from tests.mistakes.catalogues import EXERCISES, all_mistakes
 
@@ -25,9 +26,9 @@ WRITTEN_WITH = re.compile(r"<!-- mistakes written with torch (\d+\.\d+) -->")
 _WHERE_IT_STARTS = re.compile(r" Your [\w.]+ starts at line \d+ of (?:its cell|[\w.-]+)\.(?=\s|$)")
 
 
-def shown(mistake: Mistake) -> str:
-    """The checker's verdict on ``mistake`` as the guide quotes it."""
-    text = str(mistake.answer())
+def shown(mistake: Mistake, result: CheckResult) -> str:
+    """The checker's verdict ``result`` on ``mistake`` as the guide quotes it."""
+    text = str(result)
     text = _WHERE_IT_STARTS.sub("", text)
     for pattern in mistake.measured:
         text = re.sub(pattern, "…", text)
@@ -35,9 +36,16 @@ def shown(mistake: Mistake) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def row(mistake: Mistake) -> str:
+    result = mistake.answer()
+    board = f"`{result.mistake}`" if result.mistake else ""
+    return f"| {mistake.what} | {shown(mistake, result)} | {board} |"
+
+
 def table(exercise: str, mistakes: list[Mistake]) -> str:
-    rows = [f"| {mistake.what} | {shown(mistake)} |" for mistake in mistakes if mistake.exercise == exercise]
-    return "\n".join(["| mistake | the checker says |", "|---|---|", *rows])
+    """The exercise's table: each mistake, what the checker says, and the id the room's board counts it under."""
+    rows = [row(mistake) for mistake in mistakes if mistake.exercise == exercise]
+    return "\n".join(["| mistake | the checker says | on the board |", "|---|---|---|", *rows])
 
 
 def torch_release() -> str:
