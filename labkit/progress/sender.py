@@ -7,12 +7,16 @@ and sleeps until the next event or a retry. A board that is down or slow costs t
 each post waits :data:`TIMEOUT_S` at most, and what it could not send goes with the next one. The board
 keeps each event once (by its id), so sending twice is harmless.
 
+A kernel that shuts down right after a check (a notebook closed at once) sends what is left on its
+way out, waiting :data:`TIMEOUT_S` at most; a kernel that is killed leaves it for the next check.
+
 Only events of the hub's learner (``JUPYTERHUB_USER``) are sent, to ``LABKIT_BOARD_URL`` (set by the
 hub for every learner's server), with ``JUPYTERHUB_API_TOKEN`` (the server's own token); the board takes
 the learner's name from the token, never from the event.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import threading
@@ -30,6 +34,7 @@ BATCH = 200  # events per post
 CURSOR_SUFFIX = ".sent"
 
 _lock = threading.Lock()
+_sending = threading.Lock()  # one post at a time: the thread's and the one on the way out
 _threads: dict[Path, _Sender] = {}
 
 
@@ -47,9 +52,20 @@ def wake(journal: Path) -> None:
     with _lock:
         thread = _threads.get(journal)
         if thread is None or not thread.is_alive():
+            if not _threads:
+                atexit.register(_send_on_the_way_out)
             thread = _threads[journal] = _Sender(journal, url)
             thread.start()
     thread.pending.set()
+
+
+def _send_on_the_way_out() -> None:
+    for journal, thread in list(_threads.items()):
+        if thread.pending.is_set() or thread.problem or thread.sending:
+            try:
+                send_now(journal, thread.url)
+            except OSError:
+                pass
 
 
 def send_now(journal: Path, url: str | None = None) -> tuple[int, str]:
@@ -57,6 +73,11 @@ def send_now(journal: Path, url: str | None = None) -> tuple[int, str]:
     url = url or board_url()
     if url is None:
         return 0, "not on a hub with a board"
+    with _sending:
+        return _send(journal, url)
+
+
+def _send(journal: Path, url: str) -> tuple[int, str]:
     cursor = journal.with_name(journal.name + CURSOR_SUFFIX)
     start = _read_cursor(cursor)
     events, end = read_events(journal, start)
@@ -106,13 +127,17 @@ class _Sender(threading.Thread):
         self.journal, self.url = journal, url
         self.pending = threading.Event()
         self.problem = ""
+        self.sending = False
 
     def run(self) -> None:
         while True:
             woken = self.pending.wait(timeout=RETRY_S if self.problem else None)
             self.pending.clear()
             if woken or self.problem:
+                self.sending = True
                 try:
                     self.problem = send_now(self.journal, self.url)[1]
                 except OSError as exc:  # the journal's folder went away: try again later
                     self.problem = str(exc)
+                finally:
+                    self.sending = False

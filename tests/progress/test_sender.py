@@ -100,3 +100,13 @@ def test_no_hub_no_sending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv(sender.BOARD_URL, raising=False)
     assert sender.board_url() is None
     assert sender.send_now(tmp_path / "progress.jsonl") == (0, "not on a hub with a board")
+
+
+def test_a_process_that_ends_right_after_a_check_sends_on_its_way_out(board: FakeBoard):
+    import os
+    import subprocess
+    import sys
+
+    code = "from labkit.core.checks import run_check; run_check('2.1', lambda: 'fine')"
+    subprocess.run([sys.executable, "-c", code], env=dict(os.environ), check=True, timeout=60)
+    assert [[e["exercise"] for e in events] for _, events in board.posts] == [["2.1"]]
