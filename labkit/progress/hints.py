@@ -20,7 +20,6 @@ from labkit.progress.hints_02 import HINTS as LAB_02
 from labkit.progress.hints_03 import HINTS as LAB_03
 from labkit.progress.hints_04 import HINTS as LAB_04
 from labkit.progress.record import learner_name, record_hint
-from labkit.progress.summary import summarize
 
 HINTS: dict[str, tuple[str, str, str]] = {**LAB_01, **LAB_02, **LAB_03, **LAB_04}
 KINDS = ("a nudge", "where to look", "the approach")
@@ -83,5 +82,6 @@ def _journal_level(exercise: str) -> int:
         events, _ = journal.read_events(path)
     except LabkitValueError:
         return 0
-    item = summarize(learner_name(), events).exercises.get(exercise)
-    return item.hint_level if item else 0
+    learner = learner_name()
+    return max((event.hint_level for event in events
+                if event.learner == learner and event.kind == "hint" and event.exercise == exercise), default=0)

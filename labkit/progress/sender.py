@@ -98,9 +98,13 @@ def _send(journal: Path, url: str) -> tuple[int, str]:
     return stored, ""
 
 
+REFUSED = "the board refused"  # a 4xx answer other than 429: sending the same again cannot help
+
+
 def _problem(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.HTTPError):
-        return f"the board answered {exc.code} {exc.reason}"
+        refused = 400 <= exc.code < 500 and exc.code != 429
+        return f"{REFUSED if refused else 'the board answered'} {exc.code} {exc.reason}"
     return f"the board could not be reached ({exc})"
 
 
@@ -131,9 +135,10 @@ class _Sender(threading.Thread):
 
     def run(self) -> None:
         while True:
-            woken = self.pending.wait(timeout=RETRY_S if self.problem else None)
+            retry = bool(self.problem) and not self.problem.startswith(REFUSED)  # a refusal waits for the next event
+            woken = self.pending.wait(timeout=RETRY_S if retry else None)
             self.pending.clear()
-            if woken or self.problem:
+            if woken or retry:
                 self.sending = True
                 try:
                     self.problem = send_now(self.journal, self.url)[1]

@@ -1,78 +1,130 @@
-"""One learner's events folded into where they stand on each exercise: the learner's table and the board's cells.
+"""One learner's events folded into where they stand: each exercise's cell and the preflight.
 
-Why one fold for both: "solved" must mean the same on the learner's screen and on the instructor's
-board. Rules: an exercise once solved stays solved (a later attempt, e.g. after editing the answer,
-counts as an attempt but does not undo it); an attempt is a checker run that said "not solved" or
-"checker error" (running it on the untouched stub is "not yet", no attempt); the latest mistake is the
-last attempt's id; hints count the highest level shown.
+Why one fold for the learner's own table (:mod:`labkit.progress.table`) and the instructor's board
+(:mod:`labkit.workshop.board.grid`): "solved" must mean the same on both screens. The rules:
+
+- a cell is *solved* once any verdict said so, whatever came after; else it is what the latest
+  verdict said: *attempted* (not solved: how many attempts, and the latest mistake in words),
+  *checker error* (labkit's bug, not the learner's), *not yet* (the checker ran on the stub), or
+  *not started* (no verdict);
+- the preflight cell is the latest preflight: ready, not ready (which probes failed), or not run.
+
+Each event comes with the time it counts at (``when``): on the learner's machine its own clock
+(:class:`Dated`), on the board the learner's clock but never later than it was received.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
-from labkit.progress.events import PREFLIGHT, Event
+from labkit.progress.events import Event
+from labkit.progress.mistakes import describe
+
+SOLVED, ATTEMPTED, NOT_STARTED, CHECKER_ERROR, NOT_YET = "solved", "attempted", "not started", "checker error", "not yet"
+STATES = (SOLVED, ATTEMPTED, NOT_STARTED, CHECKER_ERROR, NOT_YET)
+READY, NOT_READY, NOT_RUN = "ready", "not ready", "not run"
+Clock = Callable[[float], str]  # a time (seconds since the epoch) as the reader should see it
 
 
-@dataclass
-class ExerciseProgress:
-    """Where one learner stands on one exercise."""
+class Timed(Protocol):
+    """An event and the time it counts at."""
+
+    @property
+    def event(self) -> Event: ...
+
+    @property
+    def when(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Dated:
+    """An event of the learner's own journal, at the time their machine gave it."""
+
+    event: Event
+
+    @property
+    def when(self) -> float:
+        return self.event.time
+
+
+def dated(events: Iterable[Event], learner: str | None = None) -> list[Dated]:
+    """``events`` (only ``learner``'s, when given) as :class:`Dated`, oldest first."""
+    chosen = [Dated(event) for event in events if learner is None or event.learner == learner]
+    return sorted(chosen, key=lambda item: (item.when, item.event.id))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One learner's standing on one exercise."""
 
     exercise: str
-    state: str = "not started"  # not started / not yet / attempted / checker error / solved
-    attempts: int = 0  # "not solved" and "checker error" verdicts (the stub's "not yet" is no attempt)
-    attempts_since_solved: int = 0  # attempts after the last solve (all of them while never solved)
-    latest_mistake: str = ""
-    solved_at: float | None = None
-    last_time: float | None = None
-    hint_level: int = 0  # the highest hint shown
+    state: str = NOT_STARTED
+    attempts: int = 0  # "not solved" verdicts, in all
+    since_solved: int = 0  # "not solved" verdicts after the latest "solved" (all of them when never solved)
+    mistake: str = ""  # the latest "not solved" (or checker error) verdict's mistake id
+    solved_at: float | None = None  # the first "solved"
+    last: float | None = None  # the latest verdict or hint of this exercise
+    hints: int = 0  # hint levels seen
 
-    def add(self, event: Event) -> None:
-        self.last_time = max(self.last_time or event.time, event.time)
-        if event.kind == "hint":
-            self.hint_level = max(self.hint_level, event.hint_level)
-            return
-        if event.status == "solved":
-            self.state, self.solved_at, self.attempts_since_solved = "solved", self.solved_at or event.time, 0
-        elif event.status in ("not solved", "checker error"):
-            self.attempts += 1
-            self.attempts_since_solved += 1
-            self.latest_mistake = event.mistake
-            if self.state != "solved":
-                self.state = "attempted" if event.status == "not solved" else "checker error"
-        elif self.state == "not started":  # "not yet solved": the checker ran on the stub
-            self.state = "not yet"
+    @property
+    def words(self) -> str:
+        """The latest mistake, in words (:func:`labkit.progress.mistakes.describe`); "" when there is none."""
+        return describe(self.mistake) if self.mistake else ""
 
-
-@dataclass
-class PreflightProgress:
-    """The learner's latest preflight: ready, not ready (and which probes failed), or not run."""
-
-    state: str = "not run"
-    failed_probes: tuple[str, ...] = ()
-    last_time: float | None = None
-
-
-@dataclass
-class LearnerProgress:
-    """One learner: each exercise, the preflight, and when they last did anything labkit records."""
-
-    learner: str
-    exercises: dict[str, ExerciseProgress] = field(default_factory=dict)
-    preflight: PreflightProgress = field(default_factory=PreflightProgress)
-    last_time: float | None = None
-
-    def exercise(self, exercise: str) -> ExerciseProgress:
-        return self.exercises.setdefault(exercise, ExerciseProgress(exercise))
-
-
-def summarize(learner: str, events: Iterable[Event]) -> LearnerProgress:
-    """Fold ``learner``'s events (any order) into their progress; other learners' events are ignored."""
-    progress = LearnerProgress(learner)
-    for event in sorted((event for event in events if event.learner == learner), key=lambda event: event.time):
-        progress.last_time = event.time
-        if event.exercise == PREFLIGHT:
-            progress.preflight = PreflightProgress(event.status, event.failed_probes, event.time)
+    def text(self, clock: Clock | None = None) -> str:
+        """The cell in words; a solved cell says when if given a ``clock``."""
+        if self.state == SOLVED:
+            text = "✓ solved" + (f" {clock(self.solved_at)}" if clock and self.solved_at is not None else "")
+        elif self.state == ATTEMPTED:
+            text = f"{count(self.attempts, 'attempt')}, latest: {self.words}"
+        elif self.state == NOT_YET:
+            text = "not yet: ran the checker on the stub"
         else:
-            progress.exercise(event.exercise).add(event)
-    return progress
+            text = self.state
+        return text + (f"; {count(self.hints, 'hint')}" if self.hints else "")
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """The latest preflight of notebook 00."""
+
+    state: str = NOT_RUN
+    failed_probes: tuple[str, ...] = ()
+    at: float | None = None
+
+    def text(self) -> str:
+        return f"{NOT_READY}: {', '.join(self.failed_probes)}" if self.state == NOT_READY else self.state
+
+
+def exercise_cell(exercise: str, events: Sequence[Timed]) -> Cell:
+    """One learner's cell from their verdicts and hints on ``exercise`` (oldest first)."""
+    checks = [item for item in events if item.event.kind == "check"]
+    solved = [item.when for item in checks if item.event.status == "solved"]
+    failed = [item for item in checks if item.event.status == "not solved"]
+    named = [item for item in checks if item.event.mistake]
+    since_solved = sum(1 for item in failed if not solved or item.when > solved[-1])
+    hints = len({item.event.hint_level for item in events if item.event.kind == "hint"})
+    if solved:
+        state = SOLVED
+    elif not checks:
+        state = NOT_STARTED
+    else:
+        state = {"not solved": ATTEMPTED, "checker error": CHECKER_ERROR, "not yet solved": NOT_YET}[checks[-1].event.status]
+    return Cell(exercise, state, attempts=len(failed), since_solved=since_solved,
+                mistake=named[-1].event.mistake if named and state != SOLVED else "",
+                solved_at=solved[0] if solved else None, last=events[-1].when if events else None, hints=hints)
+
+
+def preflight_cell(events: Sequence[Timed]) -> Preflight:
+    """The latest of ``events`` (preflights, oldest first), or not run."""
+    if not events:
+        return Preflight()
+    latest = events[-1]
+    return Preflight(latest.event.status, latest.event.failed_probes, latest.when)
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+

@@ -20,7 +20,7 @@ from labkit.progress import journal, sender
 from labkit.progress.events import Event, parse_event
 from labkit.progress.mistakes import describe
 from labkit.progress.record import learner_name
-from labkit.progress.summary import ExerciseProgress, LearnerProgress, summarize
+from labkit.progress.summary import SOLVED, Cell, Preflight, dated, exercise_cell, preflight_cell
 
 HEADERS = ("exercise", "notebook", "state", "attempts", "hints", "last attempt", "next")
 
@@ -29,34 +29,34 @@ HEADERS = ("exercise", "notebook", "state", "attempts", "hints", "last attempt",
 class ProgressTable:
     """A learner's progress as a table (text and HTML), and the one next step in a sentence."""
 
-    progress: LearnerProgress
+    learner: str
+    cells: tuple[Cell, ...]  # one per exercise of the labs, in order
+    preflight: Preflight
     source: str  # where the events came from, e.g. the journal's path
     note: str = ""  # a line about where the events came from: the board, or why not
 
     @property
     def table(self) -> Table:
-        rows = [self._row(self.progress.exercises.get(exercise) or ExerciseProgress(exercise)) for exercise in EXERCISES]
-        return Table(HEADERS, rows, title=f"Progress of {self.progress.learner} ({self.source})")
+        return Table(HEADERS, [_row(cell) for cell in self.cells], title=f"Progress of {self.learner} ({self.source})")
 
     @property
     def solved(self) -> int:
-        return sum(1 for item in self.progress.exercises.values() if item.state == "solved")
+        return sum(1 for cell in self.cells if cell.state == SOLVED)
 
     def next_step(self) -> str:
-        for exercise in EXERCISES:
-            item = self.progress.exercises.get(exercise)
-            if item is None or item.state != "solved":
-                return f"Next: exercise {exercise}: {_advice(item or ExerciseProgress(exercise))}"
+        for cell in self.cells:
+            if cell.state != SOLVED:
+                return f"Next: exercise {cell.exercise}: {_advice(cell)}"
         return "Every exercise is solved. The extra sections of each notebook (make lab TRACK=all) go further."
 
     def preflight_line(self) -> str:
-        preflight = self.progress.preflight
-        if preflight.state == "not ready":
-            return f"Preflight: not ready ({', '.join(preflight.failed_probes)} failed); run notebook 00's preflight again."
-        return f"Preflight: {preflight.state}."
+        if self.preflight.state == "not ready":
+            return (f"Preflight: not ready ({', '.join(self.preflight.failed_probes)} failed); "
+                    "run notebook 00's preflight again.")
+        return f"Preflight: {self.preflight.state}."
 
     def lines(self) -> list[str]:
-        return [line for line in (self.preflight_line(), f"{self.solved} of {len(EXERCISES)} solved.",
+        return [line for line in (self.preflight_line(), f"{self.solved} of {len(self.cells)} solved.",
                                   self.next_step(), self.note) if line]
 
     def to_text(self) -> str:
@@ -73,17 +73,14 @@ class ProgressTable:
     def __repr__(self) -> str:
         return self.to_text()
 
-    def _row(self, item: ExerciseProgress) -> tuple[str, ...]:
-        lab = lab_of_exercise(item.exercise)
-        when = _clock(item.last_time) if item.last_time is not None else ""
-        return (item.exercise, lab.notebook if lab else "", item.state, str(item.attempts),
-                f"{item.hint_level} of 3" if item.hint_level else "", when,
-                "" if item.state == "solved" else _advice(item))
-
 
 def progress_table(learner: str, events: Iterable[Event], source: str, note: str = "") -> ProgressTable:
-    """The table of ``learner``'s ``events``."""
-    return ProgressTable(summarize(learner, events), source, note)
+    """The table of ``learner``'s ``events`` (other learners' are left out)."""
+    mine = dated(events, learner)
+    cells = tuple(exercise_cell(exercise, [item for item in mine if item.event.exercise == exercise])
+                  for exercise in EXERCISES)
+    return ProgressTable(learner, cells, preflight_cell([item for item in mine if item.event.kind == "preflight"]),
+                         source, note)
 
 
 def my_progress(file: Path | None = None, local: bool = False) -> ProgressTable:
@@ -119,17 +116,23 @@ def board_events(url: str) -> list[Event]:
         return [parse_event(record) for record in json.loads(reply.read())["events"]]
 
 
-def _advice(item: ExerciseProgress) -> str:
-    lab = lab_of_exercise(item.exercise)
-    where = f"in {lab.notebook}" if lab else ""
-    if item.state == "not started":
-        return f"open it {where} and run its checker cell".replace("  ", " ")
-    if item.state == "not yet":
+def _row(cell: Cell) -> tuple[str, ...]:
+    lab = lab_of_exercise(cell.exercise)
+    return (cell.exercise, lab.notebook if lab else "", cell.state, str(cell.attempts),
+            f"{cell.hints} of 3" if cell.hints else "", _clock(cell.last) if cell.last is not None else "",
+            "" if cell.state == SOLVED else _advice(cell))
+
+
+def _advice(cell: Cell) -> str:
+    lab = lab_of_exercise(cell.exercise)
+    if cell.state == "not started":
+        return f"open it in {lab.notebook} and run its checker cell" if lab else "run its checker cell"
+    if cell.state == "not yet":
         return "replace the stub with your code, then run the checker cell again"
-    if item.state == "checker error":
+    if cell.state == "checker error":
         return "the checker itself failed: tell the instructor (or open an issue)"
-    last = describe(item.latest_mistake) if item.latest_mistake else "a wrong answer"
-    return f"last try: {last}; read the checker's message, or ask for a hint: hint(\"{item.exercise}\")"
+    last = describe(cell.mistake) if cell.mistake else "a wrong answer"
+    return f"last try: {last}; read the checker's message, or ask for a hint: hint(\"{cell.exercise}\")"
 
 
 def _clock(seconds: float) -> str:

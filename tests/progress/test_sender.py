@@ -89,6 +89,8 @@ def test_what_a_down_board_missed_is_sent_with_the_next_post_and_only_once(board
     journal.append(Event("someone-else", "check", "1.1", "solved"), path)  # not this hub's learner: never sent
     board.status = 503
     assert sender.send_now(path)[1] == "the board answered 503 Service Unavailable"
+    board.status = 403
+    assert sender.send_now(path)[1] == "the board refused 403 Forbidden"
     board.status = 200
     journal.append(Event("ada", "check", "1.1", "solved"), path)
     assert sender.send_now(path) == (2, "")

@@ -1,0 +1,89 @@
+"""The board page in a real Chromium: it updates in place from api/grid, and a name that is markup stays text.
+
+Why a browser: only a browser runs ``static/board.js`` under the page's Content-Security-Policy, sends
+``Sec-Fetch-Mode: cors`` (so the XSRF token must travel) and would run a script a name smuggled in.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labkit.workshop.board.app import make_app
+from tests.ui.support import browser  # noqa: F401 - pytest finds fixtures by name
+from tests.workshop.board.support import COOKIE_SECRET, PREFIX, FakeDirectory, FakeHubAuth, event, make_board, user
+
+pytestmark = [pytest.mark.ui, pytest.mark.slow]
+expect = pytest.importorskip("playwright.sync_api", reason="Python playwright is missing (the dev extra)").expect
+EVIL = "<img src=x onerror=alert(1)>"
+LATER = "<script>alert(2)</script>"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The board on a free loopback port, in a thread of its own; the test changes its hub and events directly."""
+    directory = FakeDirectory(users=[{"name": "ada", "admin": False}, {"name": EVIL, "admin": False}])
+    hub_auth = FakeHubAuth({"teacher-token": user("teacher")})
+    board = make_board(tmp_path, directory, now=time.time())
+    board.clock = time.time
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        make_app(board, hub_auth, COOKIE_SECRET).listen(port, "127.0.0.1")
+        loop.call_soon(started.set)
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    started.wait(10)
+    try:
+        yield {"url": f"http://127.0.0.1:{port}{PREFIX}", "board": board, "directory": directory, "hub_auth": hub_auth}
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        board.store.close()
+
+
+def test_the_board_updates_in_place_and_names_stay_text(served, browser):  # noqa: F811 - the fixture
+    hub_auth = served["hub_auth"]
+    cookie = hub_auth.cookie("teacher-token").split("=", 1)[1]
+    browser.add_cookies([{"name": hub_auth.cookie_name, "value": cookie, "url": served["url"]}])
+    page = browser.new_page()
+    dialogs: list[str] = []
+    problems: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("console", lambda message: problems.append(message.text)
+            if message.type == "error" and not message.location.get("url", "").endswith("/favicon.ico") else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    try:
+        page.goto(served["url"])
+        names = page.locator("#board-grid tbody th .name")
+        assert names.all_text_contents() == [EVIL, "ada"]
+        page.focus('tr[data-learner="ada"] a.server')
+
+        served["board"].store.add([event("ada", "1.1", "solved", at=time.time())], received=time.time())
+        served["directory"].users_list.append({"name": LATER, "admin": False})
+        expect(page.locator("#board-grid tbody tr")).to_have_count(3, timeout=15_000)  # no reload: board.js polls
+
+        assert names.all_text_contents() == [EVIL, LATER, "ada"]
+        ada_cell = page.locator('tr[data-learner="ada"] td.cell').first
+        assert ada_cell.text_content().startswith("✓ solved ")
+        assert "state-solved" in ada_cell.get_attribute("class")
+        assert page.locator("#board-exercises tbody tr").first.locator("td.solved").text_content() == "1 of 3"
+        assert page.evaluate("document.activeElement.closest('tr').dataset.learner") == "ada"  # focus kept: updated in place
+        assert page.locator("#board-grid img, #board-grid script").count() == 0
+        assert page.text_content("#board-status") == ""
+        assert dialogs == [] and problems == []
+    finally:
+        page.close()

@@ -1,0 +1,165 @@
+"""The room board on the real hub: three learners' kernels post their verdicts, the instructor's Chromium shows them.
+
+One hub for the module, as root (``system-users``, the room's own spawner), the dummy authenticator of the
+test's config: ``solver`` solves exercise 2.1, ``stuck`` gets it wrong three times, ``starter`` only runs the
+preflight. Each runs its code in a kernel of its own server, as a notebook cell would; the kernel posts to
+the board with the server's own token. The instructor's page is opened once, before anyone works, and must
+show every verdict without a reload (a mark set on the page's window survives). Every wait is bounded
+generously (a busy two-core CI machine); how fast the board follows is a benchmark figure, not a test.
+"""
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from labkit.progress.events import Event
+from labkit.workshop.board_service import PREFIX as BOARD
+from labkit.workshop.settings import PREFIX, HubSettings
+from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS, skip_or_fail
+from tests.workshop.hub import Hub, learner_install, request, require_proxy, run_code, workshop_hub
+
+pytestmark = [pytest.mark.workshop, pytest.mark.slow]
+
+LEARNERS = ("solver", "stuck", "starter")
+INSTRUCTOR = HubSettings().admin
+UPDATE_SECONDS = 60  # how long the page may take to show a verdict on a loaded CI machine (the goal is seconds)
+SOLUTION = (Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "02_1_predict_strides.py").read_text()
+CHECK = "from labkit.memory_format.checks import check_predict_strides\nprint(check_predict_strides(predict_strides))"
+WRONG = "def predict_strides(shape, memory_format):\n    return tuple(shape)\n"
+
+
+@dataclass
+class Room:
+    hub: Hub
+    tokens: dict[str, str]
+
+    def board(self, path: str = "") -> str:
+        return f"{self.hub.url}{BOARD}{path}"
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
+    require_proxy()
+    install = learner_install()
+    folder = tmp_path_factory.mktemp("board")
+    with workshop_hub(folder, settings={PREFIX + "INSTALL": str(install), PREFIX + "STUCK_ATTEMPTS": "3"}) as hub:
+        hub.api("users", "POST", {"usernames": [*LEARNERS, INSTRUCTOR]})
+        for name in LEARNERS:
+            hub.start_server(name)
+        for name in LEARNERS:
+            hub.wait_until_ready(name)
+        yield Room(hub, {name: hub.learner_token(name) for name in (*LEARNERS, INSTRUCTOR)})
+
+
+@pytest.fixture(scope="module")
+def page(room: Room) -> Iterator[object]:
+    """The instructor's Chromium on the board, logged in through the hub's log-in page (dummy: any password)."""
+    if not CHROMIUM.is_file():
+        skip_or_fail(f"{CHROMIUM} not found; install it with `apt-get update && apt-get install -y chromium`")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("Python playwright is missing; install it with `python -m pip install -e '.[dev]'`")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        try:
+            page = browser.new_context().new_page()
+            page.set_default_timeout(UPDATE_SECONDS * 1000)
+            page.goto(f"{room.hub.url}/hub/login?next={BOARD}")
+            page.fill("#username_input", INSTRUCTOR)
+            page.fill("#password_input", "any password: the test hub's dummy log-in")
+            page.click("#login_submit")
+            page.wait_for_selector("#board-grid")
+            page.evaluate("window.__not_reloaded = true")
+            yield page
+        finally:
+            browser.close()
+
+
+def cell(page: object, learner: str, column: str) -> tuple[str, str]:
+    """The text and class of one cell of the grid, found by its column's heading."""
+    return page.evaluate(  # type: ignore[attr-defined, no-any-return]
+        """([learner, column]) => {
+            const headings = Array.from(document.querySelectorAll('#board-grid thead th'), th => th.textContent.trim());
+            const row = Array.from(document.querySelectorAll('#board-grid tbody tr'))
+                .find(tr => tr.dataset.learner === learner);
+            if (!row) return ['', ''];
+            const node = row.children[headings.indexOf(column)];
+            return node ? [node.textContent.trim(), node.className] : ['', ''];
+        }""", [learner, column])
+
+
+def wait_for(page: object, condition: object, what: str) -> float:
+    """Seconds until ``condition()`` holds, polling the page as it is (never reloading it)."""
+    start = time.monotonic()
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() - start > UPDATE_SECONDS:
+            grid = page.inner_text("#board-grid")  # type: ignore[attr-defined]
+            raise AssertionError(f"the board did not show {what} within {UPDATE_SECONDS} s:\n{grid}")
+        time.sleep(0.2)
+    return time.monotonic() - start
+
+
+def learner_cell(room: Room, name: str, code: str) -> str:
+    reply = run_code(room.hub.server_url(name), room.tokens[name], code)
+    assert not reply.errors, reply.errors
+    return reply.stdout
+
+
+def test_the_board_lists_every_learner_before_anyone_works(room: Room, page: object):
+    for name in LEARNERS:
+        assert cell(page, name, "2.1")[0] == "not started"
+        assert cell(page, name, "Preflight")[0] == "not run"
+    assert cell(page, INSTRUCTOR, "2.1") == ("", ""), "the instructor is no learner"
+
+
+def test_each_verdict_appears_without_a_reload_and_the_stuck_learner_is_flagged(room: Room, page: object):
+    assert "Exercise 2.1: solved" in learner_cell(room, "solver", SOLUTION + "\n" + CHECK)
+    seconds = wait_for(page, lambda: "state-solved" in cell(page, "solver", "2.1")[1], "solver's 2.1 solved")
+    print(f"board latency after the checker cell ended: {seconds:.1f} s")
+    for _ in range(3):
+        assert "Exercise 2.1: not solved" in learner_cell(room, "stuck", WRONG + CHECK)
+    wait_for(page, lambda: cell(page, "stuck", "2.1")[0].startswith("3 attempts"), "stuck's three attempts")
+    text, _ = cell(page, "stuck", "2.1")
+    assert "sizes" in text, text  # the latest mistake's words: 2.1/returns-the-sizes
+    wait_for(page, lambda: cell(page, "stuck", "Stuck?")[0].startswith("stuck"), "stuck flagged")
+    assert "stuck" in page.get_attribute('#board-grid tr[data-learner="stuck"]', "class")  # type: ignore[attr-defined]
+    assert cell(page, "solver", "Stuck?")[0] == "no"
+
+    verdict = learner_cell(room, "starter", "from labkit.tools.doctor import run_preflight\nprint(run_preflight().verdict())")
+    expected = "ready" if "doctor: READY" in verdict else "not ready"
+    wait_for(page, lambda: cell(page, "starter", "Preflight")[0].startswith(expected), f"starter's preflight {expected}")
+    assert cell(page, "starter", "2.1")[0] == "not started"
+
+    summary = page.inner_text('#board-exercises tr[data-exercise="2.1"]')  # type: ignore[attr-defined]
+    assert "1 of 3" in summary and "2.1/returns-the-sizes" in summary, summary
+    assert page.evaluate("window.__not_reloaded === true"), "the page was reloaded"  # type: ignore[attr-defined]
+
+
+def test_a_learner_is_refused_the_board_and_the_grid(room: Room):
+    for path in ("", "api/grid", "export/grid.csv"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            request(room.board(path), token=room.tokens["stuck"])
+        assert refused.value.code == 403, path
+
+
+def test_a_learner_cannot_post_for_another(room: Room):
+    forged = Event("solver", "check", "2.2", "solved")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        request(room.board("api/events"), "POST", {"events": [json.loads(forged.to_json())]}, room.tokens["stuck"])
+    assert refused.value.code == 403
+    held = request(room.board("api/me"), token=room.tokens["solver"])
+    assert forged.id not in {event["id"] for event in held["events"]}
+    assert {event["exercise"] for event in held["events"]} == {"2.1"}
+
+
+def test_a_get_changes_nothing(room: Room):
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        request(room.board("api/events"), token=room.tokens["stuck"])
+    assert refused.value.code == 405
