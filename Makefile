@@ -19,7 +19,7 @@ FLOOR_VENV ?= .venv-torch-floor
 TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
@@ -29,6 +29,7 @@ help:
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
 	@echo "make workshop-remove-accounts  (root) after the workshop: remove every learner account and its home"
 	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
+	@echo "make workshop-board-loadtest LEARNERS=30  the room board under load: its latency, CPU and memory (build/)"
 	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
 	@echo "make test-torch-floor  unit tests and every notebook (run, outputs not compared) on the oldest tested torch"
 	@echo "make lint       ruff (line length included) and mypy, as make test runs them"
@@ -91,6 +92,10 @@ workshop-remove-accounts: $(WORKSHOP_STAMP)
 workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 	$(INSTALL_IF_ROOT)
 	$(PY) -m labkit.workshop.load --learners $(or $(N),8) --json build/workshop-loadtest.json
+
+# the room board under load (a benchmark): LEARNERS simulated learners post an event every few seconds
+workshop-board-loadtest: $(WORKSHOP_STAMP) $(PROXY)
+	$(PY) -m labkit.workshop.board_load --learners $(or $(LEARNERS),30) --json build/workshop-board-loadtest.json
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)
