@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from labkit import __version__
 from labkit.core.errors import LabkitError
 
 COMMANDS = {
@@ -30,12 +31,15 @@ COMMANDS = {
     "nbval-stress": ("labkit.tools.nbval_stress", "strict nbval on the notebooks under CPU load, then single-threaded"),
     "fwad-sweep": ("labkit.tools.fwad_sweep",
                    "run forward_ad.jvp and verify_jvp over PyTorch's OpInfo database and count the outcomes"),
+    "hosted": ("labkit.tools.hosted",
+               "check (or --write) the install lines of each notebook's first cell and the Colab links, for hosted notebooks"),
 }
 
 
 def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     """The CLI parser; only ``selected`` (if any) gets its full set of options."""
     parser = argparse.ArgumentParser(prog="python -m labkit", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"labkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():

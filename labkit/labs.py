@@ -17,6 +17,11 @@ from labkit.core.errors import LabkitValueError
 
 #: Where the solved reference notebooks live in a checkout of labkit.
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+#: labkit's repository, the one setting every link to it is built from: ``pip install "labkit @ git+URL"`` in each
+#: notebook's first cell and the README, "Open in Colab" on the docs site (:mod:`labkit.tools.hosted`).
+REPOSITORY_URL = "https://github.com/OWNER/labkit"
+#: The branch those links open (the one the notebooks are committed on).
+REPOSITORY_BRANCH = "main"
 NOTEBOOK_PATTERN = re.compile(r"^\d\d_[\w-]+\.ipynb$")
 
 Kind = Literal["intro", "lab", "capstone"]

@@ -2,8 +2,10 @@
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
+import pytest
 import tomllib
 import yaml
 from packaging.requirements import Requirement
@@ -45,3 +47,85 @@ def test_the_declared_floor_the_doctor_and_the_floor_ci_job_name_the_same_releas
     assert sorted(pins) == sorted(f"{dist}=={oldest}" for dist, (oldest, _) in TESTED_RANGE.items())
     for dist, (oldest, _) in TESTED_RANGE.items():
         assert floors[dist] == f">={oldest.removesuffix('.0')}", f"pyproject's {dist} floor is not the tested {oldest}"
+
+
+def test_version_prints_the_packages_version(capsys):
+    import labkit
+    from labkit.__main__ import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"labkit {labkit.__version__}\n"
+
+
+# The build's conversion of the notebooks (labkit/tools/build_labs.py) as in pip's isolated build environment: a
+# top-level module imports only from the standard library, labkit, or the folders of the distributions that
+# [build-system] requires brings (argv[2:]); any other is missing, as it would be there. An optional import
+# (try/except ImportError) then takes its fallback, as it would there too.
+ISOLATED_CONVERSION = """
+import importlib.machinery, sys, sysconfig
+from pathlib import Path
+
+allowed = [Path(sysconfig.get_path("stdlib")), Path(sys.argv[1]).parent / "labkit", *map(Path, sys.argv[2:])]
+
+
+class OnlyTheBuildRequirements:
+    # The first copy of top-level `name` on sys.path that the build's environment has; one it lacks is an error.
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if path is not None or name in sys.builtin_module_names:
+            return None
+        found = False
+        for entry in sys.path:
+            spec = importlib.machinery.PathFinder.find_spec(name, [entry])
+            if spec is None:
+                continue
+            found = True
+            where = [spec.origin] if spec.origin not in (None, "namespace") else list(spec.submodule_search_locations or [])
+            if any(Path(place).is_relative_to(folder) for place in where for folder in allowed):
+                return spec
+        if found:
+            raise ModuleNotFoundError(f"{name} is not in the build's environment", name=name)
+        return None  # labkit (found by an editable install's finder), or a module nobody has
+
+
+sys.meta_path.insert(0, OnlyTheBuildRequirements)
+from labkit.tools.build_labs import BuildPy
+from labkit.tools.workspace import learner_edition
+for track in ("all", "core"):
+    learner_edition(Path(sys.argv[1]), None, track, installed=True)
+"""
+
+
+def _installed_folders(requirements):
+    """The top-level folders (and modules) of the distributions ``requirements`` install, with all they require."""
+    seen, folders, todo = set(), set(), [Requirement(r) for r in requirements]
+    while todo:
+        requirement = todo.pop()
+        name = requirement.name.lower().replace("_", "-")
+        if name in seen or (requirement.marker and not requirement.marker.evaluate({"extra": ""})):
+            continue
+        seen.add(name)
+        dist = metadata.distribution(requirement.name)
+        for file in dist.files or []:
+            if len(file.parts) > 1 and not file.parts[0].endswith((".dist-info", ".data")) and file.parts[0] != "..":
+                folders.add(str(dist.locate_file(file.parts[0])))
+            elif file.suffix in (".py", ".so"):
+                folders.add(str(dist.locate_file(file)))
+        todo += [Requirement(r) for r in dist.requires or []]
+    return sorted(folders)
+
+
+def test_the_build_requires_everything_its_conversion_of_the_notebooks_imports():
+    """pip's isolated build has only [build-system] requires: a new import in the conversion must be listed there."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["tool"]["setuptools"]["cmdclass"]["build_py"] == "labkit.tools.build_labs.BuildPy"
+    folders = _installed_folders(pyproject["build-system"]["requires"])
+    done = subprocess.run([sys.executable, "-c", ISOLATED_CONVERSION, str(ROOT / "notebooks"), *folders],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT / "notebooks")
+    assert done.returncode == 0, f"the conversion needs more than [build-system] requires brings:\n{done.stderr[-3000:]}"
+
+
+def test_the_sdist_carries_the_notebooks_the_build_converts():
+    manifest = (ROOT / "MANIFEST.in").read_text()
+    assert "include notebooks/[0-9][0-9]_*.ipynb" in manifest and "include notebooks/solutions/*.py" in manifest

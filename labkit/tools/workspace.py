@@ -43,6 +43,18 @@ it (``--edition DIR``), under the same rules. A room's README (``--room``)
 names no path outside the workspace: the solutions appear in its own
 ``solutions/`` when the instructor hands them out.
 
+An installed labkit (a wheel, ``pip install "labkit @ git+URL"``, Colab) has no
+``notebooks/``: its build (:mod:`labkit.tools.build_labs`) wrote the learner
+edition of each track into the package (``labkit/_labs/<track>/``, an edition as
+above, with an installed labkit's README), and the workspace is made from it
+under the same rules, so ``labkit lab`` in any folder gives what ``make lab``
+gives in a checkout. It carries no solutions: the wheel is also what a room's
+learner venv holds (:mod:`labkit.workshop.install`), and an installed labkit's
+README points at the repository's ``notebooks/solutions/`` instead. Which labs a
+run uses, unless told (``--notebooks``, ``--edition``): the checkout's
+``notebooks/`` when this labkit runs from a checkout (:data:`labkit.labs.NOTEBOOKS_DIR`),
+else the labs the package carries.
+
 Tracks: ``--track core`` (``make lab TRACK=core``) gives the workshop's core
 track, without the sections tagged ``extra`` (see
 :mod:`labkit.tools.tracks`); ``--track all`` every section. The manifest
@@ -69,9 +81,10 @@ import nbformat
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
-from labkit.labs import find_notebooks
+from labkit.labs import NOTEBOOKS_DIR, find_notebooks
 from labkit.tools.docs import describe_notebook
-from labkit.tools.edition import Edition, read_edition, write_edition
+from labkit.tools.edition import RECORD, Edition, read_edition, write_edition
+from labkit.tools.hosted import repository_page
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
 from labkit.tools.student_copy import student_notebook
@@ -81,6 +94,8 @@ TOOL = "workspace"  # the tool named in the manifest
 DEFAULT_FOLDER = Path("workspace")
 README_NAME = "README.md"
 CREATING = "creating"  # in the manifest while a new workspace is being written: the next run finishes it
+#: Where an installed labkit carries the labs: one learner edition per track, written by its build (build_labs).
+PACKAGED_LABS = Path(__file__).resolve().parents[1] / "_labs"
 _FORMAT = 1
 
 README = """\
@@ -136,17 +151,22 @@ never overwritten:
 
 {solutions_text}"""
 
-# The README's parts that differ in a workshop room, whose learners have only this folder: self-learners' first.
+# The README's parts that differ by its kind: a checkout's self-learner, a workshop room (whose learners have only
+# this folder), an installed labkit (the labs its wheel carries: no make, no checkout).
+CHECKOUT, ROOM, INSTALLED = range(3)
 OPENS = (
     "`make lab` (or `python -m labkit lab`) in the labkit repository opens\n"
     "this folder in JupyterLab; on a workshop hub, logging in opens it.",
     "Logging in to the workshop hub opens this folder in JupyterLab.",
+    "`labkit lab` (or `python -m labkit lab`), run where you first ran it,\n"
+    "opens this folder in JupyterLab.",
 )
 LABS_START = (
     "the labs start (`make lab`,\n`python -m labkit lab`, or logging in to a workshop hub)",
     "you log in to the workshop hub",
+    "the labs start (`labkit lab`\nor `python -m labkit lab`)",
 )
-SAYS_SO = (", and `make lab` says so", "")
+SAYS_SO = (", and `make lab` says so", "", ", and `labkit lab` says so")
 
 SOLUTIONS_TEXT = """\
 Stuck? In the labkit repository, `make lab-reference` opens the solved
@@ -157,6 +177,17 @@ is a file in
 `solutions/` here once handed out): to load one into an exercise cell,
 replace the cell's content with `%load {solutions}/<file>.py` and run the
 cell twice.
+"""
+
+# An installed labkit carries no solutions (a room's learner venv is one): they are in the repository.
+INSTALLED_SOLUTIONS_TEXT = """\
+Stuck? This labkit was installed with pip, which carries no solutions (a
+workshop's learners must not read them before the instructor hands them out).
+They are in labkit's repository: {notebooks} holds the
+solved notebooks (every exercise solved and run), {solutions}
+one file per exercise (exercise 2.1 is `02_1_<name>.py`). To load one into an
+exercise cell, save it in `solutions/` in this folder, replace the cell's
+content with `%load solutions/<file>.py` and run the cell twice.
 """
 
 # Names no path outside this folder: in a room, learners cannot read the labs' solutions until they are handed out.
@@ -217,6 +248,18 @@ every section, run `make lab TRACK=all`; notebooks you edited are kept as
 always, and the full version goes beside them.
 """,
 }
+INSTALLED_TRACK_TEXT = {
+    "all": """
+This workspace holds every section of every lab. A workshop may use its
+shorter core track instead: `labkit lab --track core`.
+""",
+    "core": """
+This workspace holds the workshop's core track: the sections planned for the
+time you have. Where a section was left out, a one-line note says so. To get
+every section, run `labkit lab --track all`; notebooks you edited are kept as
+always, and the full version goes beside them.
+""",
+}
 ROOM_TRACK_TEXT = {
     "all": """
 This workspace holds every section of every lab.
@@ -229,28 +272,35 @@ time you have. Where a section was left out, a one-line note says so.
 
 
 def learner_edition(
-    notebooks_dir: Path, folder: Path | None, track: str = DEFAULT_TRACK, room: bool = False
+    notebooks_dir: Path, folder: Path | None, track: str = DEFAULT_TRACK, room: bool = False, *, installed: bool = False
 ) -> dict[str, str]:
     """The files workspace ``folder`` holds (name -> text): each notebook as students get it, and the README.
 
     ``room``: a workshop room's README, which names no path outside the
     workspace (the solutions appear in its ``solutions/`` once handed out).
-    Otherwise the README points at ``notebooks_dir/solutions``: relative to
-    ``folder``, or by its absolute path when ``folder`` is None (an edition,
-    which does not know where its workspaces will be).
+    ``installed``: an installed labkit's README (the labs its wheel carries), which
+    points at the solutions in labkit's repository. Otherwise the README points at
+    ``notebooks_dir/solutions``: relative to ``folder``, or by its absolute path
+    when ``folder`` is None (an edition, which does not know where its workspaces will be).
     """
     sources = find_notebooks(notebooks_dir)
     files = {path.name: _notebook_text(path, student_notebook(path, track=track)) for path in sources}
     titles = [f"- `{path.name}`: {describe_notebook(path, read_notebook(path, write=False)).title}" for path in sources]
+    kind = ROOM if room else INSTALLED if installed else CHECKOUT
     if room:
         solutions_text = ROOM_SOLUTIONS_TEXT
+    elif installed:
+        solutions_text = INSTALLED_SOLUTIONS_TEXT.format(
+            notebooks=f"<{repository_page('notebooks')}>", solutions=f"<{repository_page('notebooks/solutions')}>"
+        )
     else:
         solutions = notebooks_dir / "solutions"
         where = Path(os.path.relpath(solutions, folder)) if folder is not None else solutions.resolve()
         solutions_text = SOLUTIONS_TEXT.format(solutions=where.as_posix())
+    track_text = (TRACK_TEXT, ROOM_TRACK_TEXT, INSTALLED_TRACK_TEXT)[kind][track]
     files[README_NAME] = README.format(
-        notebook_list="\n".join(titles), manifest=MANIFEST, opens=OPENS[room], labs_start=LABS_START[room],
-        says_so=SAYS_SO[room], track_text=(ROOM_TRACK_TEXT if room else TRACK_TEXT)[track], solutions_text=solutions_text,
+        notebook_list="\n".join(titles), manifest=MANIFEST, opens=OPENS[kind], labs_start=LABS_START[kind],
+        says_so=SAYS_SO[kind], track_text=track_text, solutions_text=solutions_text,
     )
     return files
 
@@ -271,6 +321,33 @@ def write_learner_edition(
     return write_edition(Path(out_dir), files, track, room)
 
 
+def write_packaged_labs(notebooks_dir: str | Path, out_dir: str | Path) -> list[Edition]:
+    """The labs a wheel carries: the learner edition of every track in ``out_dir/<track>``, an installed labkit's README.
+
+    What :func:`prepare_workspace` reads when no ``notebooks/`` is in reach
+    (:data:`PACKAGED_LABS`); the build writes it (:mod:`labkit.tools.build_labs`).
+    Every track converts before anything is written.
+    """
+    files = {track: learner_edition(Path(notebooks_dir), None, track, installed=True) for track in TRACKS}
+    return [write_edition(Path(out_dir) / track, files[track], track, room=False) for track in TRACKS]
+
+
+def labs_in_reach() -> Path | None:
+    """The checkout's ``notebooks/`` when this labkit runs from a checkout; None when installed (it carries the labs)."""
+    return NOTEBOOKS_DIR if NOTEBOOKS_DIR.is_dir() else None
+
+
+def packaged_edition(track: str) -> Path:
+    """The learner edition of ``track`` this installed labkit carries; an error that says what to do if it carries none."""
+    folder = PACKAGED_LABS / track
+    if not (folder / RECORD).is_file():
+        raise LabkitValueError(
+            f"This labkit carries no labs ({folder} is missing) and runs from no checkout: pass --notebooks DIR "
+            "(the notebooks/ folder of a labkit checkout), or install labkit from its wheel or repository."
+        )
+    return folder
+
+
 def _notebook_text(path: Path, notebook: nbformat.NotebookNode) -> str:
     """The text ``nbformat.write`` would write, the same on every run for the same lab.
 
@@ -287,11 +364,13 @@ def _notebook_text(path: Path, notebook: nbformat.NotebookNode) -> str:
 
 
 def prepare_workspace(
-    folder: str | Path = DEFAULT_FOLDER, notebooks_dir: str | Path = "notebooks", track: str | None = None, *,
+    folder: str | Path = DEFAULT_FOLDER, notebooks_dir: str | Path | None = None, track: str | None = None, *,
     edition: str | Path | None = None, room: bool = False,
 ) -> WorkspaceResult:
     """Create or bring up to date the learner workspace ``folder`` from the labs in ``notebooks_dir``.
 
+    ``notebooks_dir`` None: the checkout's ``notebooks/`` (:func:`labs_in_reach`),
+    else the labs this installed labkit carries (:func:`packaged_edition`).
     ``track`` is ``"all"`` or ``"core"``; ``None`` keeps the track the
     workspace holds (``"all"`` for a new one). ``edition``: take the files from
     that prebuilt learner edition (:func:`write_learner_edition`) instead of
@@ -312,7 +391,14 @@ def prepare_workspace(
         files, track = _from_edition(Path(edition), track, room)
     else:
         track = require_track(track) if track is not None else _known_track(folder, previous)
-        files = learner_edition(Path(notebooks_dir), folder, track, room)  # every notebook converts before anything is written
+        labs = Path(notebooks_dir) if notebooks_dir is not None else labs_in_reach()
+        if labs is not None:
+            files = learner_edition(labs, folder, track, room)  # every notebook converts before anything is written
+        elif room:
+            raise LabkitValueError("--room needs the room's learner edition (--edition DIR) or the labs' notebooks "
+                                   "(--notebooks DIR): the labs an installed labkit carries are a self-learner's.")
+        else:
+            files, track = _from_edition(packaged_edition(track), track, room)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -468,12 +554,15 @@ class _Update:
         write_text(self.folder / MANIFEST, self._manifest_text(done))
 
 
+NOTEBOOKS_HELP = "the labs' notebooks folder (default: this checkout's notebooks/, or the labs an installed labkit carries)"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "folder", type=Path, nargs="?", default=None,
         help=f"the workspace folder, created on first use (default: {DEFAULT_FOLDER})",
     )
-    parser.add_argument("--notebooks", type=Path, default=Path("notebooks"), help="the labs' notebooks folder")
+    parser.add_argument("--notebooks", type=Path, default=None, help=NOTEBOOKS_HELP)
     parser.add_argument(
         "--track", choices=TRACKS, default=None,
         help="core: a workshop's shorter path, without the sections tagged 'extra'; all: every section "
@@ -520,7 +609,11 @@ def run(args: argparse.Namespace) -> int:
 def _write_edition(args: argparse.Namespace) -> int:
     if args.folder is not None or args.edition is not None:
         raise LabkitValueError("--write-edition builds an edition, not a workspace: give no workspace folder and no --edition.")
-    edition = write_learner_edition(args.notebooks, args.write_edition, args.track or DEFAULT_TRACK, room=args.room)
+    labs = args.notebooks or labs_in_reach()
+    if labs is None:
+        raise LabkitValueError("--write-edition converts the labs' notebooks: pass --notebooks DIR (a labkit checkout's "
+                               "notebooks/); an installed labkit carries only the learner edition.")
+    edition = write_learner_edition(labs, args.write_edition, args.track or DEFAULT_TRACK, room=args.room)
     notebooks = sum(name.endswith(".ipynb") for name in edition.files)
     kind = "a workshop room's" if edition.room else "a self-learner's"
     print(f"workspace: wrote the learner edition to {edition.folder}: {notebooks} notebooks of the {edition.track} track "

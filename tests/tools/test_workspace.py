@@ -10,6 +10,7 @@ import argparse
 import ast
 import errno
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import pytest
 from labkit.__main__ import main
 from labkit.core import files
 from labkit.core.errors import LabkitValueError
-from labkit.tools import student_copy, workspace
+from labkit.tools import hosted, student_copy, workspace
 from labkit.tools.edition import RECORD
 from labkit.tools.output_folder import MANIFEST
 from tests.ui.support import jupyter_lab
@@ -619,3 +620,54 @@ def test_cli_writes_an_edition_and_makes_workspaces_from_it(
     assert main(["workspace", str(ws), "--edition", str(edition)]) == 2
     err = capsys.readouterr().err
     assert "changed since the learner edition was built" in err and "Traceback" not in err
+
+
+# --- an installed labkit: the labs its wheel carries (labkit/_labs, written by the build) -------------------------
+
+
+@pytest.fixture
+def installed(tracked_lab: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """labkit as a wheel installs it: no checkout's notebooks/ in reach, the learner edition of each track in the package."""
+    packaged = tmp_path / "site-packages" / "labkit" / "_labs"
+    workspace.write_packaged_labs(tracked_lab, packaged)
+    monkeypatch.setattr(workspace, "NOTEBOOKS_DIR", tmp_path / "site-packages" / "notebooks")
+    monkeypatch.setattr(workspace, "PACKAGED_LABS", packaged)
+    monkeypatch.chdir(tmp_path)
+    return packaged
+
+
+def test_an_installed_labkit_makes_the_workspace_that_make_lab_makes_from_the_labs_it_carries(
+    installed: Path, tracked_lab: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert workspace.labs_in_reach() is None
+    assert main(["workspace"]) == 0  # in any folder, as `labkit workspace` or `labkit lab` runs it
+    assert capsys.readouterr().out.startswith("workspace: created workspace: 2 notebooks with blank exercises")
+    from_checkout = workspace.learner_edition(tracked_lab, tmp_path / "workspace", "all")
+    for name in ("01_demo.ipynb", "02_plain.ipynb"):
+        assert (tmp_path / "workspace" / name).read_text() == from_checkout[name]
+    readme = (tmp_path / "workspace" / "README.md").read_text()
+    assert "`labkit lab`" in readme and "make lab" not in readme and "../" not in readme
+    assert f"<{hosted.repository_page('notebooks/solutions')}>" in readme and "labkit lab --track core" in readme
+    core = workspace.prepare_workspace(tmp_path / "core-ws", track="core")
+    assert core.track == "core" and not holds_side_trip(tmp_path / "core-ws" / "01_demo.ipynb")
+    assert workspace.prepare_workspace(tmp_path / "core-ws").lines() == [f"{tmp_path / 'core-ws'} is up to date"]
+    assert manifest_track(tmp_path / "core-ws") == "core"  # a later run without --track keeps the track
+
+
+def test_an_installed_labkit_refuses_what_needs_the_labs_notebooks_before_writing_anything(
+    installed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(LabkitValueError, match="--room needs the room's learner edition"):
+        workspace.prepare_workspace(tmp_path / "ws", room=True)
+    assert main(["workspace", "--write-edition", str(tmp_path / "edition")]) == 2
+    assert "--write-edition converts the labs' notebooks: pass --notebooks DIR" in capsys.readouterr().err
+    shutil.rmtree(installed)
+    assert main(["workspace", str(tmp_path / "ws")]) == 2
+    assert "This labkit carries no labs" in capsys.readouterr().err
+    assert not (tmp_path / "ws").exists() and not (tmp_path / "edition").exists()
+
+
+def test_in_a_checkout_the_labs_are_its_notebooks_wherever_the_command_runs() -> None:
+    assert workspace.labs_in_reach() == NOTEBOOKS  # `labkit lab` in another folder: no more "notebooks is not a folder"
+    assert workspace.PACKAGED_LABS.parent == Path(workspace.__file__).resolve().parents[1]
+    assert not workspace.PACKAGED_LABS.exists(), "only a built wheel carries labkit/_labs; a checkout uses notebooks/"
