@@ -2,10 +2,19 @@
 
 Why: notebook 00 uses it as a smoke test. If moving the slider redraws the
 curve, the widgets extension works and every later lab's widgets will render.
-It is also the pattern the lab widgets follow: controls on top, one
-``ipywidgets.Image`` holding a picture that is re-rendered on every change and
-shown at a fixed CSS size (:func:`show_picture`), so a HiDPI PNG or an SVG is
-never stretched or blurred, in JupyterLab or on the static docs site.
+It is also the pattern the lab widgets follow: controls on top, each with a
+``description`` (its visible label, and the name a screen reader reads for a text box,
+a dropdown, a checkbox or a button), then one :class:`PictureView` holding a picture
+that is re-rendered on every change, with its alt text, shown at a fixed CSS size
+(:func:`show_picture`), so a HiDPI PNG or an SVG is never stretched or blurred, in
+JupyterLab or on the static docs site.
+
+Why not ``ipywidgets.Image``: its ``<img>`` has no alt text (and its ``tooltip`` breaks
+the view of a widget without a description), it shows a broken-image icon while empty,
+and an SVG inside it cannot be told JupyterLab's theme. :class:`PictureView` is an
+``ipywidgets.HTML`` holding :func:`labkit.core.plots.picture_html`: an ``<img>`` with alt
+text and a data URL, stored with the notebook like the Image widget's bytes, and nothing
+at all while empty.
 """
 from __future__ import annotations
 
@@ -15,26 +24,43 @@ import numbers
 import ipywidgets as widgets
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.plots import LiveFigure, new_figure
+from labkit.core.plots import LiveFigure, new_figure, picture_html
+from labkit.core.tables import Table
 
 SAMPLES = 200
 #: The frequencies the slider offers: FREQUENCY_MIN to FREQUENCY_MAX in steps of FREQUENCY_STEP.
 FREQUENCY_MIN, FREQUENCY_MAX, FREQUENCY_STEP = 0.5, 5.0, 0.5
 
 
-def show_picture(image: widgets.Image, picture: bytes, width_px: float | None = None) -> None:
-    """Put ``picture`` (PNG or SVG bytes, as ``image.format`` says) in ``image`` at its own proportions.
+class PictureView(widgets.HTML):
+    """A widget's picture: an ``<img>`` with alt text (see the module's docstring); :func:`show_picture` fills it.
 
-    Why: a widget box stretches an ``<img>`` to its full width (blurry and out of proportion on the
-    docs site), so the picture is aligned to the start instead. A PNG rendered at
-    :data:`~labkit.core.plots.PIXEL_RATIO` times the pixels needs ``width_px``, its CSS width, or it
-    would show that many times too large; an SVG carries its own size. The height stays ``auto``
-    and ipywidgets' ``max-width: 100%`` still applies, so a narrow page shrinks the picture in proportion.
+    ``picture`` and ``alt`` keep what it shows (bytes and text, on the Python side only), for tests.
     """
-    image.layout.align_self = "flex-start"
-    image.layout.width = "auto" if width_px is None else f"{round(width_px)}px"
-    image.layout.height = "auto"
-    image.value = picture
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_class("labkit-picture-view")
+        self.layout.align_self = "flex-start"  # a widget box would stretch it to its full width
+        self.picture, self.alt = b"", ""
+
+    def clear(self) -> None:
+        """Show nothing (never an empty image, which a browser draws as a broken-image icon)."""
+        self.picture, self.alt, self.value = b"", "", ""
+
+
+def show_picture(view: PictureView, picture: bytes, alt: str, width_px: float | None = None,
+                 numbers: Table | None = None) -> None:
+    """Show ``picture`` (PNG or SVG bytes) in ``view`` at its own proportions, with ``alt`` and ``numbers``.
+
+    Why: a stretched ``<img>`` is blurry and out of proportion on the docs site, so the picture keeps
+    its size. A PNG rendered at :data:`~labkit.core.plots.PIXEL_RATIO` times the pixels needs
+    ``width_px``, its CSS width, or it would show that many times too large; an SVG carries its own
+    size. ``alt`` is its text alternative, ``numbers`` a table of what it shows, folded under it
+    (:func:`labkit.core.plots.picture_html`).
+    """
+    view.value = picture_html(picture, alt, width_px, numbers)
+    view.picture, view.alt = picture, alt
 
 
 def wave_points(frequency: float, samples: int = SAMPLES) -> tuple[list[float], list[float]]:
@@ -61,6 +87,12 @@ def _title(frequency: float) -> str:
     return f"sin(2π · {frequency:g} · x)"
 
 
+def wave_alt(frequency: float) -> str:
+    """The picture in words: the curve, its range, and how many periods it shows."""
+    periods = "1 period" if frequency == 1 else f"{frequency:g} periods"
+    return f"Plot of {_title(frequency)} for x from 0 to 1: a sine wave between -1 and 1, {periods}."
+
+
 class SliderPlot(widgets.VBox):
     """A frequency slider and a sine curve that follows it.
 
@@ -77,7 +109,7 @@ class SliderPlot(widgets.VBox):
             continuous_update=True,
         )
         self.status = widgets.HTML()
-        self.image = widgets.Image(format="png")
+        self.image = PictureView()
         figure = new_figure(5.0, 2.2)
         axes = figure.add_subplot()
         self._curve = axes.plot(*wave_points(frequency))[0]
@@ -98,5 +130,5 @@ class SliderPlot(widgets.VBox):
         frequency = self.slider.value
         self._curve.set_ydata(wave_points(frequency)[1])
         self._title.set_text(_title(frequency))
-        show_picture(self.image, self._figure.png(), self._figure.css_size[0])
+        show_picture(self.image, self._figure.png(), wave_alt(frequency), self._figure.css_size[0])
         self.status.value = f"Widgets work: drawn with frequency = {frequency:g}."

@@ -8,7 +8,10 @@ grows while the sweep runs.
 
 The plot is SVG drawn here (:func:`sweep_svg`), not a matplotlib figure: laying out
 log-log axes in matplotlib took 300-500 ms a redraw on a 2-core machine, longer than a
-small sweep point; the SVG takes a few milliseconds and is sharp at any zoom.
+small sweep point; the SVG takes a few milliseconds and is sharp at any zoom. Its colours
+read on a light and a dark page (:mod:`labkit.core.plots`), the two modes differ in marker
+as well as colour (circles for jacfwd, squares for jacrev), and it comes with alt text and
+the sweep's table folded under it (:meth:`JacobianSweep.table`).
 """
 from __future__ import annotations
 
@@ -20,12 +23,14 @@ import threading
 import ipywidgets as widgets
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.plots import svg_document, svg_text, text_width
-from labkit.core.widgets import show_picture
+from labkit.core.plots import INK, TAB10, svg_document, svg_text, text_width
+from labkit.core.widgets import PictureView, show_picture
 from labkit.forward_ad.jacobian_cost import JacobianSweep, default_out_dims, jacobian_sweep
 
 SIZES = [2**k for k in range(1, 11)]  # 2 .. 1024
-BATCH_OPTIONS = [("none (one example)", None), ("16 (vmap)", 16), ("64 (vmap)", 64)]
+BATCHES = [None, 16, 64]  # what ``batch`` takes: None is one example, no vmap
+# The dropdown's choices: "none" is 0 there, since ipywidgets reads a None value as "nothing selected" (a blank box).
+BATCH_OPTIONS = [("none (one example)", 0), ("16 (vmap)", 16), ("64 (vmap)", 64)]
 # Output sizes run from in/span to in*span. Wider spans only add sizes far from the
 # crossover, and the largest Jacobian (batch x in*span x in) grows with span: at
 # span 4096 a sweep ran past 6 GB. 8 already reaches 2 GB at in = 1024, batch 64.
@@ -33,7 +38,18 @@ SPANS = (1, 2, 4, 8)
 
 # ---------------------------------------------------------------- the plot
 
-MODE_COLOURS = {"jacfwd": "#1f77b4", "jacrev": "#ff7f0e"}  # matplotlib's tab:blue and tab:orange
+MODE_COLOURS = {"jacfwd": TAB10.fills[0], "jacrev": TAB10.fills[1]}  # tab:blue and tab:orange, legible on light and dark
+CROSSOVER_COLOUR, IN_COLOUR = TAB10.fills[3], TAB10.fills[7]  # tab:red and tab:gray
+MARKER_RADIUS = 3.5
+
+
+def _marker(mode: str, x: float, y: float, colour: str) -> str:
+    """A measured point: a circle for jacfwd, a square for jacrev, so the curves differ without colour too."""
+    if mode == "jacfwd":
+        return f'<circle class="point {mode}" cx="{x:.1f}" cy="{y:.1f}" r="{MARKER_RADIUS}" fill="{colour}"/>'
+    side = 2 * MARKER_RADIUS
+    return (f'<rect class="point {mode}" x="{x - MARKER_RADIUS:.1f}" y="{y - MARKER_RADIUS:.1f}" width="{side:g}" '
+            f'height="{side:g}" fill="{colour}"/>')
 PLOT_WIDTH, PLOT_HEIGHT = 420, 220  # the axes box, in CSS pixels
 TITLE_PX, X_AXIS_PX, GAP_PX, LEGEND_LINE_PX = 30, 44, 8, 18
 X_PAD = 1.5  # the x range reaches this factor beyond the smallest and largest size
@@ -82,24 +98,24 @@ def sweep_svg(sweep: JacobianSweep, selected_out: int | None = None, planned_out
     parts = []
     for exponent, label in zip(range(y_low, y_high + 1), y_labels, strict=True):  # decades: grid line, tick, label
         y = y_at(10.0**exponent)
-        parts += [f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" stroke="#e5e5e5"/>',
+        parts += [f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" stroke="{INK}" stroke-opacity="0.12"/>',
                   svg_text(left - GAP_PX / 2, y, label, anchor="end", size=10)]
         if exponent < y_high:  # minor ticks at 2..9 times the decade
             parts += [f'<line x1="{left:.1f}" y1="{y_at(k * 10.0**exponent):.1f}" x2="{left + 3:.1f}" '
-                      f'y2="{y_at(k * 10.0**exponent):.1f}" stroke="black"/>' for k in range(2, 10)]
+                      f'y2="{y_at(k * 10.0**exponent):.1f}" stroke="{INK}"/>' for k in range(2, 10)]
     for exponent in range(math.ceil(x_low), math.floor(x_high) + 1):  # powers of two on x
         x = x_at(2.0**exponent)
-        parts += [f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="black"/>',
+        parts += [f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="{INK}"/>',
                   svg_text(x, bottom + 13, f"{2**exponent}", size=10)]
     marks: list[tuple[str, float, str, str]] = [
-        ("in", sweep.in_features, f"out = in = {sweep.in_features}", 'stroke="gray" stroke-dasharray="2 3"')
+        ("in", sweep.in_features, f"out = in = {sweep.in_features}", f'stroke="{IN_COLOUR}" stroke-dasharray="2 3"')
     ]
     if sweep.crossover is not None:
         marks.append(("crossover", sweep.crossover, f"crossover ≈ {sweep.crossover:.0f}",
-                      'stroke="#d62728" stroke-dasharray="6 4" stroke-width="1.5"'))
+                      f'stroke="{CROSSOVER_COLOUR}" stroke-dasharray="6 4" stroke-width="1.5"'))
     if selected_out is not None:
         marks.append(("selected", selected_out, f"selected out = {selected_out}",
-                      'stroke="black" stroke-opacity="0.25" stroke-width="6"'))
+                      f'stroke="{INK}" stroke-opacity="0.25" stroke-width="6"'))
     for name, size, _, style in marks:
         parts.append(f'<line class="mark {name}" x1="{x_at(size):.1f}" y1="{top}" x2="{x_at(size):.1f}" y2="{bottom}" {style}/>')
     for mode, colour in MODE_COLOURS.items():
@@ -110,8 +126,8 @@ def sweep_svg(sweep: JacobianSweep, selected_out: int | None = None, planned_out
         for x, y, y_lowest, y_highest in places:
             parts += [f'<path class="spread {mode}" d="M{x - 3:.1f},{y_lowest:.1f}h6M{x:.1f},{y_lowest:.1f}V{y_highest:.1f}'
                       f'M{x - 3:.1f},{y_highest:.1f}h6" stroke="{colour}"/>',
-                      f'<circle class="point {mode}" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}"/>']
-    parts.append(f'<rect x="{left}" y="{top}" width="{PLOT_WIDTH}" height="{PLOT_HEIGHT}" fill="none" stroke="black"/>')
+                      _marker(mode, x, y, colour)]
+    parts.append(f'<rect x="{left}" y="{top}" width="{PLOT_WIDTH}" height="{PLOT_HEIGHT}" fill="none" stroke="{INK}"/>')
     legend = [(mode, f'stroke="{colour}" stroke-width="1.5"') for mode, colour in MODE_COLOURS.items()]
     legend += [(label, style) for _, _, label, style in marks]
     legend_x = right + 2 * GAP_PX
@@ -119,6 +135,8 @@ def sweep_svg(sweep: JacobianSweep, selected_out: int | None = None, planned_out
         y = top + GAP_PX + row * LEGEND_LINE_PX
         parts += [f'<line x1="{legend_x}" y1="{y}" x2="{legend_x + 22}" y2="{y}" {style}/>',
                   svg_text(legend_x + 28, y, label, anchor="start", size=10)]
+        if label in MODE_COLOURS:
+            parts.append(_marker(label, legend_x + 11, y, MODE_COLOURS[label]).replace('class="point', 'class="key', 1))
     batch = "" if sweep.batch is None else f", batch {sweep.batch}"
     title = f"Jacobian of an MLP R^{sweep.in_features} → R^out{batch}"
     parts += [svg_text(left + PLOT_WIDTH / 2, TITLE_PX / 2, title, size=12),
@@ -128,6 +146,14 @@ def sweep_svg(sweep: JacobianSweep, selected_out: int | None = None, planned_out
     legend_width = 28 + max(text_width(label, 10) for label, _ in legend)
     width = max(legend_x + legend_width + GAP_PX, left + PLOT_WIDTH / 2 + text_width(title, 12) / 2 + GAP_PX)
     return svg_document(round(width), bottom + X_AXIS_PX, title, parts)
+
+
+def sweep_alt(sweep: JacobianSweep) -> str:
+    """The plot in words: what it draws, where jacfwd overtakes jacrev, and where its numbers are."""
+    batch = "" if sweep.batch is None else f", batch {sweep.batch}"
+    return (f"Log-log plot of the median time of jacfwd (circles) and jacrev (squares) for the Jacobian of an MLP "
+            f"with input size {sweep.in_features}{batch}, against output sizes {', '.join(map(str, sweep.out_dims))}; "
+            f"{sweep.summary()}.")
 
 
 def _check_span(span: int) -> None:
@@ -144,9 +170,8 @@ def _check_choices(in_features: int, out_features: int, batch: int | None) -> No
     for name, value in (("in_features", in_features), ("out_features", out_features)):
         if value not in SIZES:
             raise LabkitValueError(f"{name} must be one of the slider sizes {SIZES}, got {value!r}.")
-    batches = [value for _, value in BATCH_OPTIONS]
-    if batch not in batches:
-        raise LabkitValueError(f"batch must be one of {batches}, got {batch!r}.")
+    if batch not in BATCHES:
+        raise LabkitValueError(f"batch must be one of {BATCHES}, got {batch!r}.")
 
 
 class JacobianScaling(widgets.VBox):
@@ -172,9 +197,9 @@ class JacobianScaling(widgets.VBox):
         self.out_slider = widgets.SelectionSlider(
             options=SIZES, value=out_features, description="output dim", continuous_update=False
         )
-        self.batch = widgets.Dropdown(options=BATCH_OPTIONS, value=batch, description="batch")
+        self.batch = widgets.Dropdown(options=BATCH_OPTIONS, value=batch or 0, description="batch")
         self.status = widgets.HTML()
-        self.image = widgets.Image(format="svg+xml")
+        self.image = PictureView()
         self.sweep: JacobianSweep | None = None
         self._busy = threading.Lock()
         self._pending = False
@@ -185,6 +210,11 @@ class JacobianScaling(widgets.VBox):
             control.observe(self._on_change, names="value")
         if run:
             self.redraw()
+
+    @property
+    def batch_size(self) -> int | None:
+        """The batch the dropdown chose: None for one example (the dropdown's 0), else the vmapped batch."""
+        return self.batch.value or None
 
     @property
     def span(self) -> int:
@@ -228,10 +258,10 @@ class JacobianScaling(widgets.VBox):
 
     def _sweep_once(self) -> None:
         self._total = len(self.out_dims())
-        self.sweep = JacobianSweep(self.in_slider.value, self.batch.value)
+        self.sweep = JacobianSweep(self.in_slider.value, self.batch_size)
         self.status.value = "<i>timing jacfwd and jacrev…</i>"
         try:
-            self.sweep = jacobian_sweep(self.in_slider.value, self.out_dims(), batch=self.batch.value, on_point=self.show_sweep)
+            self.sweep = jacobian_sweep(self.in_slider.value, self.out_dims(), batch=self.batch_size, on_point=self.show_sweep)
         except KeyboardInterrupt:
             self.status.value = (
                 f"<b>interrupted</b> after {len(self.sweep.points)} of {self._total} output sizes; the plot shows "
@@ -247,7 +277,7 @@ class JacobianScaling(widgets.VBox):
         """Draw ``sweep`` as it stands: what the kernel runs after every measured point."""
         self.sweep = sweep
         selected = self.out_slider.value if self.out_slider.value in sweep.out_dims else None
-        show_picture(self.image, sweep_svg(sweep, selected, self.out_dims()))
+        show_picture(self.image, sweep_svg(sweep, selected, self.out_dims()), sweep_alt(sweep), numbers=sweep.table())
         self.status.value = f"<i>timing… {len(sweep.points)} of {self._total} output sizes done</i>"
 
     def _summary(self, sweep: JacobianSweep) -> str:

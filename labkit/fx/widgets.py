@@ -9,7 +9,8 @@ The table and the bar plot always show the same rows in the same order.
 
 Structure for tests and browser tests: the widget has the CSS class
 ``labkit-live-profile``; the table sits in ``<div class="labkit-live-profile-table">``
-with one ``<tr>`` per shown row in its ``<tbody>``.
+with one ``<tr>`` per shown row in its ``<tbody>``. The bar plot's alt text says it
+draws that table's rows; its colours read on a light and a dark page (:mod:`labkit.core.plots`).
 
 A kernel interrupt (KeyboardInterrupt) stops a profile: the status then says
 "interrupted" and how many runs the table holds, and the interrupt goes on to
@@ -26,9 +27,9 @@ import ipywidgets as widgets
 from matplotlib.ticker import MaxNLocator
 
 from labkit.core.errors import LabkitValueError
-from labkit.core.plots import svg_document, svg_text, text_width
+from labkit.core.plots import INK, TAB10, svg_document, svg_text, text_width
 from labkit.core.tables import Table
-from labkit.core.widgets import show_picture
+from labkit.core.widgets import PictureView, show_picture
 from labkit.fx.profile import SORT_KEYS, NodeTiming, ProfileReport, profile_model, require_count, require_profilable
 
 TABLE_CLASS = "labkit-live-profile-table"
@@ -61,7 +62,7 @@ def bar_values(rows: list[NodeTiming], key: str) -> list[float]:
     return [getattr(row.stats, statistic) * 1e3 for row in rows]
 
 
-BAR_COLOUR = "#4c72b0"
+BAR_COLOUR = TAB10.fills[0]  # tab:blue, legible on a light and a dark page
 ROW_PX, BAR_PX, PLOT_PX = 20, 14, 340  # one bar's row and bar height, and the longest bar, in CSS pixels
 TITLE_PX, AXIS_PX, GAP_PX = 24, 44, 8  # the title line, the axis with its ticks and label, the space around labels
 
@@ -81,7 +82,8 @@ def bar_svg(labels: list[str], values: list[float], title: str, xlabel: str) -> 
     right = GAP_PX + max([text_width(text) for text in value_texts] + [text_width(f"{scale_max:g}") / 2])
     axis_y = TITLE_PX + ROW_PX * len(labels) + 4
     tick_xs = [(tick, left + PLOT_PX * tick / scale_max) for tick in ticks]
-    parts = [f'<line x1="{x:.1f}" y1="{TITLE_PX}" x2="{x:.1f}" y2="{axis_y}" stroke="#dddddd"/>' for _, x in tick_xs]
+    parts = [f'<line x1="{x:.1f}" y1="{TITLE_PX}" x2="{x:.1f}" y2="{axis_y}" stroke="{INK}" stroke-opacity="0.15"/>'
+             for _, x in tick_xs]
     for row, (label, value, text) in enumerate(zip(labels, values, value_texts, strict=True)):
         middle = TITLE_PX + ROW_PX * row + ROW_PX / 2
         length = PLOT_PX * max(value, 0.0) / scale_max
@@ -89,15 +91,20 @@ def bar_svg(labels: list[str], values: list[float], title: str, xlabel: str) -> 
             f'<rect class="bar" x="{left:.1f}" y="{middle - BAR_PX / 2:g}" width="{length:.1f}" height="{BAR_PX}" '
             f'fill="{BAR_COLOUR}"/>',
             svg_text(left - GAP_PX / 2, middle, label, anchor="end"),
-            svg_text(left + length + GAP_PX / 2, middle, text, anchor="start", colour="#333333"),
+            svg_text(left + length + GAP_PX / 2, middle, text, anchor="start"),
         ]
-    parts.append(f'<line x1="{left:.1f}" y1="{axis_y}" x2="{left + PLOT_PX:.1f}" y2="{axis_y}" stroke="black"/>')
+    parts.append(f'<line x1="{left:.1f}" y1="{axis_y}" x2="{left + PLOT_PX:.1f}" y2="{axis_y}" stroke="{INK}"/>')
     for tick, x in tick_xs:
-        parts += [f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" stroke="black"/>',
+        parts += [f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" stroke="{INK}"/>',
                   svg_text(x, axis_y + 12, f"{tick:g}", size=10)]
     parts += [svg_text(left + PLOT_PX / 2, axis_y + 31, xlabel), svg_text(GAP_PX / 2, TITLE_PX / 2, title, anchor="start")]
     width = max(left + PLOT_PX + right, GAP_PX + text_width(title), left + PLOT_PX / 2 + text_width(xlabel) / 2 + GAP_PX)
     return svg_document(round(width), axis_y + AXIS_PX, title, parts)
+
+
+def bars_alt(title: str, xlabel: str) -> str:
+    """The bar plot in words: it draws the rows of the table above it, in the table's order."""
+    return f"Horizontal bar chart of the table above, one bar per row in the table's order: {title}; bar length: {xlabel}."
 
 
 class LiveProfile(widgets.VBox):
@@ -126,7 +133,7 @@ class LiveProfile(widgets.VBox):
         self.progress = widgets.IntProgress(value=0, min=0, max=runs, description="progress")
         self.status = widgets.HTML("Press <b>Run profile</b>.")
         self.table = widgets.HTML()
-        self.image = widgets.Image(format="svg+xml")
+        self.image = PictureView()
         controls = widgets.HBox([self.runs, self.top_k, self.sort_by, self.group_by_type])
         super().__init__([controls, widgets.HBox([self.button, self.progress]), self.status, self.table, self.image])
         self.add_class("labkit-live-profile")
@@ -224,4 +231,5 @@ class LiveProfile(widgets.VBox):
         if table is None or bars is None:
             return
         self.table.value = f'<div class="{TABLE_CLASS}">{table.to_html()}</div>'
-        show_picture(self.image, bar_svg(*bars))
+        labels, values, title, xlabel = bars
+        show_picture(self.image, bar_svg(labels, values, title, xlabel), bars_alt(title, xlabel))

@@ -13,9 +13,15 @@ matplotlib figures for a notebook cell (PNG through :func:`labkit.core.plots.to_
 :func:`layout_svg` and :func:`memory_svg` draw the same cells as SVG for the
 widget: matplotlib took about 190 ms (over 400 ms on a loaded 2-core machine) to lay
 out and rasterise every numbered cell of both pictures, so dragging a slider lagged;
-the SVG takes a few milliseconds and the browser draws it. The widget keeps them in
-``ipywidgets.Image`` (format ``svg+xml``), which the notebook's stored widget state
-carries, so the static docs still show the grid.
+the SVG takes a few milliseconds and the browser draws it. The widget shows them as
+``<img>`` with alt text (:class:`labkit.core.widgets.PictureView`), which the notebook's stored
+widget state carries, so the static docs still show the grid; a notebook cell shows them with
+:func:`layout_picture` and :func:`memory_picture`. Each picture's numbers are also a table
+(:func:`layout_numbers`, :func:`memory_numbers`) folded under it, for a screen reader.
+
+Colours read on a light and a dark page (:mod:`labkit.core.plots`): offsets in viridis's hues with
+luminance kept inside :data:`~labkit.core.plots.DATA_LUMINANCE`, channels in tab10's, each number in
+black or white, whichever contrasts more with its cell.
 """
 from __future__ import annotations
 
@@ -25,13 +31,13 @@ import numbers
 import ipywidgets as widgets
 import numpy as np
 import torch
-from matplotlib import colormaps
-from matplotlib.colors import Colormap
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
-from labkit.core.plots import new_figure, svg_document, svg_text
-from labkit.core.widgets import show_picture
+from labkit.core.plots import TAB10, Palette, Picture, new_figure, sequential_palette, svg_document, svg_text
+from labkit.core.tables import Table
+from labkit.core.widgets import PictureView, show_picture
 from labkit.memory_format.layout import (
     CONVERSION_METHODS,
     FORMATS,
@@ -116,9 +122,22 @@ LAYOUT_TITLE = "logical layout, number = offset in memory"
 MEMORY_TITLE = "flat memory, offset 0 top left; colour and number = channel c"
 
 
-def _offset_text_colour(offset: float, numel: int) -> str:
-    """White numbers on the dark end of viridis, black on the light end (both pictures use this rule)."""
-    return "white" if offset < 0.6 * numel else "black"
+def offset_palette() -> Palette:
+    """The colours of memory offsets, 0 first: viridis's hues, legible on a light and a dark page."""
+    return sequential_palette("viridis")
+
+
+def _colormap(palette: Palette) -> ListedColormap:
+    return ListedColormap(list(palette.fills))
+
+
+def _offset_fractions(offsets: np.ndarray, numel: int) -> np.ndarray:
+    return offsets / max(numel - 1, 1)
+
+
+def _channel_fractions(channels: np.ndarray) -> np.ndarray:
+    """Where each channel's colour sits in TAB10 (channels past 9 share the last colour)."""
+    return np.minimum(channels, len(TAB10) - 1) / (len(TAB10) - 1)
 
 
 def layout_figure(layout: LayoutDescription, title: str = "") -> Figure:
@@ -130,12 +149,14 @@ def layout_figure(layout: LayoutDescription, title: str = "") -> Figure:
     numel = layout.numel
     grid, column_labels, row_labels = _block_grid(layout)
     figure = new_figure(max(4.2, 0.42 * grid.shape[1] + 1.6), max(1.8, 0.42 * grid.shape[0] + 0.9))
+    figure.set_label(layout_alt(layout, title))
     axes = figure.add_subplot()
-    image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=max(numel - 1, 1))
+    palette = offset_palette()
+    image = axes.imshow(grid, cmap=_colormap(palette), vmin=0, vmax=max(numel - 1, 1))
     for (row, col), value in np.ndenumerate(grid):
         if not np.isnan(value):
-            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8,
-                      color=_offset_text_colour(value, numel))
+            ink = palette.at(_offset_fractions(np.array([value]), numel))[1][0]
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8, color=ink)
     for x, label in column_labels:
         axes.text(x, -0.9, label, ha="center", va="center", fontsize=8)
     for y, label in row_labels:
@@ -156,11 +177,13 @@ def memory_figure(layout: LayoutDescription) -> Figure:
     strip = _memory_strip(_check_drawable(layout, "memory_figure"))
     rows = strip.shape[0]
     figure = new_figure(0.42 * MEMORY_ROW + 0.6, 0.42 * rows + 0.8)
+    figure.set_label(memory_alt(layout))
     axes = figure.add_subplot()
-    axes.imshow(strip, cmap="tab10", vmin=0, vmax=9)
+    axes.imshow(strip, cmap=_colormap(TAB10), vmin=0, vmax=len(TAB10) - 1)
     for (row, col), value in np.ndenumerate(strip):
         if not np.isnan(value):
-            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8, color="white")
+            ink = TAB10.at(_channel_fractions(np.array([value])))[1][0]
+            axes.text(col, row, f"{int(value)}", ha="center", va="center", fontsize=8, color=ink)
     axes.set_xticks(range(MEMORY_ROW))
     axes.set_yticks(range(rows), [f"{MEMORY_ROW * r}" for r in range(rows)])
     axes.tick_params(labelsize=7, length=0)
@@ -186,17 +209,11 @@ def _text_width(text: str) -> float:
     return len(text) * CHAR_PX
 
 
-def _hex_colours(colormap: Colormap, values: np.ndarray) -> list[str]:
-    """``to_hex(colormap(v))`` for every value at once: one colormap call, not one per cell (that took most of a redraw)."""
-    channels = np.rint(colormap(values)[:, :3] * 255).astype(int)
-    return [f"#{red:02x}{green:02x}{blue:02x}" for red, green, blue in channels.tolist()]
-
-
 def _offset_scale(x: float, y: float, width: float, top_value: int) -> list[str]:
-    """A horizontal viridis bar from offset 0 to ``top_value``, labelled at both ends: the colorbar of the PNG."""
+    """A horizontal bar of the offset colours from 0 to ``top_value``, labelled at both ends: the colorbar of the PNG."""
     fractions = np.linspace(0, 1, SCALE_STOPS)
     stops = [f'<stop offset="{fraction:g}" stop-color="{colour}"/>'
-             for fraction, colour in zip(fractions, _hex_colours(colormaps["viridis"], fractions), strict=True)]
+             for fraction, colour in zip(fractions, offset_palette().at(fractions)[0], strict=True)]
     label_y = y + SCALE_PX + LABEL_PX / 2
     return [
         '<defs><linearGradient id="offset-scale">', *stops, "</linearGradient></defs>",
@@ -222,10 +239,10 @@ def layout_svg(layout: LayoutDescription, title: str = "") -> bytes:
     top_value = max(numel - 1, 1)
     places = np.argwhere(~np.isnan(grid))
     offsets = grid[~np.isnan(grid)]  # row by row, as argwhere lists the places
-    fills = _hex_colours(colormaps["viridis"], offsets / top_value)
+    fills, inks = offset_palette().at(_offset_fractions(offsets, numel))
     parts = [
-        _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, int(offset), _offset_text_colour(offset, numel))
-        for (row, col), offset, fill in zip(places.tolist(), offsets.tolist(), fills, strict=True)
+        _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, int(offset), ink)
+        for (row, col), offset, fill, ink in zip(places.tolist(), offsets.tolist(), fills, inks, strict=True)
     ]
     parts += [svg_text(left + (x + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, label) for x, label in column_labels]
     parts += [svg_text(left - 6, top + (y + 0.5) * CELL_PX, label, anchor="end") for y, label in row_labels]
@@ -245,13 +262,12 @@ def memory_svg(layout: LayoutDescription) -> bytes:
     rows = strip.shape[0]
     left = 12 + _text_width(str(MEMORY_ROW * (rows - 1)))
     top = TITLE_PX + LABEL_PX
-    palette = colormaps["tab10"]
     places = np.argwhere(~np.isnan(strip))
     channels = strip[~np.isnan(strip)].astype(int)
-    fills = _hex_colours(palette, np.minimum(channels, palette.N - 1))  # as memory_figure: channels past 9 share the last
+    fills, inks = TAB10.at(_channel_fractions(channels))  # as memory_figure: channels past 9 share the last colour
     parts = [
-        _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, channel, "white")
-        for (row, col), channel, fill in zip(places.tolist(), channels.tolist(), fills, strict=True)
+        _svg_cell(left + col * CELL_PX, top + row * CELL_PX, fill, channel, ink)
+        for (row, col), channel, fill, ink in zip(places.tolist(), channels.tolist(), fills, inks, strict=True)
     ]
     parts += [svg_text(left + (col + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, str(col), size=9) for col in range(MEMORY_ROW)]
     parts += [svg_text(left - 6, top + (row + 0.5) * CELL_PX, str(MEMORY_ROW * row), anchor="end", size=9)
@@ -259,6 +275,61 @@ def memory_svg(layout: LayoutDescription) -> bytes:
     parts.append(svg_text(4, TITLE_PX / 2, MEMORY_TITLE, anchor="start"))
     width = max(left + MEMORY_ROW * CELL_PX, 8 + _text_width(MEMORY_TITLE)) + 6
     return svg_document(width, top + rows * CELL_PX + 6, MEMORY_TITLE, parts)
+
+
+# ---------------------------------------------------------------- the pictures' text alternatives
+
+def _tensor_words(layout: LayoutDescription) -> str:
+    return (f"a tensor of shape {layout.shape}, format {layout.format}, strides {layout.strides}, "
+            f"memory order {layout.memory_order}")
+
+
+def layout_alt(layout: LayoutDescription, title: str = "") -> str:
+    """The layout picture in words: what it draws, for which tensor, and where its numbers are."""
+    layout = _check_drawable(layout, "layout_alt")
+    blocks = "n and d" if len(layout.shape) == 5 else "n"
+    return (f"{title or LAYOUT_TITLE}: {_tensor_words(layout)}. Each element sits at its logical place, one block "
+            f"of H x W cells per channel c (left to right) and per {blocks} (top to bottom), numbered and coloured "
+            "by its offset in memory.")
+
+
+def memory_alt(layout: LayoutDescription) -> str:
+    """The flat-memory picture in words, with the channels of the first memory slots."""
+    strip = _memory_strip(_check_drawable(layout, "memory_alt"))
+    first = strip.flatten()[:MEMORY_ROW]
+    channels = ", ".join(str(int(c)) for c in first[~np.isnan(first)])
+    return (f"{MEMORY_TITLE}: {_tensor_words(layout)}. The first {MEMORY_ROW} memory slots hold elements of "
+            f"channels {channels}.")
+
+
+def layout_numbers(layout: LayoutDescription) -> Table:
+    """The layout picture's numbers: one row per (n, c[, d], h), the offsets along w, as the picture's rows."""
+    offsets = _check_drawable(layout, "layout_numbers").memory_offsets()
+    index_names = list("ncdh" if offsets.dim() == 5 else "nch")
+    rows = [[*index, *offsets[index].tolist()] for index in np.ndindex(*offsets.shape[:-1])]
+    return Table([*index_names, *(f"offset at w={w}" for w in range(offsets.shape[-1]))], rows,
+                 title="Offset in memory of every element")
+
+
+def memory_numbers(layout: LayoutDescription) -> Table:
+    """The flat-memory picture's numbers: each memory slot's element (its logical index) and channel, in memory order."""
+    elements = _check_drawable(layout, "memory_numbers").elements_in_memory_order()
+    names = ", ".join(layout.dim_names.lower())
+    return Table(["offset", f"element ({names})", "channel c"],
+                 [[offset, str(index), index[1]] for offset, index in enumerate(elements)],
+                 title="What each memory slot holds, in memory order")
+
+
+def layout_picture(layout: LayoutDescription, title: str = "") -> Picture:
+    """:func:`layout_svg` for a notebook cell: with its alt text and its numbers folded under it."""
+    layout = _check_drawable(layout, "layout_picture")
+    return Picture(layout_svg(layout, title), layout_alt(layout, title), numbers=layout_numbers(layout))
+
+
+def memory_picture(layout: LayoutDescription) -> Picture:
+    """:func:`memory_svg` for a notebook cell: with its alt text and its numbers folded under it."""
+    layout = _check_drawable(layout, "memory_picture")
+    return Picture(memory_svg(layout), memory_alt(layout), numbers=memory_numbers(layout))
 
 
 # ---------------------------------------------------------------- the widget
@@ -320,8 +391,8 @@ class StrideExplorer(widgets.VBox):
         self.strides = widgets.HTML()
         self.strides.add_class("labkit-strides")
         self.description = widgets.HTML()
-        self.layout_image = widgets.Image(format="svg+xml")
-        self.memory_image = widgets.Image(format="svg+xml")
+        self.layout_image = PictureView()
+        self.memory_image = PictureView()
         self.tensor: torch.Tensor | None = None
         self.layout_description: LayoutDescription | None = None
         self.error = ""
@@ -354,12 +425,12 @@ class StrideExplorer(widgets.VBox):
             self.tensor, self.layout_description, self.error = None, None, str(exc)
             self.strides.value = "<b>strides:</b> —"
             self.description.value = f'<p class="labkit-error">⚠ {html.escape(self.error)}</p>'
-            self.layout_image.value = b""
-            self.memory_image.value = b""
+            self.layout_image.clear()  # the message only: no picture, not an empty (broken) image
+            self.memory_image.clear()
             return
         self.error = ""
-        self.layout_description = describe(self.tensor)
-        self.strides.value = f"<b>strides:</b> <code>{self.layout_description.strides}</code>"
-        self.description.value = self.layout_description.to_html()
-        show_picture(self.layout_image, layout_svg(self.layout_description))
-        show_picture(self.memory_image, memory_svg(self.layout_description))
+        layout = self.layout_description = describe(self.tensor)
+        self.strides.value = f"<b>strides:</b> <code>{layout.strides}</code>"
+        self.description.value = layout.to_html()
+        show_picture(self.layout_image, layout_svg(layout), layout_alt(layout), numbers=layout_numbers(layout))
+        show_picture(self.memory_image, memory_svg(layout), memory_alt(layout), numbers=memory_numbers(layout))

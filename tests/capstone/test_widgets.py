@@ -57,3 +57,21 @@ def test_one_bar_per_variant_at_its_median_in_order():
 def test_anything_but_a_comparison_is_a_labkit_error():
     with pytest.raises(LabkitTypeError, match="compare_variants"):
         variant_bars([1, 2])
+
+
+def test_the_chart_has_alt_text_with_every_variants_numbers():
+    from labkit.capstone.widgets import variant_bars_alt
+    from labkit.core.plots import figure_image
+
+    compared = comparison(["eager", "fused"])
+    figure = variant_bars(compared)
+    assert figure.get_label() == variant_bars_alt(compared)
+    alt = figure_image(figure).alt
+    assert "eager 10 ms (1.00x); fused 5 ms (2.00x)" in alt and alt.startswith("Horizontal bar chart")
+
+
+def test_the_alt_text_of_anything_but_a_comparison_is_a_labkit_error():
+    from labkit.capstone.widgets import variant_bars_alt
+
+    with pytest.raises(LabkitTypeError, match="compare_variants"):
+        variant_bars_alt({"eager": 1.0})

@@ -54,9 +54,170 @@ def test_figure_image_has_twice_the_pixels_and_shows_at_the_css_width():
 
     figure = new_figure(4.0, 2.0)
     figure.add_subplot().plot([0, 1], [1, 0])
-    image = figure_image(figure)
-    assert image.width == css_size(figure)[0] and image.height is None  # the height follows: aspect kept
+    image = figure_image(figure, alt="a falling line")
+    assert image.width == css_size(figure)[0]
     assert Image.open(io.BytesIO(image.data)).size == tuple(PIXEL_RATIO * side for side in css_size(figure))
+    shown = _img(image._repr_html_())
+    assert shown["width"] == str(css_size(figure)[0]) and "height:auto" in shown["style"]  # the height follows
+    assert shown["alt"] == "a falling line" and repr(image) == "[picture] a falling line"
+
+
+def test_figure_image_takes_its_alt_text_from_the_figure_label_and_refuses_none():
+    from labkit.core.errors import LabkitValueError
+    from labkit.core.plots import figure_image
+
+    figure = new_figure(2.0, 1.0)
+    with pytest.raises(LabkitValueError, match="needs a text alternative: pass alt="):
+        figure_image(figure)
+    figure.set_label("an empty chart")
+    assert figure_image(figure).alt == "an empty chart"
+    assert figure_image(figure, alt="said otherwise").alt == "said otherwise"
+
+
+def _img(markup: str) -> dict[str, str]:
+    """The attributes of the one ``<img>`` in ``markup``."""
+    from html.parser import HTMLParser
+
+    found: list[dict[str, str]] = []
+
+    class Images(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "img":
+                found.append({name: value or "" for name, value in attrs})
+
+    Images().feed(markup)
+    assert len(found) == 1, markup[:200]
+    return found[0]
+
+
+def _data_url_bytes(source: str) -> bytes:
+    import base64
+
+    header, data = source.split(",", 1)
+    assert header.endswith(";base64")
+    return base64.b64decode(data)
+
+
+def test_a_png_is_an_opaque_card_with_transparent_rounded_corners():
+    from labkit.core.plots import CARD_RADIUS_PX
+
+    figure = new_figure(2.0, 1.0)
+    figure.add_subplot().plot([0, 1], [0, 1])
+    pixels = Image.open(io.BytesIO(to_png(figure)))
+    assert pixels.mode == "RGBA"
+    width, height = pixels.size
+    assert pixels.getpixel((0, 0))[3] == 0 and pixels.getpixel((width - 1, height - 1))[3] == 0  # corners cut
+    assert pixels.getpixel((CARD_RADIUS_PX, 0)) == (255, 255, 255, 255)  # the card's edge: white, opaque
+    assert pixels.getpixel((width // 2, height - 2))[3] == 255
+
+
+def test_contrast_follows_wcag():
+    from labkit.core.plots import contrast_ratio, ink_on, relative_luminance
+
+    assert contrast_ratio("#000000", "#ffffff") == pytest.approx(21.0)
+    assert contrast_ratio("#777777", "#777777") == 1.0
+    assert contrast_ratio("#767676", "white") == pytest.approx(4.54, abs=0.01)  # the well-known 4.5:1 grey
+    assert relative_luminance("#ffffff") == 1.0 and relative_luminance("black") == 0.0
+    assert ink_on("#ffff00") == "#000000" and ink_on("#000080") == "#ffffff"
+
+
+def _all_palettes():
+    from labkit.core.plots import TAB10, sequential_palette
+
+    return {"viridis": sequential_palette("viridis"), "tab10": TAB10}
+
+
+@pytest.mark.parametrize("name", ["viridis", "tab10"])
+def test_every_data_colour_reads_on_every_page_and_its_number_reads_on_it(name):
+    from labkit.core.plots import GRAPHIC_CONTRAST, PAGE_BACKGROUNDS, SVG_CARD, TEXT_CONTRAST, contrast_ratio
+
+    palette = _all_palettes()[name]
+    backgrounds = {**PAGE_BACKGROUNDS, **{f"{scheme} card": colour for scheme, colour in SVG_CARD.items()}}
+    worst = {where: min(contrast_ratio(fill, colour) for fill in palette.fills) for where, colour in backgrounds.items()}
+    assert min(worst.values()) >= GRAPHIC_CONTRAST, worst
+    assert min(contrast_ratio(fill, ink) for fill, ink in zip(palette.fills, palette.inks, strict=True)) >= TEXT_CONTRAST
+
+
+def test_the_svg_ink_reads_on_its_card_and_on_the_page_of_its_scheme():
+    from labkit.core.plots import PAGE_BACKGROUNDS, SVG_CARD, SVG_INK, TEXT_CONTRAST, contrast_ratio
+
+    assert contrast_ratio(SVG_INK["light"], SVG_CARD["light"]) >= TEXT_CONTRAST
+    assert contrast_ratio(SVG_INK["light"], PAGE_BACKGROUNDS["light page"]) >= TEXT_CONTRAST
+    dark_pages = [colour for where, colour in PAGE_BACKGROUNDS.items() if "dark" in where]
+    assert min(contrast_ratio(SVG_INK["dark"], colour) for colour in [SVG_CARD["dark"], *dark_pages]) >= TEXT_CONTRAST
+
+
+def test_the_sequential_palette_keeps_viridis_order_in_hue_and_lightness():
+    from labkit.core.plots import DATA_LUMINANCE, relative_luminance, sequential_palette
+
+    luminance = [relative_luminance(fill) for fill in sequential_palette("viridis").fills]
+    assert all(later > earlier - 0.003 for earlier, later in zip(luminance, luminance[1:])), "rises, up to 8-bit rounding"
+    assert luminance[128] == pytest.approx(sum(DATA_LUMINANCE) / 2, abs=0.003)  # evenly
+    assert luminance[0] == pytest.approx(DATA_LUMINANCE[0], abs=0.003)
+    assert luminance[-1] == pytest.approx(DATA_LUMINANCE[1], abs=0.003)
+
+
+def test_a_colour_already_in_the_band_is_kept():
+    from labkit.core.plots import TAB10
+
+    assert TAB10.fills[0] == "#1f77b4" and TAB10.fills[3] == "#d62728"  # tab:blue and tab:red need no change
+
+
+def test_an_svg_follows_the_colour_scheme_and_draws_in_current_colour():
+    import xml.etree.ElementTree as ET
+
+    from labkit.core.plots import SVG_CARD, SVG_INK, svg_document, svg_text
+
+    svg = svg_document(50, 20, "t", [svg_text(1, 1, "x")])
+    root = ET.fromstring(svg)
+    namespace = "{http://www.w3.org/2000/svg}"
+    style = root.find(f"{namespace}style").text
+    light, dark = style.split("@media (prefers-color-scheme: dark)")
+    assert SVG_INK["light"] in light and SVG_CARD["light"] in light
+    assert SVG_INK["dark"] in dark and SVG_CARD["dark"] in dark
+    assert ":root" in light and "svg.labkit-svg:root" in dark  # inline in a page, the rules match nothing
+    assert root.find(f"{namespace}text").get("fill") == "currentColor"
+    card = root.find(f"{namespace}rect")
+    assert card.get("class") == "labkit-card" and card.get("fill") == "none"  # transparent where drawn inline
+    assert (root.get("role"), root.get("aria-label")) == ("img", "t")
+
+
+def test_picture_html_is_an_img_with_alt_text_and_a_data_url_of_the_picture():
+    from labkit.core.plots import THEME_STYLE, picture_html, svg_document
+
+    svg = svg_document(30, 10, "t", [])
+    markup = picture_html(svg, 'a "quoted" <alt>')
+    shown = _img(markup)
+    assert shown["alt"] == 'a "quoted" <alt>' and shown["class"] == "labkit-picture"
+    assert shown["src"].startswith("data:image/svg+xml;base64,") and _data_url_bytes(shown["src"]) == svg
+    assert "width" not in shown and "max-width:100%" in shown["style"]  # an SVG keeps its own size
+    assert markup.startswith(THEME_STYLE)  # JupyterLab's theme reaches the SVG through the img's color-scheme
+
+
+def test_picture_html_folds_the_numbers_under_the_picture():
+    from labkit.core.plots import NUMBERS_NOTE, NUMBERS_SUMMARY, picture_html
+    from labkit.core.tables import Table
+
+    figure = new_figure(1.0, 1.0)
+    markup = picture_html(to_png(figure), "one", 90, Table(["x", "y"], [[1, 2]]))
+    assert _img(markup)["width"] == "90" and "<style>" not in markup  # a PNG needs no colour scheme
+    assert f"<details class=\"labkit-picture-numbers\"><summary>{NUMBERS_SUMMARY}</summary>" in markup
+    assert "<td" in markup and markup.endswith("</details>")
+    assert _img(markup)["alt"] == "one" + NUMBERS_NOTE  # the alt text says where the numbers are
+
+
+@pytest.mark.parametrize(("picture", "alt", "error", "message"), [
+    (b"GIF89a", "x", "LabkitValueError", "must be PNG or SVG bytes"),
+    (b"<svg/>", "  ", "LabkitValueError", "needs a text alternative"),
+    (b"<svg/>", None, "LabkitTypeError", "alt must be a string"),
+])
+def test_a_picture_without_alt_text_or_of_another_kind_is_refused(picture, alt, error, message):
+    from labkit.core import errors
+    from labkit.core.plots import Picture, picture_html
+
+    for make in (lambda: picture_html(picture, alt), lambda: Picture(picture, alt)):
+        with pytest.raises(getattr(errors, error), match=message):
+            make()
 
 
 def _live_line(y_end: float):

@@ -1,5 +1,7 @@
+import html
 import io
 import math
+import re
 
 import pytest
 
@@ -16,12 +18,24 @@ def test_wave_points_follow_the_frequency():
 
 def test_moving_the_slider_redraws_the_plot():
     widget = SliderPlot(frequency=1.0)
-    first_png = bytes(widget.image.value)
+    first_png = widget.image.picture
     assert first_png.startswith(b"\x89PNG") and "frequency = 1" in widget.status.value
     widget.slider.value = 3.0
-    assert bytes(widget.image.value) != first_png
+    assert widget.image.picture != first_png
     assert "frequency = 3" in widget.status.value
     assert "labkit-slider-plot" in widget._dom_classes
+
+
+def test_the_picture_has_alt_text_that_follows_the_slider():
+    widget = SliderPlot(frequency=1.0)
+    assert widget.image.alt == "Plot of sin(2π · 1 · x) for x from 0 to 1: a sine wave between -1 and 1, 1 period."
+    widget.slider.value = 2.5
+    assert "sin(2π · 2.5 · x)" in widget.image.alt and "2.5 periods" in widget.image.alt
+    assert f'alt="{html.escape(widget.image.alt)}"' in widget.image.value
+
+
+def test_the_slider_has_a_visible_label_that_names_it():
+    assert SliderPlot().slider.description == "frequency"
 
 
 @pytest.mark.parametrize("frequency", [1000, 0.0, -1.0, 5.5, 1.3, math.nan, math.inf])
@@ -47,10 +61,10 @@ def test_the_picture_is_a_hidpi_png_shown_at_its_css_width_never_stretched():
     from labkit.core.plots import PIXEL_RATIO
 
     widget = SliderPlot(frequency=1.0)
-    width, height = Image.open(io.BytesIO(widget.image.value)).size
-    css_width = int(widget.image.layout.width.removesuffix("px"))
+    width, height = Image.open(io.BytesIO(widget.image.picture)).size
+    css_width = int(re.search(r'<img [^>]*width="(\d+)"', widget.image.value)[1])
     assert width == PIXEL_RATIO * css_width and height < width
-    assert widget.image.layout.height == "auto" and widget.image.layout.align_self == "flex-start"
+    assert "height:auto" in widget.image.value and widget.image.layout.align_self == "flex-start"
 
 
 def test_a_slider_step_repaints_only_the_curve_and_looks_like_a_fresh_drawing():
@@ -58,7 +72,7 @@ def test_a_slider_step_repaints_only_the_curve_and_looks_like_a_fresh_drawing():
     moved.slider.value = 3.0
     moved.slider.value = 3.5
     assert moved._figure.full_draws == 1  # the axes were drawn once
-    assert bytes(moved.image.value) == bytes(SliderPlot(frequency=3.5).image.value)
+    assert moved.image.value == SliderPlot(frequency=3.5).image.value
 
 
 def test_the_status_is_plain_text_so_printing_it_shows_no_markup():
@@ -67,12 +81,33 @@ def test_the_status_is_plain_text_so_printing_it_shows_no_markup():
 
 
 def test_show_picture_sets_the_css_width_of_a_png_and_leaves_an_svg_its_own():
-    import ipywidgets
+    from labkit.core.widgets import PictureView, show_picture
 
-    from labkit.core.widgets import show_picture
+    view = PictureView()
+    show_picture(view, b"\x89PNG\r\n\x1a\n...", "a png", 300.4)
+    assert '<img class="labkit-picture" src="data:image/png;base64,' in view.value and 'width="300"' in view.value
+    assert (view.picture, view.alt) == (b"\x89PNG\r\n\x1a\n...", "a png")
+    show_picture(view, b"<svg/>", "an svg")
+    assert "data:image/svg+xml;base64," in view.value and " width=" not in view.value
+    assert view.layout.align_self == "flex-start"  # never stretched to the box's width
 
-    image = ipywidgets.Image(format="png")
-    show_picture(image, b"\x89PNG...", 300.4)
-    assert (image.layout.width, image.layout.height, image.value) == ("300px", "auto", b"\x89PNG...")
-    show_picture(image, b"<svg/>")
-    assert image.layout.width == "auto" and image.layout.align_self == "flex-start"
+
+def test_an_empty_picture_view_shows_nothing_not_a_broken_image():
+    from labkit.core.widgets import PictureView, show_picture
+
+    view = PictureView()
+    assert view.value == "" and "labkit-picture-view" in view._dom_classes
+    show_picture(view, b"<svg/>", "an svg")
+    view.clear()
+    assert (view.value, view.picture, view.alt) == ("", b"", "")
+
+
+def test_show_picture_refuses_a_picture_without_alt_text_and_keeps_the_last_one():
+    from labkit.core.widgets import PictureView, show_picture
+
+    view = PictureView()
+    show_picture(view, b"<svg/>", "first")
+    before = view.value
+    with pytest.raises(LabkitValueError, match="needs a text alternative"):
+        show_picture(view, b"<svg/>", "")
+    assert (view.value, view.alt) == (before, "first")

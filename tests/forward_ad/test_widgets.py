@@ -50,8 +50,11 @@ def fake_sweep(monkeypatch):
 def test_widget_draws_and_marks_the_crossover(fake_sweep):
     widget = JacobianScaling(in_features=8, out_features=32, batch=None)
     assert fake_sweep == [(8, [1, 2, 4, 8, 16, 32, 64], None)]
-    assert bytes(widget.image.value).startswith(SVG_START) and widget.image.format == "svg+xml"
+    assert widget.image.picture.startswith(SVG_START) and "data:image/svg+xml;base64," in widget.image.value
     assert widget.image.layout.align_self == "flex-start"  # never stretched to the box's width
+    assert widget.image.alt.startswith("Log-log plot of the median time of jacfwd (circles) and jacrev (squares)")
+    assert "output sizes 1, 2, 4, 8, 16, 32, 64" in widget.image.alt and "<details" in widget.image.value
+    assert "<td" in widget.image.value  # the sweep's table, folded under the plot
     assert "labkit-jacobian-scaling" in widget._dom_classes
     assert widget.sweep.crossover == pytest.approx(8)  # jacrev's cost reaches jacfwd's at out == in
     assert "R^8 -&gt; R^32: jacfwd is 4.00x faster" in widget.status.value
@@ -87,13 +90,13 @@ def test_square_jacobian_says_either_can_win(fake_sweep):
 
 def test_no_run_draws_nothing(fake_sweep):
     widget = JacobianScaling(run=False)
-    assert fake_sweep == [] and bytes(widget.image.value) == b""
+    assert fake_sweep == [] and widget.image.value == ""  # nothing, not an empty (broken) image
 
 
 def test_real_core_small_sizes():
     widget = JacobianScaling(in_features=2, out_features=4, batch=None, span=2)
     assert widget.sweep.out_dims == [1, 2, 4]
-    assert bytes(widget.image.value).startswith(SVG_START)
+    assert widget.image.picture.startswith(SVG_START)
 
 
 @pytest.mark.parametrize(
@@ -207,7 +210,22 @@ def test_a_change_during_a_sweep_does_not_start_a_second_one(no_drawing, monkeyp
 # --- the plot ---------------------------------------------------------------------
 def _points(svg: bytes, mode: str) -> list[tuple[float, float]]:
     root = ET.fromstring(svg)
-    return [(float(c.get("cx")), float(c.get("cy"))) for c in root.iter(f"{SVG}circle") if c.get("class") == f"point {mode}"]
+    centres = []
+    for marker in root.iter():
+        if marker.get("class") == f"point {mode}":
+            if marker.tag == f"{SVG}circle":
+                centres.append((float(marker.get("cx")), float(marker.get("cy"))))
+            else:  # a square: jacrev's marker
+                half = float(marker.get("width")) / 2
+                centres.append((float(marker.get("x")) + half, float(marker.get("y")) + half))
+    return centres
+
+
+def test_the_two_modes_differ_in_marker_not_only_in_colour():
+    root = ET.fromstring(module.sweep_svg(_sweep(8, [2, 4, 8])))
+    markers = [m for m in root.iter() if (m.get("class") or "").startswith(("point", "key"))]
+    kinds = {(m.tag.removeprefix(SVG), m.get("class")) for m in markers}
+    assert kinds == {("circle", "point jacfwd"), ("rect", "point jacrev"), ("circle", "key jacfwd"), ("rect", "key jacrev")}
 
 
 def _mark_x(svg: bytes, name: str) -> float | None:
@@ -277,4 +295,21 @@ def test_summary_and_mark_use_the_stable_crossover(monkeypatch):
     assert widget.sweep.crossover == 16  # out = 8 is a tie, jacfwd wins from 16 on
     assert "jacfwd stays faster from out = 16 (ties from out = 8)" in widget.status.value
     assert "a tie: the two timings overlap" in widget.status.value
-    assert "crossover ≈ 16" in bytes(widget.image.value).decode()
+    assert "crossover ≈ 16" in widget.image.picture.decode() and "jacfwd stays faster from out = 16" in widget.image.alt
+
+
+def test_every_control_has_a_label_that_names_it(fake_sweep):
+    widget = JacobianScaling(run=False)
+    assert [widget.in_slider.description, widget.out_slider.description, widget.batch.description] == [
+        "input dim", "output dim", "batch"]
+
+
+def test_no_batch_shows_as_a_chosen_option_and_sweeps_one_example(fake_sweep):
+    """ipywidgets shows a None value as a blank dropdown; "none (one example)" must be visibly chosen."""
+    widget = JacobianScaling(in_features=8, out_features=16, batch=None, span=2)
+    assert widget.batch.label == "none (one example)" and widget.batch.index == 0
+    assert widget.batch_size is None and fake_sweep[-1][2] is None and widget.sweep.batch is None
+    widget.batch.value = 64
+    assert widget.batch_size == 64 and fake_sweep[-1][2] == 64
+    with pytest.raises(LabkitValueError, match=r"batch must be one of \[None, 16, 64\], got 0"):
+        JacobianScaling(batch=0, run=False)

@@ -33,7 +33,7 @@ def widget():
 
 
 def test_nothing_is_shown_before_the_first_run(widget):
-    assert widget.table.value == "" and widget.image.value == b""
+    assert widget.table.value == "" and widget.image.value == ""  # nothing, not an empty (broken) image
     assert widget.progress.value == 0 and "Run profile" in widget.status.value
     assert "labkit-live-profile" in widget._dom_classes
 
@@ -44,8 +44,10 @@ def test_pressing_the_button_fills_table_plot_and_progress(widget):
     assert f'<div class="{TABLE_CLASS}">' in widget.table.value
     rows = body_rows(widget)
     assert len(rows) == 4 and {r[2] for r in rows} <= {"Conv2d", "BatchNorm2d", "ReLU"}  # columns: op, node, type, ...
-    assert bytes(widget.image.value).startswith(b"<svg") and widget.image.format == "svg+xml"
+    assert widget.image.picture.startswith(b"<svg") and "data:image/svg+xml;base64," in widget.image.value
     assert widget.image.layout.align_self == "flex-start"  # never stretched to the box's width
+    assert widget.image.alt.startswith("Horizontal bar chart of the table above, one bar per row in the table's order: 4 of")
+    assert "bar length: mean time per run (ms)" in widget.image.alt
     assert "run 3 of 3" in widget.status.value and not widget.button.disabled
     assert widget.report.runs == 3
 
@@ -63,7 +65,7 @@ def test_table_and_plot_update_after_every_run(widget):
 
 def test_top_k_sort_and_group_by_type_redraw_without_new_runs(widget):
     widget.button.click()
-    png = bytes(widget.image.value)
+    png = widget.image.picture
     widget.top_k.value = 2
     assert len(body_rows(widget)) == 2
     widget.top_k.value = 10
@@ -72,7 +74,8 @@ def test_top_k_sort_and_group_by_type_redraw_without_new_runs(widget):
     widget.group_by_type.value = True
     rows = body_rows(widget)
     assert [r[0] for r in rows] == ["BatchNorm2d", "Conv2d", "ReLU"] and [r[1] for r in rows] == ["2", "2", "2"]
-    assert "<th>type" in widget.table.value and bytes(widget.image.value) != png
+    assert "<th>type" in widget.table.value and widget.image.picture != png
+    assert "time per op type" in widget.image.alt and "summed median time per run (ms)" in widget.image.alt
     assert widget.report.runs == 3
 
 
@@ -353,3 +356,9 @@ def test_live_profile_takes_the_models_keyword_inputs_as_profile_model_does():
     assert widget.report is not None and widget.report.runs == 2
     with pytest.raises(LabkitError):
         LiveProfile(Scaled().eval(), torch.randn(2, 4), kwargs={"bogus": 1.0})
+
+
+def test_every_control_has_a_label_that_names_it(widget):
+    labels = [widget.runs.description, widget.top_k.description, widget.sort_by.description,
+              widget.group_by_type.description, widget.button.description, widget.progress.description]
+    assert labels == ["runs", "top k", "sort by", "group by type", "Run profile", "progress"]

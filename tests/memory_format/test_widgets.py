@@ -6,23 +6,31 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import torch
-from matplotlib import colormaps
 from matplotlib.colors import to_hex
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.plots import NUMBERS_NOTE, TAB10, Picture
 from labkit.memory_format.layout import LayoutDescription, describe, memory_offsets
 from labkit.memory_format.widgets import (
     CELL_PX,
     MAX_DRAWN_ELEMENTS,
+    layout_alt,
     layout_figure,
+    layout_numbers,
+    layout_picture,
     layout_svg,
+    memory_alt,
     memory_figure,
+    memory_numbers,
+    memory_picture,
     memory_svg,
+    offset_palette,
 )
 from labkit.widgets import StrideExplorer
 
 SVG = {"svg": "http://www.w3.org/2000/svg"}
-PICTURES = [layout_figure, memory_figure, layout_svg, memory_svg]
+PICTURES = [layout_figure, memory_figure, layout_svg, memory_svg, layout_alt, memory_alt, layout_numbers, memory_numbers,
+            layout_picture, memory_picture]
 
 
 @pytest.fixture
@@ -58,22 +66,36 @@ def test_initial_state(explorer):
     assert "(12, 1, 6, 3)" in explorer.strides.value
     assert "NHWC" in explorer.description.value
     for image in (explorer.layout_image, explorer.memory_image):
-        assert image.format == "svg+xml" and bytes(image.value).startswith(b"<svg")
+        assert image.picture.startswith(b"<svg") and "data:image/svg+xml;base64," in image.value
         assert image.layout.align_self == "flex-start"  # its own size, never stretched to the box's width
-    assert len(_svg_cells(explorer.layout_image.value)) == len(_svg_cells(explorer.memory_image.value)) == 24
+    assert len(_svg_cells(explorer.layout_image.picture)) == len(_svg_cells(explorer.memory_image.picture)) == 24
+
+
+def test_each_picture_has_alt_text_and_its_numbers_folded_under_it(explorer):
+    layout = explorer.layout_description
+    assert explorer.layout_image.alt == layout_alt(layout) and explorer.memory_image.alt == memory_alt(layout)
+    for view in (explorer.layout_image, explorer.memory_image):
+        assert f'alt="{view.alt}{NUMBERS_NOTE}"' in view.value and "<details" in view.value  # the alt says where they are
+    assert "shape (2, 3, 2, 2), format channels_last, strides (12, 1, 6, 3), memory order NHWC" in explorer.layout_image.alt
+    assert "channels 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0" in explorer.memory_image.alt
+
+
+def test_every_control_has_a_label_that_names_it(explorer):
+    controls = [explorer.n, explorer.c, explorer.h, explorer.w, explorer.d, explorer.five_d, explorer.format, explorer.method]
+    assert [control.description for control in controls] == ["N", "C", "H", "W", "D", "5-D (add D)", "format", "method"]
 
 
 def test_sliders_update_strides_and_pictures(explorer):
-    before = explorer.layout_image.value
+    before = explorer.layout_image.picture
     explorer.c.value = 4
     explorer.h.value = 3
     assert explorer.shape == (2, 4, 3, 2)
     assert "(24, 1, 8, 4)" in explorer.strides.value
-    assert explorer.layout_image.value != before
+    assert explorer.layout_image.picture != before
     explorer.format.value = "contiguous_format"
     assert "(24, 6, 2, 1)" in explorer.strides.value
     assert "NCHW" in explorer.description.value
-    cells = _svg_cells(explorer.layout_image.value)
+    cells = _svg_cells(explorer.layout_image.picture)
     assert cells[(0, 0)][0] == 0 and cells[(0, 1)][0] == 1 and cells[(1, 0)][0] == 2  # NCHW: w is the densest dim
     assert [cells[(0, col)][0] for col in (3, 6, 9)] == [6, 12, 18]  # each channel's block starts one channel on
 
@@ -92,14 +114,15 @@ def test_five_d_with_channels_last_shows_the_error_then_channels_last_3d(explore
     explorer.five_d.value = True
     assert explorer.tensor is None
     assert "channels_last_3d" in explorer.description.value and "labkit-error" in explorer.description.value
-    assert bytes(explorer.layout_image.value) == b"" and bytes(explorer.memory_image.value) == b""
+    # the message only: no picture at all, never an empty image (a browser draws that as a broken-image icon)
+    assert explorer.layout_image.value == explorer.memory_image.value == "" and explorer.layout_image.picture == b""
     explorer.format.value = "channels_last_3d"
     assert explorer.shape == (2, 3, 2, 2, 2)
     assert "(24, 1, 12, 6, 3)" in explorer.strides.value
     grid = np.asarray(layout_figure(explorer.layout_description).axes[0].images[0].get_array())
     assert grid.shape == (2 * 2 * 3 - 1, 3 * 3 - 1)  # block rows per (n, d), block columns per c
     assert grid[3, 0] == 12  # n=0, d=1, h=0, w=0 sits one D step (stride 12) into memory
-    assert _svg_cells(explorer.layout_image.value)[(3, 0)][0] == 12
+    assert _svg_cells(explorer.layout_image.picture)[(3, 0)][0] == 12
     assert not explorer.d.disabled
     explorer.five_d.value = False
     assert explorer.d.disabled
@@ -230,15 +253,19 @@ def test_the_explorer_draws_the_description_it_shows(explorer, monkeypatch):
 def test_svg_pictures_draw_the_cells_of_the_figures(tensor):
     """The widget's SVG and the notebook's figure show the same number in the same cell, coloured the same way."""
     layout = describe(tensor)
-    numel, viridis, tab10 = layout.numel, colormaps["viridis"], colormaps["tab10"]
+    numel, palette = layout.numel, offset_palette()
     svg_cells = _svg_cells(layout_svg(layout))
-    assert {place: cell[0] for place, cell in svg_cells.items()} == _figure_cells(layout_figure(layout))
+    figure = layout_figure(layout)
+    assert {place: cell[0] for place, cell in svg_cells.items()} == _figure_cells(figure)
+    figure_inks = {int(t.get_text()): to_hex(t.get_color()) for t in figure.axes[0].texts if t.get_text().isdigit()}
     for number, fill, text_colour in svg_cells.values():
-        assert fill == to_hex(viridis(number / max(numel - 1, 1)))
-        assert text_colour == ("white" if number < 0.6 * numel else "black")
+        index = round(number / max(numel - 1, 1) * (len(palette) - 1))
+        assert (fill, text_colour) == (palette.fills[index], palette.inks[index]) and figure_inks[number] == text_colour
+    assert to_hex(figure.axes[0].images[0].cmap(1.0)) == palette.fills[-1]
     memory_cells = _svg_cells(memory_svg(layout))
     assert {place: cell[0] for place, cell in memory_cells.items()} == _figure_cells(memory_figure(layout))
-    assert all(fill == to_hex(tab10(min(channel, 9))) for channel, fill, _ in memory_cells.values())
+    assert all((fill, ink) == (TAB10.fills[min(channel, 9)], TAB10.inks[min(channel, 9)])
+               for channel, fill, ink in memory_cells.values())
 
 
 def test_svg_pictures_label_blocks_and_memory_rows():
@@ -257,3 +284,26 @@ def test_svg_pictures_change_with_the_layout_only():
     assert layout_svg(channels_last) == layout_svg(describe(torch.zeros(1, 2, 2, 2).to(memory_format=torch.channels_last)))
     assert layout_svg(channels_last) != layout_svg(describe(torch.zeros(1, 2, 2, 2)))
     assert memory_svg(channels_last) != memory_svg(describe(torch.zeros(1, 2, 2, 2)))
+
+
+def test_the_numbers_tables_hold_every_offset_and_every_memory_slot():
+    layout = describe(torch.zeros(1, 2, 2, 3).to(memory_format=torch.channels_last))
+    numbers = layout_numbers(layout)
+    assert list(numbers.headers) == ["n", "c", "h", "offset at w=0", "offset at w=1", "offset at w=2"]
+    offsets = memory_offsets(torch.zeros(1, 2, 2, 3).to(memory_format=torch.channels_last))
+    assert [row[3:] for row in numbers.rows] == [offsets[0, c, h].tolist() for c in range(2) for h in range(2)]
+    slots = memory_numbers(layout)
+    assert slots.column("offset") == list(range(12)) and slots.column("channel c")[:4] == [0, 1, 0, 1]
+    assert slots.rows[1][1] == "(0, 1, 0, 0)"  # offset 1 holds n=0, c=1, h=0, w=0 in channels_last
+    five_d = layout_numbers(describe(torch.zeros(1, 1, 2, 1, 1)))
+    assert list(five_d.headers)[:4] == ["n", "c", "d", "h"] and len(five_d.rows) == 2
+
+
+def test_the_notebook_pictures_carry_alt_text_and_numbers():
+    layout = describe(torch.zeros(2, 3, 2, 2).to(memory_format=torch.channels_last))
+    picture = layout_picture(layout, "channels_last: number = offset in memory")
+    assert isinstance(picture, Picture) and picture.data == layout_svg(layout, "channels_last: number = offset in memory")
+    assert picture.alt.startswith("channels_last: number = offset in memory: a tensor of shape (2, 3, 2, 2)")
+    assert picture.numbers is not None and "offset at w=1" in picture._repr_html_()
+    assert memory_picture(layout).data == memory_svg(layout) and memory_picture(layout).alt == memory_alt(layout)
+    assert layout_figure(layout).get_label() == layout_alt(layout)  # figure_image's alt text
