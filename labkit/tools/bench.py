@@ -37,6 +37,7 @@ import torch
 from labkit.core.device import device_line
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import writable_target, write_text
+from labkit.core.machine import cpu_model
 from labkit.core.tables import Row, ShowsAsTable, Table
 from labkit.core.timing import RunStats, SideBySide, SyncTimer, measure
 from labkit.labs import DEFAULT_BUDGET_S, LABS, NOTEBOOKS_DIR, PATH_BUDGET_S, lab_for
@@ -131,16 +132,6 @@ class BenchResult(ShowsAsTable):
         payload = {"machine": self.machine, "mode": self.mode,
                    "figures": {f.key: asdict(f) for f in self.figures}, "details": self.details}
         return write_text(path, json.dumps(payload, indent=2, default=str) + "\n")
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def machine_info() -> dict[str, Any]:

@@ -31,6 +31,7 @@ import psutil  # type: ignore[import-untyped]  # no types published; not in the 
 
 from labkit.core.errors import LabkitError
 from labkit.core.files import write_text
+from labkit.core.machine import cpu_model
 from labkit.progress.events import Event
 from labkit.workshop.board.app import POLL_MS
 from labkit.workshop.board_service import PREFIX as BOARD
@@ -71,17 +72,6 @@ class BoardLoadReport:
             f"board service: {self.board_cpu_s:.1f} CPU s ({self.board_cpu_percent:.1f} % of one core), "
             f"peak RSS {self.board_peak_rss_mib:.0f} MiB",
         ])
-
-
-def cpu_model() -> str:
-    """The CPU's name as /proc/cpuinfo gives it (the figures belong to it)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def board_process(hub: Hub) -> psutil.Process:

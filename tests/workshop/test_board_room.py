@@ -21,8 +21,7 @@ import pytest
 from labkit.progress.events import Event
 from labkit.workshop.board_service import PREFIX as BOARD
 from labkit.workshop.settings import PREFIX, HubSettings
-from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS, skip_or_fail
-from tests.workshop.hub import Hub, learner_install, request, require_proxy, run_code, workshop_hub
+from tests.workshop.hub import Hub, learner_install, logged_in_page, request, require_proxy, run_code, workshop_hub
 
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
 
@@ -60,26 +59,10 @@ def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
 @pytest.fixture(scope="module")
 def page(room: Room) -> Iterator[object]:
     """The instructor's Chromium on the board, logged in through the hub's log-in page (dummy: any password)."""
-    if not CHROMIUM.is_file():
-        skip_or_fail(f"{CHROMIUM} not found; install it with `apt-get update && apt-get install -y chromium`")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("Python playwright is missing; install it with `python -m pip install -e '.[dev]'`")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
-        try:
-            page = browser.new_context().new_page()
-            page.set_default_timeout(UPDATE_SECONDS * 1000)
-            page.goto(f"{room.hub.url}/hub/login?next={BOARD}")
-            page.fill("#username_input", INSTRUCTOR)
-            page.fill("#password_input", "any password: the test hub's dummy log-in")
-            page.click("#login_submit")
-            page.wait_for_selector("#board-grid")
-            page.evaluate("window.__not_reloaded = true")
-            yield page
-        finally:
-            browser.close()
+    with logged_in_page(room.hub, INSTRUCTOR, "any password: the test hub's dummy log-in", BOARD, UPDATE_SECONDS) as page:
+        page.wait_for_selector("#board-grid")
+        page.evaluate("window.__not_reloaded = true")
+        yield page
 
 
 def cell(page: object, learner: str, column: str) -> list[str]:

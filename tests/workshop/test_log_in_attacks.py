@@ -25,8 +25,7 @@ import requests
 
 from labkit.workshop.room import INSTRUCTOR_CODE
 from labkit.workshop.settings import USERNAME_RULE, HubSettings
-from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS, skip_or_fail
-from tests.workshop.hub import Hub, require_proxy, workshop_hub
+from tests.workshop.hub import Hub, logged_in_page, require_proxy, workshop_hub
 
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
 
@@ -143,25 +142,9 @@ def instructor(room: Room) -> Iterator[requests.Session]:
 @pytest.fixture(scope="module")
 def instructor_page(room: Room) -> Iterator[object]:
     """The instructor's Chromium (a fresh profile), logged in through the log-in page, on /hub/authorize."""
-    if not CHROMIUM.is_file():
-        skip_or_fail(f"{CHROMIUM} not found; install it with `apt-get update && apt-get install -y chromium`")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("Python playwright is missing; install it with `python -m pip install -e '.[dev]'`")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
-        try:
-            page = browser.new_context().new_page()
-            page.set_default_timeout(SECONDS * 1000)
-            page.goto(f"{room.hub.url}/hub/login?next=%2Fhub%2Fauthorize")
-            page.fill("#username_input", ADMIN)
-            page.fill("#password_input", ADMIN_PASSWORD)
-            page.click("#login_submit")
-            page.wait_for_url(f"{room.hub.url}/hub/authorize")
-            yield page
-        finally:
-            browser.close()
+    with logged_in_page(room.hub, ADMIN, ADMIN_PASSWORD, "/hub/authorize", SECONDS) as page:
+        page.wait_for_url(f"{room.hub.url}/hub/authorize")
+        yield page
 
 
 # --- sign-up: names and passwords -------------------------------------------------------------------------------------
