@@ -10,6 +10,8 @@ WORKSPACE ?= workspace
 # TRACK=core: the workshop's core track (sections tagged extra left out); TRACK=all: every section
 TRACK ?=
 JUPYTER_LAB = $(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
+# what every labkit JupyterLab gets (labkit.tools.lab.server_args: widget state saved, no news toast), as labkit lab does
+LAB_SERVER_ARGS = $(shell $(PY) -c 'import shlex; from labkit.tools.lab import server_args; print(shlex.join(server_args()))')
 # the workshop hub (workshop/README.md): JupyterHub from PyPI, its proxy from npm into workshop/node_modules
 WORKSHOP_STAMP := $(VENV)/.labkit-workshop-installed
 PROXY := workshop/node_modules/.bin/configurable-http-proxy
@@ -54,7 +56,7 @@ lab: $(STAMP)
 
 lab-reference: $(STAMP)
 	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in notebooks/, exercises solved (the token is printed below; Ctrl-C stops it)"
-	$(JUPYTER_LAB) --ServerApp.root_dir=notebooks $(LAB_ARGS)
+	$(JUPYTER_LAB) --ServerApp.root_dir=notebooks $(LAB_SERVER_ARGS) $(LAB_ARGS)
 
 $(WORKSHOP_STAMP): pyproject.toml $(STAMP)
 	$(PY) -m pip install -e '.[workshop]'

@@ -34,6 +34,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx_togglebutton",
     "labkit_docs",  # _ext/labkit_docs.py: the learning path on the landing page, the frozen-widget note
+    "labkit_hosted",  # _ext/labkit_hosted.py: "Open in Colab" on each notebook's page (labkit.labs.REPOSITORY_URL)
 ]
 
 root_doc = "index"
@@ -74,6 +75,6 @@ html_theme_options = {
     "navigation_with_keys": False,
 }
 html_last_updated_fmt = None
-# Light by default (the widgets' stored images have white backgrounds); the reader can switch.
-# Without a default the theme logs "Got invalid theme mode" on a first visit.
-html_context = {"default_mode": "light"}
+# The reader's system setting, and the theme's switch in the header to change it: labkit's pictures are drawn for
+# both (tests/ui/test_docs_ui.py checks every page in each). Without a default the theme logs "Got invalid theme mode".
+html_context = {"default_mode": "auto"}

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import labkit
+from labkit.tools.lab import server_args
 from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, board_url, prepare_board_state
 from labkit.workshop.install import learner_environment
 from labkit.workshop.provision import provision_workspace, write_room_edition
@@ -78,13 +79,16 @@ c.Spawner.start_timeout = 180
 # torch starts one thread per core by default: thirty kernels on a 16-core server would run 480 threads.
 # LABKIT_BOARD_URL: where the learner's kernel sends each checker's verdict (labkit.progress.sender), with the
 # server's own token, which may reach the board and nothing more of it (SERVER_TOKEN_SCOPES).
+# LABKIT_PREFLIGHT=image: every learner runs the one installation the instructor's doctor checked (workshop/README.md,
+# step 3), so notebook 00's preflight reads its versions instead of importing every package again (labkit.tools.doctor).
 c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
-                         "LABKIT_BOARD_URL": board_url(settings),
+                         "LABKIT_BOARD_URL": board_url(settings), "LABKIT_PREFLIGHT": "image",
                          **(learner_environment(settings.install) if settings.separated else {})}
 c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES
 c.Spawner.disable_user_config = True  # a learner's ~/.jupyter config does not change what their server serves
 c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment (it holds the instructor's settings)
-c.Spawner.args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+# labkit's JupyterLab defaults (labkit.tools.lab.server_args: widget state saved with the notebook, no news toast)
+c.Spawner.args = [*server_args(settings.learner_python.parent.parent if settings.separated else None),
                   # learners rarely shut a kernel down: the previous notebook's would keep its memory all day
                   f"--MappingKernelManager.cull_idle_timeout={settings.kernel_cull_after_s}",
                   "--MappingKernelManager.cull_interval=300"]

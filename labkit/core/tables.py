@@ -41,10 +41,15 @@ class Table:
         return f"{self.title}\n{body}" if self.title else body
 
     def to_html(self) -> str:
+        """The table in a region that scrolls sideways when it is wider than the page, reachable with the keyboard
+        (Tab, then the arrow keys: axe's ``scrollable-region-focusable``) and named for a screen reader."""
         body = render_html(self.rows, self.headers, floatfmt=self.floatfmt)
+        name = html.escape(self.title or "table: " + ", ".join(str(header) for header in self.headers), quote=True)
+        region = (f'<div class="labkit-table" role="region" tabindex="0" aria-label="{name}" '
+                  f'style="overflow-x: auto">\n{body}\n</div>')
         if self.title:
-            return f"<p><strong>{html.escape(self.title)}</strong></p>\n{body}"
-        return body
+            return f"<p><strong>{html.escape(self.title)}</strong></p>\n{region}"
+        return region
 
     def column(self, header: str) -> list[Any]:
         """All values of one column, by header name."""

@@ -16,14 +16,35 @@ import sys
 from pathlib import Path
 
 from labkit.tools.tracks import TRACKS
-from labkit.tools.workspace import DEFAULT_FOLDER
+from labkit.tools.workspace import DEFAULT_FOLDER, NOTEBOOKS_HELP
 from labkit.tools.workspace import run as update_workspace
+
+# JupyterLab's defaults for every labkit server (labkit lab, make lab-reference, a hub's learners): an app settings
+# folder whose overrides.json saves widget state with the notebook (a reopened notebook shows its widgets, not
+# "model not found") and turns off the "notified about Jupyter news?" toast (news_url=None alone leaves it up).
+# A learner's own settings still win; nothing is written to ~/.jupyter or the venv's share/jupyter. The folder takes
+# the place of <prefix>/share/jupyter/lab/settings (empty in a pip install): an overrides.json there is not read.
+LAB_SETTINGS = Path(__file__).with_name("lab_settings")
+
+
+def server_args(venv: Path | None = None) -> list[str]:
+    """The options every labkit JupyterLab gets: labkit's settings folder; no news feed, no update check.
+
+    ``venv``: the venv the server runs when it is not this Python's (a room's learner venv, labkit installed from
+    a wheel there): that venv's own copy of the settings folder, which the learners' accounts can read.
+    """
+    settings = LAB_SETTINGS
+    if venv is not None:
+        site_packages = venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+        settings = site_packages / LAB_SETTINGS.relative_to(Path(__file__).parents[2])
+    return [f"--LabApp.app_settings_dir={settings}", "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
 
 
 def jupyter_lab_command(args: argparse.Namespace) -> list[str]:
-    """The ``jupyter lab`` command line serving the workspace."""
+    """The ``jupyter lab`` command line serving the workspace, with labkit's defaults (:func:`server_args`)."""
     command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ip={args.ip}", f"--port={args.port}",
-               f"--ServerApp.root_dir={args.folder}"]
+               f"--ServerApp.root_dir={args.folder}", *server_args()]
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # root in a container: jupyter refuses root unless told
         command.append("--allow-root")
     return command + shlex.split(args.lab_args, posix=os.name != "nt")
@@ -34,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "folder", type=Path, nargs="?", default=DEFAULT_FOLDER,
         help=f"your workspace, created on first use (default: {DEFAULT_FOLDER})",
     )
-    parser.add_argument("--notebooks", type=Path, default=Path("notebooks"), help="the labs' notebooks folder")
+    parser.add_argument("--notebooks", type=Path, default=None, help=NOTEBOOKS_HELP)
     parser.add_argument("--track", choices=TRACKS, default=None,
                         help="core: the workshop's shorter path; all: every section (default: the track the workspace holds)")
     parser.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default: 8888)")

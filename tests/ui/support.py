@@ -3,25 +3,27 @@
 Why session-wide: starting JupyterLab and Chromium costs seconds of CPU each,
 and the notebooks themselves take up to ~45 s on two cores. The server runs on
 a temporary copy of ``notebooks/`` (the repository's notebooks are never
-modified), with its own settings, workspaces and config folders so that no
-news popup, update check or restored layout gets in the way.
+modified), started as ``labkit lab`` starts it (:func:`labkit.tools.lab.jupyter_lab_command`:
+labkit's settings, widget state saved, no news), with its own user settings,
+workspaces and config folders so that no popup or restored layout gets in the way.
 
 Where Chromium or Playwright is missing these tests skip with the install
 command; with ``LABKIT_REQUIRE_UI=1`` (set by ``.ci/run``) they fail instead.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import http.server
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from labkit.tools.lab import jupyter_lab_command
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -124,16 +128,27 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _write_lab_config(home: Path) -> dict[str, str]:
+def _lab_environment(home: Path, quiet: bool) -> dict[str, str]:
+    """The server's own config, user settings, workspaces and runtime folders under ``home``, written on first use.
+
+    ``quiet``: also the tests' own guards against popups (:data:`DISABLED_LAB_PLUGINS`, no news in the user
+    settings); without them only what ``labkit lab`` itself passes keeps the news toast away.
+    """
     config, settings = home / "config", home / "settings"
-    (config / "labconfig").mkdir(parents=True)
-    (config / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {name: True for name in DISABLED_LAB_PLUGINS}})
-    )
-    for name, values in LAB_SETTINGS.items():
-        path = settings / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
+    if not config.is_dir():
+        (config / "labconfig").mkdir(parents=True)
+        settings.mkdir(parents=True)
+        # exposeAppInBrowser: window.jupyterapp, so a test runs a command (the theme) without the menus
+        disabled = {name: True for name in DISABLED_LAB_PLUGINS} if quiet else {}
+        (config / "labconfig" / "page_config.json").write_text(
+            json.dumps({"disabledExtensions": disabled, "exposeAppInBrowser": "true"})
+        )
+        for name, values in LAB_SETTINGS.items():
+            if not quiet and name.startswith("@jupyterlab/apputils-extension/notification"):
+                continue
+            path = settings / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
     return {
         "JUPYTER_CONFIG_DIR": str(config),
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
@@ -143,18 +158,15 @@ def _write_lab_config(home: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def jupyter_lab(root_dir: Path, home: Path) -> Iterator[tuple[LabServer, subprocess.Popen]]:
-    """``jupyter lab`` on ``root_dir`` (a free loopback port, token auth, its own config under ``home``); always stopped."""
+def jupyter_lab(root_dir: Path, home: Path, *, quiet: bool = True) -> Iterator[tuple[LabServer, subprocess.Popen]]:
+    """``jupyter lab`` on ``root_dir`` as ``labkit lab`` starts it (a free loopback port, token auth, its own user
+    settings and config under ``home``, made on the first start and kept for the next); always stopped."""
     port, token = _free_port(), secrets.token_hex(16)
     log_path = home / "server.log"
-    command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-        "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root_dir}", "--allow-root",
-        f"--IdentityProvider.token={token}", "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    env = {**os.environ, **_write_lab_config(home)}
-    with open(log_path, "w") as log:
+    lab_args = shlex.join(["--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"])
+    command = jupyter_lab_command(argparse.Namespace(folder=root_dir, ip="127.0.0.1", port=port, lab_args=lab_args))
+    env = {**os.environ, **_lab_environment(home, quiet)}
+    with open(log_path, "a") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     server = LabServer(f"http://127.0.0.1:{port}", token, root_dir)
     try:
