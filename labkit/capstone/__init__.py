@@ -9,7 +9,7 @@ from labkit.core.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "variants": ("EAGER", "CHANNELS_LAST", "FUSED", "FUSED_CHANNELS_LAST", "COMPILED", "OPTIMIZED_FOR_INFERENCE",
-                 "FUSED_CHANNELS_LAST_GOAL",
+                 "FUSED_CHANNELS_LAST_GOAL", "FUSED_CHANNELS_LAST_GOALS", "CHALLENGE_SIZE", "GoalVerdict", "goal_verdict",
                  "Variant", "VariantResult", "VariantComparison", "compiler_available", "build_variants",
                  "optimize_for_inference_variant", "compile_variant", "compare_variants", "challenge_model",
                  "challenge_input", "profile_variants", "op_type_table", "OpTypeSaving", "TimeSaved", "time_saved_by_op_type",

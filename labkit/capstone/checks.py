@@ -16,6 +16,11 @@ and a ratio of two medians over a few calls then passed an unchanged model now
 and then (1 run in 12, on a busy 2-core machine). :func:`wins_needed` states
 the rule and why neither noise alone nor a busy machine decides it.
 
+Why a busy machine gets "too busy to judge" and not a verdict: in a room where every learner's
+kernel runs at once, load can slow enough rounds of a correct answer that too few reach the goal.
+A fail would then be wrong, and a pass on fewer rounds would let noise pass, so the checker says
+which it is: :func:`_too_busy` states the rule (the original, the checker's own model, is the witness).
+
 Why the thread count is pinned: ``torch.set_num_threads`` is global, so an
 answer that lowers it for the original, or raises it for its own calls, would
 time the two versions on different hardware. The checker sets the count it
@@ -37,9 +42,9 @@ import torch
 from torch import nn
 
 from labkit.capstone.variants import challenge_input, challenge_model
-from labkit.core.checks import CheckFailed, CheckResult, LearnerError, call_learner, expect, run_check
+from labkit.core.checks import CheckFailed, CheckNotJudged, CheckResult, LearnerError, call_learner, expect, run_check
 from labkit.core.errors import LabkitValueError
-from labkit.core.timing import compare
+from labkit.core.timing import RunStats, compare
 
 REQUIRED_SPEEDUP = 1.3
 #: Paired rounds the checker times by default (each: CALLS_PER_ROUND calls of each version, interleaved).
@@ -55,6 +60,11 @@ LOWER_PRECISION_RTOL = 3e-2
 CALLS_PER_ROUND = 3
 #: Rounds run first, with every output checked, and not counted (caches, lazy set-up, a compile).
 WARMUP_ROUNDS = 1
+#: A round in which the original's slowest call took more than this many times its fastest call of the whole check
+#: was slowed by other work on the machine (see :func:`_too_busy`).
+BUSY_FACTOR = 1.5
+#: The start of the message when the machine was too busy to judge (the load test looks for it, labkit.workshop.load).
+TOO_BUSY = "The machine is too busy to judge the speed-up; run the check again"
 
 _set_num_threads = torch.set_num_threads  # torch's own, as labkit found it on import
 _get_num_threads = torch.get_num_threads
@@ -268,16 +278,33 @@ class _Reference:
                            "it is given.", mistake="wrong-output")
 
 
+@dataclass(frozen=True)
+class _Round:
+    """One paired round's timings: the original's calls and yours."""
+
+    original: RunStats
+    yours: RunStats
+
+    @property
+    def speedup(self) -> float:
+        """The original's fastest call over yours.
+
+        Why the fastest call: background load only ever adds time, so the least disturbed of a version's calls is the
+        best measure of its own cost; for two equal versions it is as likely to favour one as the other.
+        """
+        return self.original.min / self.yours.min
+
+    @property
+    def reached(self) -> bool:
+        return self.speedup >= REQUIRED_SPEEDUP
+
+
 def _one_round(
     model: nn.Module, faster: Callable[[torch.Tensor], object], batches: list[torch.Tensor], threads: _Threads,
     yours_first: bool,
-) -> tuple[float, list[tuple[torch.Tensor, torch.Tensor, object]]]:
+) -> tuple[_Round, list[tuple[torch.Tensor, torch.Tensor, object]]]:
     """One round: each version called once per batch (each on its own copy), interleaved, each call after pinning the
-    threads. Returns the round's speedup, the original's fastest call over yours, and (batch, expected, yours) per batch.
-
-    Why the fastest call: background load only ever adds time, so the least disturbed of a version's calls is the best
-    measure of its own cost; for two equal versions it is as likely to favour one as the other.
-    """
+    threads. Returns the round's timings and (batch, expected, yours) per batch."""
     mine, theirs = iter([batch.clone() for batch in batches]), iter([batch.clone() for batch in batches])
     expected: list[torch.Tensor] = []
     got: list[object] = []
@@ -292,34 +319,65 @@ def _one_round(
 
     order = {"yours": run_yours, "original": run_original} if yours_first else {"original": run_original, "yours": run_yours}
     stats = compare(order, rounds=len(batches), warmup=0, device="cpu")
-    return stats["original"].min / stats["yours"].min, list(zip(batches, expected, got))
+    return _Round(stats["original"], stats["yours"]), list(zip(batches, expected, got))
 
 
 def _timed_rounds(
     reference: _Reference, faster: Callable[[torch.Tensor], object], rounds: int, threads: _Threads,
     generator: torch.Generator, shape: torch.Size, *, first: int, total: int,
-) -> list[float]:
+) -> list[_Round]:
     """``rounds`` rounds on fresh batches from ``generator``, the order alternating; after each, the thread count and
-    every output are checked. Returns each round's speedup. ``first`` and ``total`` number the batches in the hint."""
-    speedups = []
+    every output are checked. Returns each round's timings. ``first`` and ``total`` number the batches in the hint."""
+    timed = []
     number = first
     for index in range(rounds):
         batches = [torch.randn(shape, generator=generator) for _ in range(CALLS_PER_ROUND)]
-        speedup, outputs = _one_round(reference.model, faster, batches, threads, yours_first=index % 2 == 1)
+        round_, outputs = _one_round(reference.model, faster, batches, threads, yours_first=index % 2 == 1)
         threads.expect_kept("Your callable")
         for batch, expected, got in outputs:
             reference.expect_match(got, batch, expected, f"On fresh input batch {number} of {total},")
             number += 1
-        speedups.append(speedup)
-    return speedups
+        timed.append(round_)
+    return timed
 
 
-def _verdict(speedups: list[float]) -> str:
+def _too_busy(rounds: list[_Round]) -> list[_Round]:
+    """The rounds that missed the goal while the machine was busy, when they alone keep the answer from passing; else [].
+
+    The rule: a round was *busy* when the original's slowest call in it took more than :data:`BUSY_FACTOR` times
+    the original's fastest call of the whole check. The original is the checker's own model, run the same way
+    every time, so its slowdown is the machine's (another learner's kernel, a build), not the answer's. The
+    machine is too busy to judge when (1) at their best the two versions do reach the goal (the original's
+    fastest call over yours: so an answer that is not fast enough even then fails, busy or not), and (2) the
+    rounds that reached the goal, counted with the busy rounds that missed it, would be enough to pass.
+
+    Why this never passes noise: it never passes at all; it only withholds a fail that load may have caused, and
+    says so. Why an unsteady answer on a quiet machine still fails: there the original runs at its usual speed in
+    every round, so no round counts as busy.
+    """
+    best_original = min(r.original.min for r in rounds)
+    best_yours = min(r.yours.min for r in rounds)
+    if best_original / best_yours < REQUIRED_SPEEDUP:
+        return []
+    busy_misses = [r for r in rounds if not r.reached and r.original.max > BUSY_FACTOR * best_original]
+    wins = sum(r.reached for r in rounds)
+    return busy_misses if busy_misses and wins + len(busy_misses) >= wins_needed(len(rounds)) else []
+
+
+def _verdict(rounds: list[_Round]) -> str:
     """Solved when enough rounds each reached the goal (:func:`wins_needed`); the hint says how many did."""
-    wins = sum(speedup >= REQUIRED_SPEEDUP for speedup in speedups)
+    speedups = [r.speedup for r in rounds]
+    wins = sum(r.reached for r in rounds)
     needed = wins_needed(len(speedups))
     median = statistics.median(speedups)
     counted = f"{wins} of {len(speedups)} interleaved rounds (median speedup {median:.2f}x)"
+    if wins < needed and (busy := _too_busy(rounds)):
+        raise CheckNotJudged(
+            f"{TOO_BUSY}. Outputs match, and your version was at least {REQUIRED_SPEEDUP}x faster than the original in "
+            f"{counted}; {needed} are needed, and in {len(busy)} of the rounds that missed, the original itself ran "
+            f"more than {BUSY_FACTOR}x slower than its best: other programs were using the CPU. That says nothing "
+            "against your answer; run this cell again when the machine is quieter."
+        )
     if wins < needed:
         unsteady = median >= REQUIRED_SPEEDUP
         advice = (
@@ -390,9 +448,9 @@ def check_make_faster(
                 generator.seed()
                 total = (WARMUP_ROUNDS + rounds) * CALLS_PER_ROUND
                 _timed_rounds(reference, faster, WARMUP_ROUNDS, threads, generator, x.shape, first=1, total=total)  # not counted
-                speedups = _timed_rounds(reference, faster, rounds, threads, generator, x.shape,
-                                         first=WARMUP_ROUNDS * CALLS_PER_ROUND + 1, total=total)
+                timed = _timed_rounds(reference, faster, rounds, threads, generator, x.shape,
+                                      first=WARMUP_ROUNDS * CALLS_PER_ROUND + 1, total=total)
             _expect_original_unchanged(given, original, x)
-        return _verdict(speedups)
+        return _verdict(timed)
 
     return run_check("4.1", check, make_faster)

@@ -44,9 +44,10 @@ class Status(str, Enum):
     NOT_YET = "not yet solved"
     WRONG = "not solved"
     CHECKER_ERROR = "checker error"
+    NOT_JUDGED = "not judged"  # a timing check on a machine too busy to tell: neither right nor wrong, run it again
 
 
-_ICONS = {Status.SOLVED: "✅", Status.NOT_YET: "⏳", Status.WRONG: "❌", Status.CHECKER_ERROR: "⚠️"}
+_ICONS = {Status.SOLVED: "✅", Status.NOT_YET: "⏳", Status.WRONG: "❌", Status.CHECKER_ERROR: "⚠️", Status.NOT_JUDGED: "🔁"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,11 @@ class CheckFailed(Exception):
     def __init__(self, hint: str = "", mistake: str = "") -> None:
         super().__init__(hint)
         self.mistake = mistake
+
+
+class CheckNotJudged(Exception):
+    """The check cannot tell right from wrong now (a speed-up timed on a machine busy with other work); the message
+    says why and to run it again. Never a pass: it only withholds a verdict that the load, not the answer, decided."""
 
 
 class LearnerError(Exception):
@@ -243,6 +249,8 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
         except CheckFailed as exc:
             hint = " ".join(filter(None, [str(exc) or "The answer does not match yet.", learner_code_line(learner, method)]))
             result = CheckResult(exercise, Status.WRONG, hint, mistake_id(exercise, exc.mistake or OTHER_MISTAKE))
+        except CheckNotJudged as exc:
+            result = CheckResult(exercise, Status.NOT_JUDGED, str(exc))
         except LearnerError as exc:
             result = _learner_failure(exercise, exc.original, exc.case)
         except Exception as exc:  # noqa: BLE001 - a checker reports, it never crashes the notebook
@@ -292,7 +300,7 @@ def _with_state(result: CheckResult, state: StateReport) -> CheckResult:
         replaced = ", ".join(state.replaced_code)
         message = (f"Your code replaced torch's or labkit's own functions, so this check cannot count: {replaced}. "
                    "Answer with your own functions and modules and leave torch's as they are.")
-        status = Status.WRONG if result.status in (Status.SOLVED, Status.WRONG) else result.status
+        status = Status.WRONG if result.status in (Status.SOLVED, Status.WRONG, Status.NOT_JUDGED) else result.status
         mistake = mistake_id(result.exercise, REPLACED_CODE_MISTAKE) if status is Status.WRONG else result.mistake
         result = CheckResult(result.exercise, status, message if result.solved else f"{result.message} {message}", mistake)
     return _with_notes(result, [state.note] if state.note else [])

@@ -20,7 +20,7 @@ from labkit.core.errors import LabkitValueError
 Kind = Literal["check", "preflight", "hint"]
 KINDS: tuple[str, ...] = ("check", "preflight", "hint")
 #: A check's statuses are :class:`labkit.core.checks.Status` values; a preflight is ready or not; a hint is a hint.
-CHECK_STATUSES = ("solved", "not yet solved", "not solved", "checker error")
+CHECK_STATUSES = ("solved", "not yet solved", "not solved", "checker error", "not judged")
 PREFLIGHT_STATUSES = ("ready", "not ready")
 STATUSES = {"check": CHECK_STATUSES, "preflight": PREFLIGHT_STATUSES, "hint": ("hint",)}
 PREFLIGHT = "preflight"  # the exercise id of notebook 00's preflight

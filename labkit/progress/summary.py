@@ -6,7 +6,8 @@ Why one fold for the learner's own table (:mod:`labkit.progress.table`) and the 
 - a cell is *solved* once any verdict said so, whatever came after; else it is what the latest
   verdict said: *attempted* (not solved: how many attempts, and the latest mistake in words),
   *checker error* (labkit's bug, not the learner's), *not yet* (the checker ran on the stub), or
-  *not started* (no verdict);
+  *not started* (no verdict); a timing check that found the machine too busy to judge is no
+  verdict (*not judged* only while there is no other) and no attempt;
 - the preflight cell is the latest preflight: ready, not ready (which probes failed), or not run.
 
 Each event comes with the time it counts at (``when``): on the learner's machine its own clock
@@ -22,7 +23,8 @@ from labkit.progress.events import Event
 from labkit.progress.mistakes import describe
 
 SOLVED, ATTEMPTED, NOT_STARTED, CHECKER_ERROR, NOT_YET = "solved", "attempted", "not started", "checker error", "not yet"
-STATES = (SOLVED, ATTEMPTED, NOT_STARTED, CHECKER_ERROR, NOT_YET)
+NOT_JUDGED = "not judged"
+STATES = (SOLVED, ATTEMPTED, NOT_STARTED, CHECKER_ERROR, NOT_YET, NOT_JUDGED)
 READY, NOT_READY, NOT_RUN = "ready", "not ready", "not run"
 Clock = Callable[[float], str]  # a time (seconds since the epoch) as the reader should see it
 
@@ -80,6 +82,8 @@ class Cell:
             text = f"{count(self.attempts, 'attempt')}, latest: {self.words}"
         elif self.state == NOT_YET:
             text = "not yet: ran the checker on the stub"
+        elif self.state == NOT_JUDGED:
+            text = "not judged: the machine was too busy to time it"
         else:
             text = self.state
         return text + (f"; {count(self.hints, 'hint')}" if self.hints else "")
@@ -105,12 +109,13 @@ def exercise_cell(exercise: str, events: Sequence[Timed]) -> Cell:
     named = [item for item in checks if item.event.mistake]
     since_solved = sum(1 for item in failed if not solved or item.when > solved[-1])
     hints = len({item.event.hint_level for item in events if item.event.kind == "hint"})
+    judged = [item for item in checks if item.event.status != "not judged"]  # too busy to judge: no verdict at all
     if solved:
         state = SOLVED
-    elif not checks:
-        state = NOT_STARTED
+    elif judged:
+        state = {"not solved": ATTEMPTED, "checker error": CHECKER_ERROR, "not yet solved": NOT_YET}[judged[-1].event.status]
     else:
-        state = {"not solved": ATTEMPTED, "checker error": CHECKER_ERROR, "not yet solved": NOT_YET}[checks[-1].event.status]
+        state = NOT_JUDGED if checks else NOT_STARTED
     return Cell(exercise, state, attempts=len(failed), since_solved=since_solved,
                 mistake=named[-1].event.mistake if named and state != SOLVED else "",
                 solved_at=solved[0] if solved else None, last=events[-1].when if events else None, hints=hints)

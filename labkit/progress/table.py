@@ -129,6 +129,8 @@ def _advice(cell: Cell) -> str:
         return f"open it in {lab.notebook} and run its checker cell" if lab else "run its checker cell"
     if cell.state == "not yet":
         return "replace the stub with your code, then run the checker cell again"
+    if cell.state == "not judged":
+        return "the machine was too busy to time your answer: run the checker cell again when it is quieter"
     if cell.state == "checker error":
         return "the checker itself failed: tell the instructor (or open an issue)"
     last = describe(cell.mistake) if cell.mistake else "a wrong answer"

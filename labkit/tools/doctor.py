@@ -12,6 +12,21 @@ runs in a fresh interpreter with a timeout (an import can raise anything,
 call ``sys.exit``, kill its process or hang). This module imports only the
 standard library at top level and renders its own table rather than through
 tabulate, which is one of the packages it probes.
+
+Where the probes run (:func:`preflight_mode`): ``python -m labkit doctor`` always isolates them
+as above. Notebook 00 calls :func:`run_preflight` from a kernel that has already imported torch;
+starting sixteen interpreters that each import torch again costs that kernel more CPU and memory than
+every other cell of the notebook together, so there the probes run *in-process*: a package the
+kernel already imported only has its version read (``importlib.metadata``), the others are imported
+here, one at a time, each in a worker thread bounded by the same timeout (a hanging import is
+reported as hanging and left behind; the preflight goes on). That is safe in a kernel where it
+would not be in the doctor: the kernel already runs torch, so its worst cases are already here, and
+a package whose import kills the interpreter would kill the notebook the moment a lab imports it.
+JupyterLab is the server's package, which a kernel never imports: in-process it is looked up (found,
+and its version read), not imported. On a workshop hub the learners share one installation that the
+instructor's doctor checked once (workshop/README.md): with ``JUPYTERHUB_USER`` set and
+``LABKIT_PREFLIGHT=image`` (the hub sets it for every learner's server), the preflight looks up every
+package and probes only what is the learner's own: the device, the widgets extension, the kernel.
 """
 from __future__ import annotations
 
@@ -27,11 +42,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 # distribution name -> module name; the labs import each of these.
 LAB_PACKAGES = {
@@ -56,6 +72,13 @@ TESTED_RANGE = {"torch": ("2.4.1", "2.14.1"), "torchvision": ("0.19.1", "0.29.1"
 WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
 MIN_PYTHON = (3, 10)
 TIMEOUT_ENV = "LABKIT_DOCTOR_TIMEOUT"
+#: ``image`` (with ``JUPYTERHUB_USER``): the hub's learners share one installation the instructor checked once.
+PREFLIGHT_ENV = "LABKIT_PREFLIGHT"
+IMAGE = "image"
+#: Packages a kernel never imports (the server's): in-process they are looked up, not imported.
+SERVER_PACKAGES = frozenset({"jupyterlab"})
+Mode = Literal["isolated", "in-process", "image"]
+MODES: tuple[Mode, ...] = ("isolated", "in-process", "image")
 # Generous: all probes run at once, and importing torchvision alone took 30 s on a busy 2-core machine.
 DEFAULT_TIMEOUT_S = 120.0
 _RESULT_MARK = "@@labkit-doctor-result@@ "
@@ -78,6 +101,7 @@ class Probe:
 @dataclass
 class DoctorReport:
     probes: list[Probe] = field(default_factory=list)
+    note: str = ""  # how the probes ran, when not each in its own interpreter; printed before the verdict
 
     @property
     def problems(self) -> list[Probe]:
@@ -107,6 +131,8 @@ class DoctorReport:
             lines.append(f"To fix {problem.name}: {problem.fix}")
         for warned in self.warnings:
             lines.append(f"Warning on {warned.name}: {warned.warning}")
+        if self.note:
+            lines.append(self.note)
         lines.append(self.verdict())
         return "\n".join(lines)
 
@@ -131,6 +157,18 @@ def _import_facts(dist: str, module: str) -> dict[str, Any]:
     except ModuleNotFoundError as exc:
         if exc.name != module:  # the package is there but one of its own imports is not: broken
             raise
+        return {"missing": True}
+    try:
+        return {"version": metadata.version(dist)}
+    except metadata.PackageNotFoundError:
+        return {"unregistered": True}
+
+
+def _lookup_facts(dist: str, module: str) -> dict[str, Any]:
+    """Find ``module`` without importing it; report its distribution's version, or that it is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
         return {"missing": True}
     try:
         return {"version": metadata.version(dist)}
@@ -175,6 +213,7 @@ def _device_facts() -> list[dict[str, Any]]:
 
 _PROBES: dict[str, Callable[..., Any]] = {
     "import": _import_facts,
+    "lookup": _lookup_facts,
     "extensions": _extension_dirs,
     "kernels": _kernel_names,
     "device": _device_facts,
@@ -193,16 +232,20 @@ def _origin(exc: BaseException) -> str:
     return origin
 
 
+def _run_probe(kind: str, args: Sequence[str]) -> dict[str, Any]:
+    """One probe, here: ``{"value": ...}``, or ``{"error": ..., "origin": ...}`` for whatever it raised."""
+    try:
+        return {"value": _PROBES[kind](*args)}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from an import are findings too
+        if isinstance(exc, SystemExit):
+            return {"error": f"called sys.exit({exc.code!r})", "origin": _origin(exc)}
+        return {"error": f"raised {type(exc).__name__}: {exc}", "origin": _origin(exc)}
+
+
 def _probe_main() -> None:
     """Entry point in the fresh interpreter: run one probe, print its result as one marked JSON line."""
     kind, *args = sys.argv[1:]
-    try:
-        result = {"value": _PROBES[kind](*args)}
-    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from an import are findings too
-        if isinstance(exc, SystemExit):
-            result = {"error": f"called sys.exit({exc.code!r})", "origin": _origin(exc)}
-        else:
-            result = {"error": f"raised {type(exc).__name__}: {exc}", "origin": _origin(exc)}
+    result = _run_probe(kind, args)
     sys.stdout.write("\n" + _RESULT_MARK + json.dumps(result) + "\n")
     sys.stdout.flush()
     os._exit(0)  # a thread or atexit hook left by the import must not hold the exit
@@ -220,6 +263,14 @@ class ProbeResult:
     problem: str = ""
     timed_out: bool = False
     origin: str = ""  # the top-level package where the error was raised, when known
+
+
+def _timed_out(timeout: float) -> ProbeResult:
+    return ProbeResult(problem=f"did not finish within {timeout:g} s", timed_out=True)
+
+
+def _result(found: dict[str, Any]) -> ProbeResult:
+    return ProbeResult(found.get("value"), found.get("error", ""), origin=found.get("origin", ""))
 
 
 class _ProbeProcess:
@@ -243,12 +294,11 @@ class _ProbeProcess:
             if time.monotonic() < self.deadline:
                 return None
             self.kill()
-            return ProbeResult(problem=f"did not finish within {self.timeout:g} s", timed_out=True)
+            return _timed_out(self.timeout)
         self.out.seek(0)
         for line in reversed(self.out.read().splitlines()):
             if line.startswith(_RESULT_MARK):
-                result = json.loads(line[len(_RESULT_MARK):])
-                return ProbeResult(result.get("value"), result.get("error", ""), origin=result.get("origin", ""))
+                return _result(json.loads(line[len(_RESULT_MARK):]))
         self.err.seek(0)
         last = (self.err.read().strip().splitlines() or [""])[-1]
         return ProbeResult(problem=f"ended its interpreter (exit status {self.process.returncode}) "
@@ -266,6 +316,26 @@ class _ProbeProcess:
         self.kill()
         self.out.close()
         self.err.close()
+
+
+def run_probes_in_process(probes: dict[str, tuple[str, ...]], timeout: float) -> dict[str, ProbeResult]:
+    """Run every probe (``name -> (kind, *args)``) in this interpreter, one after another, each bounded by ``timeout``.
+
+    Each runs in a daemon thread of its own: one that does not finish in time is reported as hanging and left
+    behind (a thread cannot be killed), and the next probe starts. One at a time, because two imports running
+    at once in one interpreter can each wait on a module the other is importing.
+    """
+    def run_into(found: dict[str, Any], kind: str, args: Sequence[str]) -> None:
+        found.update(_run_probe(kind, args))
+
+    results: dict[str, ProbeResult] = {}
+    for name, (kind, *args) in probes.items():
+        found: dict[str, Any] = {}  # a new one per probe: a probe left behind can only ever fill its own
+        worker = threading.Thread(target=run_into, args=(found, kind, args), daemon=True, name=f"labkit-doctor-{name}")
+        worker.start()
+        worker.join(timeout)
+        results[name] = _result(found) if found else _timed_out(timeout)
+    return results
 
 
 def run_probes(probes: dict[str, tuple[str, ...]], timeout: float) -> dict[str, ProbeResult]:
@@ -407,22 +477,71 @@ def resolve_timeout(timeout: float | None = None) -> tuple[float, Probe | None]:
         f"unset {TIMEOUT_ENV}, or set it to a number of seconds such as 300")
 
 
-def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | None = None,
-                  record: bool = True) -> DoctorReport:
-    """Run every probe; each import happens in its own interpreter, limited to ``timeout`` seconds.
+def _in_kernel() -> bool:
+    """Whether this interpreter is a Jupyter kernel (IPython with a kernel), without importing IPython."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
 
-    ``packages`` (distribution -> module) replaces :data:`LAB_PACKAGES`, for tests. ``record``: the
-    verdict is an event of the learner's progress (notebook 00; :mod:`labkit.progress`), which
-    ``python -m labkit doctor`` (the instructor's, before a workshop) leaves out.
+
+def preflight_mode() -> tuple[Mode, Probe | None]:
+    """Where :func:`run_preflight` runs its probes when not told (the module docstring says why).
+
+    ``image`` on a hub (``JUPYTERHUB_USER`` and ``LABKIT_PREFLIGHT=image``), ``in-process`` in a kernel that has
+    already imported torch, else ``isolated``. A ``LABKIT_PREFLIGHT`` value other than ``image`` is reported as a
+    problem (and the probes run as if it were unset), never ignored.
+    """
+    raw = os.environ.get(PREFLIGHT_ENV)
+    problem = None
+    if raw not in (None, "", IMAGE):
+        problem = Probe(PREFLIGHT_ENV, False, f"{raw!r} is not a preflight mode; probed as if it were unset",
+                        f"unset {PREFLIGHT_ENV}, or set it to {IMAGE!r} (a workshop hub's learners; workshop/README.md)")
+    if raw == IMAGE and os.environ.get("JUPYTERHUB_USER"):
+        return "image", problem
+    if _in_kernel() and "torch" in sys.modules:
+        return "in-process", problem
+    return "isolated", problem
+
+
+_NOTES = {
+    "in-process": "Probed in this kernel, which had already imported torch; `python -m labkit doctor` in a terminal "
+                  "probes each package in a fresh interpreter.",
+    "image": "The packages are the room's installation, which your instructor's doctor checked once for everyone "
+             f"({PREFLIGHT_ENV}={IMAGE}): their versions were read here; your device, the widgets extension and "
+             "the kernel were probed for you.",
+}
+
+
+def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | None = None,
+                  record: bool = True, mode: Mode | None = None) -> DoctorReport:
+    """Run every probe, each limited to ``timeout`` seconds, and return the report.
+
+    ``mode`` says where the probes run (``None``: :func:`preflight_mode` picks): ``isolated``, each import in a
+    fresh interpreter (``python -m labkit doctor``); ``in-process``, here (a kernel that already runs torch);
+    ``image``, versions looked up here and only the device, widgets extension and kernel probed (a hub's
+    learner). The report has the same lines in every mode. ``packages`` (distribution -> module) replaces
+    :data:`LAB_PACKAGES`, for tests. ``record``: the verdict is an event of the learner's progress (notebook
+    00; :mod:`labkit.progress`), which ``python -m labkit doctor`` (the instructor's, before a workshop) leaves out.
     """
     packages = LAB_PACKAGES if packages is None else packages
     timeout, timeout_problem = resolve_timeout(timeout)
-    wanted = {**packages, **HELPER_PACKAGES}
-    commands: dict[str, tuple[str, ...]] = {dist: ("import", dist, module) for dist, module in wanted.items()}
-    commands |= {"@extensions": ("extensions",), "@kernels": ("kernels",), "@device": ("device",)}
-    results = run_probes(commands, timeout)
+    mode_problem = None
+    if mode is None:
+        mode, mode_problem = preflight_mode()
+    elif mode not in MODES:
+        from labkit.core.errors import LabkitValueError  # standard library only, like this module
 
-    probes = [probe_python()] + ([timeout_problem] if timeout_problem else [])
+        raise LabkitValueError(f"mode must be one of {', '.join(map(repr, MODES))} (or None: picked for you); got {mode!r}.")
+    wanted = {**packages, **HELPER_PACKAGES}
+
+    def kind(dist: str) -> str:
+        return "lookup" if mode == "image" or (mode == "in-process" and dist in SERVER_PACKAGES) else "import"
+
+    commands: dict[str, tuple[str, ...]] = {dist: (kind(dist), dist, module) for dist, module in wanted.items()}
+    commands |= {"@extensions": ("extensions",), "@kernels": ("kernels",), "@device": ("device",)}
+    results = run_probes(commands, timeout) if mode == "isolated" else run_probes_in_process(commands, timeout)
+
+    probes = [probe_python()] + [problem for problem in (timeout_problem, mode_problem) if problem]
     specs: dict[str, str] = {}
     satisfies = None
     packaging = package_probe("packaging", "packaging", results["packaging"])
@@ -445,7 +564,7 @@ def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | No
         device = results["@device"]
         probes += ([Probe(**fact) for fact in device.value] if not device.problem
                    else [_unprobed("device", device, "torch")])
-    report = DoctorReport(probes)
+    report = DoctorReport(probes, _NOTES.get(mode, ""))
     if record:
         _record(report)
     return report
@@ -479,7 +598,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        report = run_preflight(timeout=args.timeout, record=False)
+        report = run_preflight(timeout=args.timeout, record=False, mode="isolated")
     except KeyboardInterrupt:
         print("doctor: NOT READY - interrupted before every probe had finished; run it again.")
         return 128 + signal.SIGINT

@@ -17,6 +17,13 @@ learner uploads the reference notebooks (``notebooks/``) with the core track
 applied and outputs cleared, through the contents API, into
 ``labkit-loadtest/`` of their workspace, and runs those. No cell may fail.
 
+Verdicts under load: every checker cell prints its verdict ("✅ Exercise 4.1: solved. ...").
+The stored reference notebooks say what each checker of the solved track gives (solved), and a
+busy room must not change it: each learner's verdicts are read from the outputs of the cells they
+ran, kept in the JSON, and a verdict that differs from the stored one, or a checker that gave none,
+is a failure. A timing checker that found the machine too busy to judge says so
+("not judged", :data:`TOO_BUSY_STATUS`); that is reported apart, as an honest "no verdict", not as a flip.
+
 What it reports (a table, and JSON with ``--json``): per learner, the peak
 RSS of each kernel's process tree, its CPU seconds per notebook, the time from
 asking for the server to the first executed cell, and the server's own peak
@@ -39,6 +46,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -79,6 +87,12 @@ REQUEST_SECONDS = 30
 SAMPLE_SECONDS = 0.25
 UPLOAD_FOLDER = "labkit-loadtest"
 TRACK = "core"
+#: A checker's verdict line, as :class:`labkit.core.checks.CheckResult` prints it: icon, exercise, status, message.
+VERDICT = re.compile(r"^\S+ Exercise (\d+(?:\.\d+)+): (solved|not yet solved|not solved|checker error|not judged)\. ?(.*)$",
+                     re.M)
+#: How a timing checker says it could not judge (labkit.core.checks.Status.NOT_JUDGED); reported as its own outcome.
+TOO_BUSY_STATUS = "not judged"
+SOLVED = "solved"
 
 HUB_CONFIG = """\
 c = get_config()  # noqa: F821
@@ -275,15 +289,21 @@ def _processes(pids: set[int]) -> list[psutil.Process]:
     return found
 
 
+def parse_verdicts(text: str) -> dict[str, str]:
+    """Each checker verdict in ``text`` (a cell's outputs): exercise -> status, or :data:`TOO_BUSY_STATUS`."""
+    return {match[1]: match[2] for match in VERDICT.finditer(text)}
+
+
 @dataclass
 class NotebookRun:
-    """One notebook run through a learner's server: its failed cells and when its first cell replied."""
+    """One notebook run through a learner's server: its failed cells, its checkers' verdicts, when its first cell replied."""
 
     path: str
     errors: list[str] = field(default_factory=list)  # "ename: evalue" per failed cell
     cells: int = 0
     first_reply_at: float | None = None  # time.monotonic() of the first execute_reply
     seconds: float = 0.0
+    verdicts: dict[str, str] = field(default_factory=dict)  # exercise -> status, from the cells' outputs
 
 
 KernelWatch = Callable[[str], contextlib.AbstractContextManager[object]]  # entered with the kernel id while it runs
@@ -309,7 +329,9 @@ def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | No
             try:
                 for cell in notebook["cells"]:
                     if cell["cell_type"] == "code" and cell["source"].strip():
-                        run.errors += _execute(connection, cell["source"]).errors
+                        reply = _execute(connection, cell["source"])
+                        run.errors += reply.errors
+                        run.verdicts |= parse_verdicts(reply.stdout + reply.results)
                         run.cells += 1
                         run.first_reply_at = run.first_reply_at or time.monotonic()
             finally:
@@ -322,10 +344,11 @@ def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | No
 
 @dataclass
 class CellReply:
-    """What one executed cell gave: its stdout, and "ename: evalue" per error."""
+    """What one executed cell gave: its stdout, the plain text of its results and displays, "ename: evalue" per error."""
 
     stdout: str = ""
     errors: list[str] = field(default_factory=list)
+    results: str = ""  # text/plain of each execute_result and display_data, one per line
 
 
 def run_code(server_url: str, token: str, code: str) -> CellReply:
@@ -361,6 +384,8 @@ def _execute(connection: websocket.WebSocket, code: str) -> CellReply:
             continue
         if message["msg_type"] == "stream" and message["content"].get("name") == "stdout":
             reply.stdout += message["content"]["text"]
+        if message["msg_type"] in ("execute_result", "display_data"):
+            reply.results += message["content"].get("data", {}).get("text/plain", "") + "\n"
         if message["msg_type"] == "error":
             reply.errors.append(f"{message['content']['ename']}: {message['content']['evalue']}")
         if message["msg_type"] == "execute_reply":
@@ -476,6 +501,7 @@ class NotebookFigures:
     kernel_peak_rss_mib: float
     cells: int
     errors: list[str] = field(default_factory=list)
+    verdicts: dict[str, str] = field(default_factory=dict)  # exercise -> status, as the checker cells printed it
 
 
 @dataclass
@@ -503,6 +529,26 @@ class LearnerFigures:
         failed = [f"{self.name}: {self.failure}"] if self.failure else []
         return failed + [f"{self.name} {run.notebook}: {error}" for run in self.notebooks for error in run.errors]
 
+    def flips(self, expected: dict[str, dict[str, str]]) -> list[str]:
+        """Every verdict of a notebook this learner ran that is not the ``expected`` one (notebook -> exercise -> status).
+
+        A checker that found the machine too busy to judge gave no verdict to compare: see :meth:`too_busy`.
+        """
+        flipped = []
+        for run in self.notebooks:
+            for exercise, status in expected.get(run.notebook, {}).items():
+                got = run.verdicts.get(exercise)
+                if got is None and not run.errors:
+                    flipped.append(f"{self.name} {run.notebook}: exercise {exercise} printed no verdict, "
+                                   f"expected {status!r}")
+                elif got not in (None, status, TOO_BUSY_STATUS):
+                    flipped.append(f"{self.name} {run.notebook}: exercise {exercise} said {got!r}, expected {status!r}")
+        return flipped
+
+    def too_busy(self) -> list[str]:
+        return [f"{self.name} {run.notebook}: exercise {exercise}" for run in self.notebooks
+                for exercise, status in run.verdicts.items() if status == TOO_BUSY_STATUS]
+
 
 @dataclass
 class LoadReport:
@@ -519,11 +565,22 @@ class LoadReport:
     machine_peak_mib: float = 0.0  # the machine's memory in use at its peak, above its use before the hub started
     leftovers: str = ""  # processes that outlived the hub (killed), or why the hub failed to stop cleanly
     stopped_cleanly: bool = False  # the hub stopped and no process it started was left running
+    expected_verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # notebook -> exercise -> status
+
+    @property
+    def flips(self) -> list[str]:
+        """Every checker verdict that differs from the stored one (a busy room changed it), or that never came."""
+        return [flip for learner in self.learners for flip in learner.flips(self.expected_verdicts)]
+
+    @property
+    def too_busy(self) -> list[str]:
+        """Every timing check that found the machine too busy to judge (no verdict, said so: not a flip)."""
+        return [busy for learner in self.learners for busy in learner.too_busy()]
 
     @property
     def failures(self) -> list[str]:
         failed = [failure for learner in self.learners for failure in learner.failures]
-        return failed + ([f"after the hub stopped: {self.leftovers}"] if self.leftovers else [])
+        return failed + self.flips + ([f"after the hub stopped: {self.leftovers}"] if self.leftovers else [])
 
     def notebook_names(self) -> list[str]:
         return list(dict.fromkeys(run.notebook for learner in self.learners for run in learner.notebooks))
@@ -547,32 +604,57 @@ class LoadReport:
                  f"({self.machine_peak_mib / max(len(self.learners), 1):.0f} MiB per learner)")
         return Table(["process", "CPU during the load (s)", "peak RSS (MiB)"], rows, title=title, floatfmt=".1f")
 
+    def verdict_line(self) -> str:
+        """How the checkers' verdicts came out: all as stored, or how many flipped; and any that found the room too busy."""
+        expected = sum(len(exercises) for exercises in self.expected_verdicts.values()) * len(self.learners)
+        flips, busy = self.flips, self.too_busy
+        line = (f"checker verdicts: {len(flips)} of {expected} not as stored (failures below)" if flips else
+                f"checker verdicts: all {expected} as stored")
+        if busy:
+            line += f"; {len(busy)} found the machine too busy to judge ({', '.join(busy)})"
+        return line
+
     def to_text(self) -> str:
         failures = self.failures
         verdict = f"{len(failures)} failures:\n" + "\n".join(failures) if failures else "no failures: every cell ran"
         stopped = "stopped: no process the hub started is left running" if self.stopped_cleanly else "not stopped cleanly"
-        return f"{self.learner_table().to_text()}\n\n{self.hub_table().to_text()}\n\n{verdict}\n{stopped}"
+        return (f"{self.learner_table().to_text()}\n\n{self.hub_table().to_text()}\n\n{self.verdict_line()}\n"
+                f"{verdict}\n{stopped}")
 
     def to_json(self) -> str:
         data = asdict(self)
         for learner, figures in zip(data["learners"], self.learners):
             learner.update(kernel_peak_rss_mib=figures.kernel_peak_rss_mib, kernel_cpu_s=figures.kernel_cpu_s)
-        return json.dumps({**data, "failures": self.failures}, indent=2) + "\n"
+        return json.dumps({**data, "flips": self.flips, "too_busy": self.too_busy, "failures": self.failures},
+                          indent=2) + "\n"
 
 
 # --- the load test -----------------------------------------------------------------------------------------------------
 
 
-def solved_core_track(notebooks: Path) -> dict[str, dict[str, Any]]:
-    """Each reference notebook in ``notebooks/``, core track applied, outputs cleared: what a learner who solved it runs."""
-    solved = {}
+def _output_text(output: Any) -> str:
+    """The plain text of one stored output (a stream's text, a result's or display's text/plain)."""
+    if output.get("output_type") == "stream":
+        return str(output.get("text", ""))
+    return str(output.get("data", {}).get("text/plain", ""))
+
+
+def solved_core_track(notebooks: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
+    """Each reference notebook in ``notebooks/``, core track applied, outputs cleared: what a learner who solved it runs;
+    and the verdict each of its checkers must give (notebook -> exercise -> status): "solved", for every exercise whose
+    checker cell printed a verdict when the notebook was stored (whatever that stored run said: this is the solved track)."""
+    solved, verdicts = {}, {}
     for path in find_notebooks(notebooks):
         notebook = apply_track(path, read_notebook(path, write=False), TRACK)
+        stored: dict[str, str] = {}
         for cell in notebook.cells:
             if cell.cell_type == "code":
+                text = "\n".join(_output_text(output) for output in cell.outputs)
+                stored |= {exercise: SOLVED for exercise in parse_verdicts(text)}
                 cell.outputs, cell.execution_count = [], None
         solved[path.name] = json.loads(nbformat.writes(notebook))
-    return solved
+        verdicts[path.name] = stored
+    return solved, verdicts
 
 
 def server_process(hub: Hub, name: str) -> psutil.Process:
@@ -640,7 +722,8 @@ def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], samp
             if figures.first_cell_s is None and run.first_reply_at is not None:
                 figures.first_cell_s = run.first_reply_at - asked
             figures.notebooks.append(NotebookFigures(notebook_name, run.seconds, kernel.get("cpu_s", 0.0),
-                                                     kernel.get("peak_rss_mib", 0.0), run.cells, run.errors))
+                                                     kernel.get("peak_rss_mib", 0.0), run.cells, run.errors,
+                                                     run.verdicts))
     except (LabkitError, OSError, websocket.WebSocketException, KeyError) as exc:
         figures.failure = f"{type(exc).__name__}: {exc}"
     finally:
@@ -653,9 +736,9 @@ def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], samp
 def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
     """Start the hub in ``folder``, run the solved core track for ``learners`` learners at once, stop everything."""
     require_count("learners", learners, 1, "give the number of learners, e.g. N=8")
-    solved = solved_core_track(notebooks)
+    solved, expected = solved_core_track(notebooks)
     names = [f"learner{number:02d}" for number in range(1, learners + 1)]
-    report = LoadReport([])
+    report = LoadReport([], expected_verdicts=expected)
     before = machine_memory_in_use()
     started = time.monotonic()
     try:

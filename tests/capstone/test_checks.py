@@ -94,13 +94,60 @@ def test_the_speedup_is_the_original_time_over_yours(monkeypatch, yours_s, solve
 @pytest.mark.usefixtures("small_input")
 @pytest.mark.parametrize(("fast_rounds", "solved"), [(16, True), (15, False)])
 def test_the_goal_must_hold_in_enough_rounds_not_just_the_median(monkeypatch, fast_rounds, solved):
-    """15 of 20 rounds at 2x has a median of 2x, but 15 is a count that noise alone reaches too often (2%)."""
+    """15 of 20 rounds at 2x has a median of 2x, but 15 is a count that noise alone reaches too often (2%). The original
+    ran at its usual speed in every round, so the machine was not busy: a fail, not "too busy"."""
     warm_up = capstone_checks.WARMUP_ROUNDS
     _fake_timing(monkeypatch, lambda name, index: 0.005 if name == "yours" and index - warm_up < fast_rounds else 0.01)
     result = check_make_faster(_wrapped, rounds=20)
     assert (result.status is Status.SOLVED) is solved, result
     if not solved:
         assert "in only 15 of 20" in result.message and "not steadily" in result.message
+
+
+def _busy_rounds(yours_fast_s, busy_rounds=8):
+    """Per round: the original at 10 ms, but in the first ``busy_rounds`` counted rounds one of its calls took 20 ms (the
+    machine was busy) and yours missed the goal (9 ms); in the other rounds yours took ``yours_fast_s``."""
+    def seconds(name, index):
+        busy = 0 <= index - capstone_checks.WARMUP_ROUNDS < busy_rounds
+        if name == "original":
+            return [0.01, 0.02, 0.01] if busy else 0.01
+        return 0.009 if busy else yours_fast_s
+    return seconds
+
+
+@pytest.mark.usefixtures("small_input")
+def test_misses_while_the_original_itself_ran_slow_are_too_busy_to_judge_not_a_fail(monkeypatch):
+    """12 of 20 rounds at 2x: too few to pass, but the 8 that missed are rounds in which the checker's own model ran slow."""
+    _fake_timing(monkeypatch, _busy_rounds(0.005))
+    result = check_make_faster(_wrapped, rounds=20)
+    assert result.status is Status.NOT_JUDGED and result.mistake == "", result
+    assert result.message.startswith(capstone_checks.TOO_BUSY + ". Outputs match")
+    assert "in 12 of 20 interleaved rounds" in result.message and "in 8 of the rounds that missed" in result.message
+    assert "says nothing against your answer" in result.message
+
+
+@pytest.mark.usefixtures("small_input")
+def test_a_busy_machine_does_not_excuse_an_answer_that_is_too_slow_even_at_its_best(monkeypatch):
+    """Yours at its fastest over the original at its fastest is 1.11x: not fast enough, however busy the machine was."""
+    _fake_timing(monkeypatch, _busy_rounds(0.009))
+    result = check_make_faster(_wrapped, rounds=20)
+    assert result.status is Status.WRONG and result.mistake == "4.1/not-fast-enough", result
+
+
+@pytest.mark.usefixtures("small_input")
+def test_too_few_busy_misses_to_have_decided_it_is_a_fail(monkeypatch):
+    """13 rounds reach 2x; 2 missed while the original ran slow, 5 while it ran at its usual speed: 13 + 2 < 16."""
+    quiet_miss = {3, 4, 5, 6, 7}
+
+    def seconds(name, index):
+        counted = index - capstone_checks.WARMUP_ROUNDS
+        if name == "original":
+            return [0.01, 0.02, 0.01] if counted in (0, 1) else 0.01
+        return 0.009 if counted in (0, 1) or counted in quiet_miss else 0.005
+
+    _fake_timing(monkeypatch, seconds)
+    result = check_make_faster(_wrapped, rounds=20)
+    assert result.status is Status.WRONG and result.mistake == "4.1/not-steadily-faster", result
 
 
 @pytest.mark.usefixtures("small_input")

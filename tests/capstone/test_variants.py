@@ -249,3 +249,52 @@ def test_time_saved_summary_groups_the_op_types_under_one_percent():
                FUSED_CHANNELS_LAST: _Profile({"Conv2d": 0.5, "flatten": 0.0005, "Linear": 0.001})}
     summary = time_saved_by_op_type(reports, FUSED_CHANNELS_LAST).summary()
     assert "largest first: Conv2d 100%, 2 more under 1% each. Largest share: Conv2d." in summary
+
+
+def _timed(median_s: dict[str, tuple[float, float]]):
+    """A comparison from made-up timings: name -> (median, IQR), eager first."""
+    from labkit.capstone.variants import VariantComparison, VariantResult
+    from labkit.core.timing import RunStats
+
+    def stats(median, iqr):  # five samples whose median and IQR (inclusive quartiles) are these
+        return RunStats.from_samples([median - iqr, median - iqr / 2, median, median + iqr / 2, median + iqr])
+
+    return VariantComparison([VariantResult(name, stats(*times), 1.0, 0.0, True, 0.0) for name, times in median_s.items()])
+
+
+@pytest.mark.parametrize(("variant_s", "iqr_s", "outcome"), [
+    (0.060, 0.001, "met"),  # 1.67x, spread about 0.05
+    (0.080, 0.001, "not met on this machine"),  # 1.25x
+    (0.066, 0.010, "too close to call in this run"),  # 1.52x, spread about 0.25
+])
+def test_the_goal_verdict_counts_the_spread_of_the_speedup(variant_s, iqr_s, outcome):
+    from labkit.capstone.variants import goal_verdict
+
+    comparison = _timed({EAGER: (0.100, 0.001), FUSED_CHANNELS_LAST: (variant_s, iqr_s)})
+    verdict = goal_verdict(comparison, 1.5)
+    assert verdict.speedup == pytest.approx(0.100 / variant_s)
+    assert verdict.spread == pytest.approx(comparison.timings.spread(FUSED_CHANNELS_LAST))
+    assert verdict.outcome.startswith(outcome) and verdict.met is (outcome == "met")
+    line = str(verdict)
+    assert line.startswith(f"fused + channels_last: {0.100 / variant_s:.2f}x over eager, spread ±")
+    assert line.endswith(f"the lab's goal, set on a 2-core CPU, is 1.5x: {verdict.outcome}")
+
+
+def test_the_goal_verdict_refuses_a_bad_goal_or_variant():
+    from labkit.capstone.variants import FUSED_CHANNELS_LAST_GOALS, goal_verdict
+
+    comparison = _timed({EAGER: (0.1, 0.001), FUSED_CHANNELS_LAST: (0.05, 0.001)})
+    for goal in (0, -1.0, True, "1.5"):
+        with pytest.raises(LabkitValueError, match="goal must be a speedup above 0"):
+            goal_verdict(comparison, goal)
+    with pytest.raises(LabkitValueError, match="No timing named 'compiled'"):
+        goal_verdict(comparison, 1.5, variant="compiled")
+    assert set(FUSED_CHANNELS_LAST_GOALS) == {2, 8}, "the core track's batch and the full size"
+
+
+def test_the_challenge_input_is_small_and_seeded():
+    from labkit.capstone.variants import CHALLENGE_SIZE
+
+    x = challenge_input()
+    assert x.shape == (8, 3, CHALLENGE_SIZE, CHALLENGE_SIZE) and torch.equal(x, challenge_input())
+    assert challenge_input(batch=2).shape[0] == 2

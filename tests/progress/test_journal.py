@@ -83,3 +83,21 @@ def test_a_link_in_place_of_the_journal_is_refused_and_the_verdict_still_comes(j
     with pytest.warns(UserWarning, match="could not record your progress"):
         result = run_check("1.1", lambda: "fine")
     assert result.solved and target.read_text() == "mine\n"
+
+
+def test_a_check_not_judged_is_no_verdict_and_no_attempt(journal_file: Path):
+    from labkit.core.checks import CheckNotJudged
+    from labkit.progress.summary import dated, exercise_cell
+
+    def busy() -> str:
+        raise CheckNotJudged("The machine is too busy to judge the speed-up; run the check again.")
+
+    result = run_check("4.1", busy)
+    assert result.status is Status.NOT_JUDGED and result.mistake == "" and str(result).startswith("🔁")
+    events, _ = journal.read_events(journal_file)
+    assert exercise_cell("4.1", dated(events)).state == "not judged"
+    run_check("4.1", lambda: expect(False, "slow", mistake="not-fast-enough"))  # type: ignore[arg-type,func-returns-value]
+    run_check("4.1", busy)
+    events, _ = journal.read_events(journal_file)
+    cell = exercise_cell("4.1", dated(events))
+    assert (cell.state, cell.attempts, cell.mistake) == ("attempted", 1, "4.1/not-fast-enough")

@@ -162,3 +162,113 @@ def test_a_release_newer_than_the_tested_range_passes_with_a_warning():
     assert "WARNING  torch" in text and f"Warning on torch: torch {newer} is newer" in text
     assert report.ok and text.splitlines()[-1].startswith("doctor: READY - all 2 probes passed, 1 with a warning (torch);")
 
+
+
+# --- in a kernel, and on a hub: the same lines, probed without sixteen fresh interpreters ---------------------------
+
+
+def _preflight_here(tmp_path: Path, code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter that has imported torch first (as a notebook kernel has), recording nothing."""
+    env = {**os.environ, "LABKIT_PROGRESS": "off", **(env or {})}
+    return subprocess.run([sys.executable, "-c", "import torch\nfrom labkit.tools import doctor\n" + code],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+
+
+@pytest.mark.slow  # imports torchvision and matplotlib in-process
+def test_in_process_the_report_has_the_lines_and_verdict_of_the_isolated_one(tmp_path):
+    result = _preflight_here(tmp_path, "print(doctor.run_preflight(mode='in-process').to_text())")
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    for name in ALL_PROBES:
+        assert f"ok      {name}" in out
+    assert "Probed in this kernel" in out
+    assert out.strip().splitlines()[-1].startswith("doctor: READY - all 16 probes passed")
+
+
+def test_in_process_a_broken_import_is_named_and_a_hanging_one_is_bounded(tmp_path):
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    (packages / "hangs.py").write_text("import time\ntime.sleep(600)\n")
+    (packages / "tabulate.py").write_text("raise RuntimeError('tabulate is broken')\n")
+    (packages / "exits.py").write_text("raise SystemExit(0)\n")
+    (packages / "needs_core.py").write_text("import broken_core\n")
+    (packages / "broken_core.py").write_text("raise ImportError('broken_core is broken')\n")
+    code = ("wanted = {'hangs': 'hangs', 'tabulate': 'tabulate', 'exits': 'exits', 'needs-core': 'needs_core'}\n"
+            "report = doctor.run_preflight(wanted, timeout=2, mode='in-process', record=False)\n"
+            "print(report.to_text())\n")
+    result = _preflight_here(tmp_path, code, {"PYTHONPATH": str(packages)})
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "Traceback" not in out + result.stderr
+    assert "PROBLEM  hangs              importing hangs did not finish within 2 s: it hangs" in out
+    assert "PROBLEM  tabulate           importing tabulate raised RuntimeError: tabulate is broken" in out
+    assert "PROBLEM  exits              importing exits called sys.exit(0)" in out
+    assert "(the error comes from broken_core)" in out and "--force-reinstall broken_core" in out
+    assert "python3 kernel     python3 kernel found" in out, "a hanging import holds up nothing after it"
+    assert "doctor: NOT READY - 4 problem(s): hangs, tabulate, exits, needs-core." in out
+
+
+def test_on_a_hub_image_the_packages_are_looked_up_and_only_the_learners_own_probed(tmp_path):
+    code = ("import sys\n"
+            "report = doctor.run_preflight(record=False)\n"
+            "print(report.to_text())\n"
+            "print('imported:', [m for m in ('torchvision', 'jupyterlab', 'matplotlib', 'ipywidgets', 'tabulate')"
+            " if m in sys.modules])\n")
+    result = _preflight_here(tmp_path, code, {"JUPYTERHUB_USER": "ada", doctor.PREFLIGHT_ENV: doctor.IMAGE})
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    for name in ALL_PROBES:
+        assert f"ok      {name}" in out
+    assert "your instructor's doctor checked once" in out
+    assert "doctor: READY - all 16 probes passed" in out
+    assert "imported: []" in out, "image mode reads versions, it imports none of the packages"
+
+
+def test_a_missing_package_is_a_problem_in_image_mode_too():
+    report = doctor.run_preflight({"labkit-no-such-dist": "labkit_no_such_module"}, mode="image", record=False)
+    assert [p.name for p in report.problems] == ["labkit-no-such-dist"]
+    assert "not installed (no module named labkit_no_such_module)" in report.to_text()
+
+
+def test_where_the_probes_run_is_picked_from_the_kernel_and_the_hub(monkeypatch):
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.delenv(doctor.PREFLIGHT_ENV, raising=False)
+    monkeypatch.setattr(doctor, "_in_kernel", lambda: False)
+    assert doctor.preflight_mode() == ("isolated", None)  # a terminal, a test: every probe in its own interpreter
+    monkeypatch.setattr(doctor, "_in_kernel", lambda: True)
+    monkeypatch.setitem(sys.modules, "torch", sys.modules.get("torch") or object())
+    assert doctor.preflight_mode() == ("in-process", None)
+    monkeypatch.setenv(doctor.PREFLIGHT_ENV, doctor.IMAGE)
+    assert doctor.preflight_mode() == ("in-process", None), "image needs a hub's learner"
+    monkeypatch.setenv("JUPYTERHUB_USER", "ada")
+    assert doctor.preflight_mode() == ("image", None)
+    monkeypatch.setenv(doctor.PREFLIGHT_ENV, "imgae")
+    mode, problem = doctor.preflight_mode()
+    assert mode == "in-process" and problem is not None and not problem.ok
+    assert "'imgae' is not a preflight mode" in problem.detail and "set it to 'image'" in problem.fix
+
+
+def test_a_kernel_that_has_not_imported_torch_keeps_the_isolated_probes(monkeypatch):
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.setattr(doctor, "_in_kernel", lambda: True)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert doctor.preflight_mode()[0] == "isolated"
+
+
+def test_an_unknown_mode_is_refused_with_the_modes_named():
+    from labkit.core.errors import LabkitValueError
+
+    with pytest.raises(LabkitValueError, match="mode must be one of 'isolated', 'in-process', 'image'"):
+        doctor.run_preflight(mode="fast", record=False)  # type: ignore[arg-type]
+
+
+def test_the_command_line_doctor_always_isolates_its_probes(monkeypatch, capsys):
+    seen = {}
+
+    def preflight(**kwargs):
+        seen.update(kwargs)
+        return doctor.DoctorReport([doctor.Probe("python", True, "3.11")])
+
+    monkeypatch.setattr(doctor, "run_preflight", preflight)
+    assert doctor.run(argparse.Namespace(timeout=None)) == 0
+    assert seen["mode"] == "isolated" and seen["record"] is False

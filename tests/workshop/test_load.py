@@ -8,10 +8,12 @@ from pathlib import Path
 import psutil
 
 from labkit.workshop.load import (
+    TOO_BUSY_STATUS,
     LearnerFigures,
     LoadReport,
     NotebookFigures,
     cpu_seconds,
+    parse_verdicts,
     peak_rss_bytes,
     rss_bytes,
     solved_core_track,
@@ -70,7 +72,7 @@ def test_process_figures_of_this_process():
 
 
 def test_the_learners_run_solved_notebooks_without_outputs():
-    solved = solved_core_track(NOTEBOOKS)
+    solved, _ = solved_core_track(NOTEBOOKS)
     assert list(solved)[0] == "00_start_here.ipynb"
     code = [cell for notebook in solved.values() for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert not any('NotImplementedError("Exercise' in "".join(cell["source"]) for cell in code), "a stub, not a solution"
@@ -82,3 +84,64 @@ def test_the_machine_peak_is_reported_in_total_and_per_learner():
     report = LoadReport([_learner("ada", []), _learner("grace", [])], machine_peak_mib=3000.0)
     assert "peak memory in use 3000 MiB above before the hub (1500 MiB per learner)" in report.hub_table().title
     assert json.loads(report.to_json())["machine_peak_mib"] == 3000.0
+
+
+# --- verdicts under load ---------------------------------------------------------------------------------------------
+
+
+def test_every_checker_verdict_line_is_read_with_its_status():
+    text = ("✅ Exercise 1.2: solved. Your recorder counts every FLOP.\n"
+            "some other output\n"
+            "⏳ Exercise 2.1: not yet solved. Replace the stub ...\n"
+            "❌ Exercise 3.4: not solved. Your code raised TypeError: ...\n"
+            "⚠️ Exercise 2.3: checker error. This is a bug in labkit's checker ...\n"
+            "🔁 Exercise 4.1: not judged. The machine is too busy to judge the speed-up; run the check again. ...\n"
+            "the words Exercise 9.9: solved. inside a sentence are no verdict\n")
+    assert parse_verdicts(text) == {"1.2": "solved", "2.1": "not yet solved", "3.4": "not solved",
+                                    "2.3": "checker error", "4.1": TOO_BUSY_STATUS}
+
+
+def test_not_judged_is_the_checkers_own_status():
+    from labkit.core.checks import Status
+
+    assert TOO_BUSY_STATUS == Status.NOT_JUDGED.value
+
+
+def test_the_stored_notebooks_say_every_checker_of_the_solved_core_track_is_solved():
+    _, expected = solved_core_track(NOTEBOOKS)
+    exercises = {exercise: status for verdicts in expected.values() for exercise, status in verdicts.items()}
+    assert {"1.1", "1.2", "2.1", "3.1", "4.1"} <= set(exercises)
+    assert set(exercises.values()) == {"solved"}
+    assert expected["00_start_here.ipynb"] == {}
+
+
+def _ran(verdicts: dict[str, str], errors: list[str] | None = None) -> LearnerFigures:
+    run = NotebookFigures("04_capstone.ipynb", 1.0, 1.0, 1.0, 3, errors or [], verdicts)
+    return LearnerFigures("ada", notebooks=[run])
+
+
+EXPECTED = {"04_capstone.ipynb": {"4.1": "solved"}}
+
+
+def test_a_flipped_verdict_is_a_failure_and_lands_in_the_json():
+    report = LoadReport([_ran({"4.1": "solved"}), _ran({"4.1": "not solved"})], expected_verdicts=EXPECTED)
+    assert report.flips == ["ada 04_capstone.ipynb: exercise 4.1 said 'not solved', expected 'solved'"]
+    assert report.flips[0] in report.failures
+    assert "checker verdicts: 1 of 2 not as stored" in report.to_text()
+    data = json.loads(report.to_json())
+    assert data["flips"] == report.flips and data["learners"][1]["notebooks"][0]["verdicts"] == {"4.1": "not solved"}
+
+
+def test_a_checker_that_printed_no_verdict_is_a_failure_unless_its_cell_already_failed():
+    assert LoadReport([_ran({})], expected_verdicts=EXPECTED).failures == [
+        "ada 04_capstone.ipynb: exercise 4.1 printed no verdict, expected 'solved'"]
+    report = LoadReport([_ran({}, ["NameError: make_faster"])], expected_verdicts=EXPECTED)
+    assert report.failures == ["ada 04_capstone.ipynb: NameError: make_faster"], "one failure per cause"
+
+
+def test_too_busy_to_judge_is_reported_apart_and_is_no_failure():
+    report = LoadReport([_ran({"4.1": TOO_BUSY_STATUS})], expected_verdicts=EXPECTED)
+    assert report.failures == [] and report.too_busy == ["ada 04_capstone.ipynb: exercise 4.1"]
+    assert ("checker verdicts: all 1 as stored; 1 found the machine too busy to judge (ada 04_capstone.ipynb: "
+            "exercise 4.1)") in report.to_text()
+    assert json.loads(report.to_json())["too_busy"] == report.too_busy
