@@ -27,14 +27,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from string import Template
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.labs import NOTEBOOKS_DIR, REPOSITORY_BRANCH, REPOSITORY_URL, find_notebooks
 from labkit.tools.doctor import TESTED_RANGE
-from labkit.tools.nbrun import read_notebook
+
+if TYPE_CHECKING:
+    import nbformat
 
 SETUP_LINE = "import labkit"  # the install lines go above it, in the notebook's first code cell
 README = NOTEBOOKS_DIR.parent / "README.md"
@@ -158,11 +159,15 @@ def planned_text(path: Path, notebooks: Sequence[str]) -> str | None:
         if path.suffix == ".md":
             text = _readme_text(path, notebooks)
             return None if text == path.read_text(encoding="utf-8") else text
+        from labkit.tools.nbrun import read_notebook  # nbclient: only for a notebook to read
+
         notebook = read_notebook(path, write=False)  # its own errors name the path
         cell = _first_code_cell(notebook)
         if notebook_is_current(notebook):
             return None
         cell.source = with_install_block(cell.source)
+        import nbformat
+
         text = nbformat.writes(notebook)
         return text if text.endswith("\n") else text + "\n"  # as nbformat.write (make notebooks) writes it
     except LabkitValueError as exc:

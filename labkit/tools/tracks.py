@@ -44,10 +44,12 @@ import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from labkit.core.errors import LabkitValueError
+
+if TYPE_CHECKING:
+    import nbformat
 
 TRACKS = ("all", "core")
 DEFAULT_TRACK = "all"
@@ -220,6 +222,8 @@ def check_kept_references(path: Path, notebook: nbformat.NotebookNode, dropped: 
 def _left_out_note(heading_cell: nbformat.NotebookNode, section: Section) -> nbformat.NotebookNode:
     """The note that stands where ``section`` was; its id derives from the heading's, so a copy is the same every time."""
     what = "section" if section.level == 2 else "part"
+    import nbformat
+
     note = nbformat.v4.new_markdown_cell(
         f"> **Left out of this workshop's core track:** the {what} *{section.title}*. The full edition of this lab has it."
     )

@@ -76,19 +76,18 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.labs import NOTEBOOKS_DIR, find_notebooks
-from labkit.tools.docs import describe_notebook
 from labkit.tools.edition import RECORD, Edition, read_edition, write_edition
 from labkit.tools.hosted import repository_page
-from labkit.tools.nbrun import read_notebook
 from labkit.tools.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
-from labkit.tools.student_copy import student_notebook
 from labkit.tools.tracks import DEFAULT_TRACK, TRACKS, require_track
+
+if TYPE_CHECKING:
+    import nbformat
 
 TOOL = "workspace"  # the tool named in the manifest
 DEFAULT_FOLDER = Path("workspace")
@@ -283,6 +282,12 @@ def learner_edition(
     ``notebooks_dir/solutions``: relative to ``folder``, or by its absolute path
     when ``folder`` is None (an edition, which does not know where its workspaces will be).
     """
+    # Converting needs nbformat and the docs' reader (about a second to import): only here, so a workspace made
+    # from a prebuilt edition (each learner's first log-in to a hub) does not wait for them.
+    from labkit.tools.docs import describe_notebook
+    from labkit.tools.nbrun import read_notebook
+    from labkit.tools.student_copy import student_notebook
+
     sources = find_notebooks(notebooks_dir)
     files = {path.name: _notebook_text(path, student_notebook(path, track=track)) for path in sources}
     titles = [f"- `{path.name}`: {describe_notebook(path, read_notebook(path, write=False)).title}" for path in sources]
@@ -359,6 +364,8 @@ def _notebook_text(path: Path, notebook: nbformat.NotebookNode) -> str:
     for index, cell in enumerate(notebook.cells):
         if cell.get("id") not in saved_ids:
             cell.id = hashlib.sha256(f"{path.name}:{index}".encode()).hexdigest()[:16]
+    import nbformat
+
     text = nbformat.writes(notebook)
     return text if text.endswith("\n") else text + "\n"
 
