@@ -312,6 +312,7 @@ def compare_autorange(
     rounds: int = 3,
     min_run_time: float = 0.3,
     num_threads: int | None = None,
+    fixed_blocks: bool = False,
 ) -> dict[str, RunStats]:
     """Like :func:`compare`, but each sample is a ``torch.utils.benchmark`` block.
 
@@ -320,6 +321,13 @@ def compare_autorange(
     candidate gets about ``min_run_time`` in all. The benchmark Timer picks the
     block size, synchronizes CUDA and pins ``num_threads`` (default: torch's
     current setting) for the measurement only.
+
+    ``blocked_autorange`` sizes its block anew every round, in powers of ten: for calls
+    of a fraction of a millisecond and a short round it runs up to twenty times over
+    ``min_run_time / rounds``. With ``fixed_blocks`` each candidate's block is sized
+    once, from one call timed after two warm ones, to fill ``min_run_time / rounds``
+    with ``Timer.timeit`` (which warms up with two calls itself), and every round
+    times one such block: one sample per round, and the budget is kept.
     """
     _require_whole("rounds", rounds)
     if rounds < 1:
@@ -332,9 +340,13 @@ def compare_autorange(
     threads = num_threads or torch.get_num_threads()
     timers = {name: bench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads) for name, fn in candidates.items()}
     samples: dict[str, list[float]] = {name: [] for name in timers}
+    per_round = min_run_time / rounds
+    blocks = {name: max(1, round(per_round / max(timer.timeit(1).median, 1e-9)) - 2)
+              for name, timer in timers.items() if fixed_blocks}
     for _ in range(rounds):
         for name, timer in timers.items():
-            samples[name].extend(timer.blocked_autorange(min_run_time=min_run_time / rounds).times)
+            measurement = timer.timeit(blocks[name]) if fixed_blocks else timer.blocked_autorange(min_run_time=per_round)
+            samples[name].extend(measurement.times)
     return {name: RunStats.from_samples(values) for name, values in samples.items()}
 
 

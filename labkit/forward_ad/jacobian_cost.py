@@ -8,9 +8,11 @@ input size the time of ``jacrev`` grows with the output size and ``jacfwd``'s
 barely does; the two curves cross near ``out == in``.
 
 jacfwd and jacrev are timed with :func:`labkit.core.timing.compare_autorange`
-(``torch.utils.benchmark`` blocks, alternating single-thread rounds); the JVP
-against a forward pass goes through :func:`labkit.core.timing.compare`, which
-interleaves its rounds. This module only builds the problems and the result objects.
+(``torch.utils.benchmark`` blocks, alternating single-thread rounds, each block sized
+once so that a point costs about its ``budget``: a workshop room runs the sweep in
+every learner's kernel); the JVP against a forward pass goes through
+:func:`labkit.core.timing.compare`, which interleaves its rounds. This module only
+builds the problems and the result objects.
 """
 from __future__ import annotations
 
@@ -99,7 +101,12 @@ class JacobianCost(ShowsAsTable):
 
     @property
     def timings(self) -> SideBySide:
-        return SideBySide({"jacfwd": self.jacfwd, "jacrev": self.jacrev}, "jacrev", title=self.summary(), row_label="mode")
+        return replace(self._untitled, title=self.summary())
+
+    @property
+    def _untitled(self) -> SideBySide:
+        """The timings without the title: what the verdict itself reads (the title is the verdict)."""
+        return SideBySide({"jacfwd": self.jacfwd, "jacrev": self.jacrev}, "jacrev", row_label="mode")
 
     @property
     def faster(self) -> str:
@@ -107,13 +114,15 @@ class JacobianCost(ShowsAsTable):
 
     @property
     def clear_winner(self) -> str | None:
-        """The faster mode, or None for a tie: medians closer than their spread (``SideBySide.spread``).
+        """The faster mode, or None for a tie: :attr:`faster_by` is less than its spread above 1.
 
         Why: one noisy point must not decide which mode wins; a gap inside the
-        IQRs of the two timings could flip on the next run.
+        IQRs of the two timings could flip on the next run. Judged on ``faster_by``,
+        the ratio :meth:`summary` prints with its spread, so that a printed
+        "4x ±5" is never called a win, whichever mode is ahead.
         """
-        timings = self.timings  # strict: two timings without spread that meet exactly are where the curves cross
-        if abs(timings.speedup("jacfwd") - 1.0) < timings.spread("jacfwd"):
+        # strict: two timings without spread that meet exactly are where the curves cross
+        if self.faster_by - 1.0 < self.faster_by_spread:
             return None
         return self.faster
 
@@ -127,12 +136,21 @@ class JacobianCost(ShowsAsTable):
         """The rule of thumb: forward mode when out > in, reverse mode when out < in."""
         return "jacfwd" if self.out_features > self.in_features else "jacrev"
 
+    @property
+    def faster_by_spread(self) -> float:
+        """First-order spread of :attr:`faster_by` (``SideBySide.spread``, scaled: a ratio and its inverse share it)."""
+        timings = self._untitled
+        return self.faster_by * timings.spread("jacfwd") / timings.speedup("jacfwd")
+
     def summary(self) -> str:
+        """The verdict with its spread; a gap inside the spread is no winner (:attr:`clear_winner`)."""
         batch = "" if self.batch is None else f", batch {self.batch}"
+        by, spread = f"{self.faster_by:.2f}x", f"±{self.faster_by_spread:.2f}"
+        verdict = (f"{self.faster} is {by} faster {spread}" if self.clear_winner is not None
+                   else f"no clear winner ({self.faster} ahead by {by} {spread}, inside the spread)")
         return (
-            f"R^{self.in_features} -> R^{self.out_features}{batch}: {self.faster} is "
-            f"{self.faster_by:.2f}x faster (jacfwd {format_seconds(self.jacfwd.median)}, "
-            f"jacrev {format_seconds(self.jacrev.median)})"
+            f"R^{self.in_features} -> R^{self.out_features}{batch}: {verdict} "
+            f"(jacfwd {format_seconds(self.jacfwd.median)}, jacrev {format_seconds(self.jacrev.median)})"
         )
 
     def table(self) -> Table:
@@ -153,8 +171,8 @@ def jacobian_cost(
 
     Both Jacobians are computed once first and checked to agree, so a timing
     is never reported for a wrong answer. The two are timed with
-    ``torch.utils.benchmark.Timer`` in alternating rounds (about ``budget``
-    seconds in all), so that background load hits both alike.
+    ``torch.utils.benchmark.Timer`` in alternating rounds, one block each per
+    round (about ``budget`` seconds in all), so that background load hits both alike.
     """
     _check_size("rounds", rounds)
     _check_budget(budget)
@@ -169,7 +187,7 @@ def jacobian_cost(
     # that count far more than they speed it up.
     stats = compare_autorange(
         {"jacfwd": lambda: forward_mode(x), "jacrev": lambda: reverse_mode(x)},
-        rounds=rounds, min_run_time=budget / 2, num_threads=1,
+        rounds=rounds, min_run_time=budget / 2, num_threads=1, fixed_blocks=True,
     )
     return JacobianCost(in_features, out_features, batch, jacfwd=stats["jacfwd"], jacrev=stats["jacrev"])
 

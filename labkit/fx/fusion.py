@@ -390,6 +390,17 @@ class FusionTimings(SideBySide):
     baseline: str = "original"
     title: str = "Forward pass before and after Conv-BN fusion"
 
+    def note(self, name: str) -> str:
+        """SideBySide's notes, plus "no clear change" where a speedup is closer to 1 than its spread.
+
+        Why: fusion saves one pass per BatchNorm, a few percent on a CPU; a run short enough for
+        a workshop room must not let a gain inside the noise read as a gain.
+        """
+        notes = [note] if (note := super().note(name)) else []
+        if name != self.baseline and abs(self.speedup(name) - 1.0) < self.spread(name):
+            notes.append(f"no clear change (speedup {self.speedup(name):.2f}x ±{self.spread(name):.2f})")
+        return ", ".join(notes)
+
 
 def fusion_timings(
     model: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | None = None, rounds: int = 10, warmup: int = 2,

@@ -66,6 +66,7 @@ class BenchConfig:
     jvp_rounds: int = 30
     jacobian_in: int = 32
     jacobian_batch: int = 16  # per-example Jacobians: without a batch, fixed vmap overhead hides the crossover
+    jacobian_budget: float = 0.5  # seconds per output size; notebook 03's widget spends 0.05 (a room runs it per learner)
     hf_rounds: int = 100  # P6, P7: rounds of blocks, each variant's block in turn
     hf_calls: int = 5  # timed calls per block
     widget_redraws: int = 15
@@ -77,12 +78,12 @@ class BenchConfig:
 FULL = BenchConfig()
 QUICK = BenchConfig(overhead_rounds=10, crosscheck_runs=5, variant_rounds=6, include_compiled=False,
                     format_run_time=0.6, format_rounds=3,
-                    jvp_rounds=10, hf_rounds=30, widget_redraws=9, notebooks=(), import_repeats=3,
+                    jvp_rounds=10, jacobian_budget=0.1, hf_rounds=30, widget_redraws=9, notebooks=(), import_repeats=3,
                     left_out=("P6", "P7"))  # 16-70 s on the loaded 2-core machine: model builds, exports
 # For the smoke test only: tiny sizes, figures not meaningful.
 SMOKE = BenchConfig(overhead_ops=100, overhead_rounds=3, resnet_batch=1, image_size=64, crosscheck_runs=2,
                     variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1,
-                    mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3, jacobian_in=4, jacobian_batch=2,
+                    mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3, jacobian_in=4, jacobian_batch=2, jacobian_budget=0.01,
                     hf_rounds=1, hf_calls=2, widget_redraws=2, notebooks=("00_start_here",), import_repeats=1)
 CONFIGS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
@@ -277,7 +278,7 @@ def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
                            overhead.slowdown(JvpOverhead.FUNC), "x", overhead.slowdown_spread(JvpOverhead.FUNC)))
     result.add(BenchFigure("P5.labkit_over_raw", "labkit.jvp / raw dual API", overhead.labkit_over_raw, "x",
                            over_raw.slowdown_spread(JvpOverhead.LABKIT), "<= 1.05", overhead.labkit_over_raw <= 1.05))
-    sweep = jacobian_sweep(config.jacobian_in, batch=config.jacobian_batch)
+    sweep = jacobian_sweep(config.jacobian_in, batch=config.jacobian_batch, budget=config.jacobian_budget)
     crossover = sweep.crossover
     result.add(BenchFigure("P5.crossover_out",
                            f"jacfwd overtakes jacrev at out = (in = {config.jacobian_in}, batch {config.jacobian_batch})",

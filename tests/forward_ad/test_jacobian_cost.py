@@ -79,9 +79,26 @@ def test_jacobian_problem_rejects_bad_sizes():
 
 @pytest.mark.parametrize("batch", [None, 2])
 def test_jacobian_cost_measures_both_modes(batch):
-    cost = jacobian_cost(4, 6, batch=batch, rounds=2, budget=0.005)
-    assert cost.jacfwd.count >= 2 and cost.jacrev.count >= 2  # at least one benchmark block per round
+    cost = jacobian_cost(4, 6, batch=batch, rounds=3, budget=0.005)
+    assert cost.jacfwd.count == 3 and cost.jacrev.count == 3  # one block per round, sized once: the budget is kept
     assert cost.jacfwd.median > 0 and cost.faster in ("jacfwd", "jacrev")
+
+
+def test_summary_prints_the_spread_and_calls_a_gap_inside_it_no_winner():
+    clear = _noisy_cost(64, 1.0, 4.0, iqr=0.1)
+    assert clear.clear_winner == "jacfwd" and "jacfwd is 4.00x faster ±0.50 (jacfwd 1 s, jacrev 4 s)" in clear.summary()
+    tie = _noisy_cost(64, 1.0, 1.05, iqr=0.1)  # IQRs of 0.1 s: first-order spread 1.05 * (0.1 / 1 + 0.1 / 1.05)
+    assert tie.clear_winner is None and "is 1.05x faster" not in tie.summary()
+    assert "no clear winner (jacfwd ahead by 1.05x ±0.21, inside the spread)" in tie.summary()
+
+
+def test_a_win_is_judged_on_the_printed_ratio_whichever_mode_is_ahead():
+    # jacrev 4x ahead, IQRs of 1 s: the printed ratio's spread, 4 * (1 / 4 + 1 / 1) = ±5, reaches below 1: no winner
+    # (read as jacfwd's speedup, 0.25 ± 0.31 stays below 1, and it used to be called one)
+    noisy = _noisy_cost(2, 4.0, 1.0, iqr=1.0)
+    assert noisy.faster == "jacrev" and noisy.clear_winner is None and "no clear winner" in noisy.summary()
+    mirrored = _noisy_cost(64, 1.0, 4.0, iqr=1.0)
+    assert mirrored.clear_winner is None
 
 
 def test_sweep_calls_back_after_every_point():

@@ -8,9 +8,10 @@ from torch.fx.experimental.optimization import fuse
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.timing import SideBySide
+from labkit.core.timing import RunStats, SideBySide
 from labkit.fx.fusion import (
     FusionSkippedWarning,
+    FusionTimings,
     UnsafeFusionError,
     count_nodes,
     fold_bn_into_conv,
@@ -120,6 +121,19 @@ def test_fusion_timings_times_three_variants():
     assert timings.table().column("variant") == ["original", "teaching pass", "torch.fx fuse"]
     assert timings.table().headers == ["variant", "median", "IQR", "speedup", "note"]
     assert str(timings).startswith("Forward pass before and after Conv-BN fusion") and "<table>" in timings._repr_html_()
+
+
+def test_fusion_timings_note_a_gain_inside_the_spread():
+    def stats(median, iqr):
+        return RunStats(mean=median, median=median, min=median, max=median, iqr=iqr, count=4)
+
+    timings = FusionTimings({"original": stats(1.0, 0.02), "teaching pass": stats(0.97, 0.02), "torch.fx fuse": stats(0.5, 0.02)})
+    assert timings.note("teaching pass") == "no clear change (speedup 1.03x ±0.04)"  # 3% faster, 4% spread
+    assert timings.note("torch.fx fuse") == "" and timings.note("original") == "baseline"
+    noisy = FusionTimings({"original": stats(1.0, 0.5), "teaching pass": stats(0.5, 0.5), "torch.fx fuse": stats(0.5, 0.02)})
+    assert noisy.note("original") == "baseline, noisy (IQR 50% of median)"
+    assert noisy.note("teaching pass") == "noisy (IQR 100% of median), no clear change (speedup 2.00x ±3.00)"
+    assert noisy.table().column("note")[1] == noisy.note("teaching pass")
 
 
 def test_no_check_names_outside_the_exercise_checker():
