@@ -81,7 +81,10 @@ c.Spawner.start_timeout = 180
 # server's own token, which may reach the board and nothing more of it (SERVER_TOKEN_SCOPES).
 # LABKIT_PREFLIGHT=image: every learner runs the one installation the instructor's doctor checked (workshop/README.md,
 # step 3), so notebook 00's preflight reads its versions instead of importing every package again (labkit.tools.doctor).
+# OMP_WAIT_POLICY=PASSIVE: a thread waiting for work sleeps instead of spinning on a core (libgomp's default spins),
+# which on a shared server burns CPU every other learner needs (tests/workshop/test_room.py checks both).
 c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
+                         "OMP_WAIT_POLICY": "PASSIVE",
                          "LABKIT_BOARD_URL": board_url(settings), "LABKIT_PREFLIGHT": "image",
                          **(learner_environment(settings.install) if settings.separated else {})}
 c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES

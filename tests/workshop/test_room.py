@@ -71,6 +71,7 @@ def test_each_learner_runs_as_their_own_account_in_their_own_workspace(room: Roo
         server = server_process(room.hub, name)
         assert server.uids().real == account.pw_uid and server.uids().effective == account.pw_uid
         assert server.environ().get("OMP_NUM_THREADS") == str(HubSettings().threads)
+        assert server.environ().get("OMP_WAIT_POLICY") == "PASSIVE"
         assert f"--MappingKernelManager.cull_idle_timeout={HubSettings().kernel_cull_after_s}" in server.cmdline()
         assert not any(key.startswith(PREFIX) for key in server.environ()), "the hub's settings reached a learner"
         listing = request(f"{room.hub.server_url(name)}/api/contents", token=room.tokens[name])
