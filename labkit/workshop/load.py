@@ -375,6 +375,9 @@ def _execute(connection: websocket.WebSocket, code: str) -> CellReply:
                     "stop_on_error": True},
     }))
     deadline = time.monotonic() + CELL_SECONDS
+    # Done when the shell's execute_reply and iopub's "idle" have both come: the two channels share this socket, and
+    # a cell's last output (its execute_result, e.g. a checker's verdict) can arrive after the reply.
+    replied = idle = False
     while time.monotonic() < deadline:
         frame = connection.recv()
         if isinstance(frame, bytes):  # a message with binary buffers (widget state): never a reply or an error
@@ -389,6 +392,10 @@ def _execute(connection: websocket.WebSocket, code: str) -> CellReply:
         if message["msg_type"] == "error":
             reply.errors.append(f"{message['content']['ename']}: {message['content']['evalue']}")
         if message["msg_type"] == "execute_reply":
+            replied = True
+        if message["msg_type"] == "status" and message["content"].get("execution_state") == "idle":
+            idle = True
+        if replied and idle:
             return reply
     reply.errors.append(f"no reply within {CELL_SECONDS} s to:\n{code[:200]}")
     return reply

@@ -145,3 +145,28 @@ def test_too_busy_to_judge_is_reported_apart_and_is_no_failure():
     assert ("checker verdicts: all 1 as stored; 1 found the machine too busy to judge (ada 04_capstone.ipynb: "
             "exercise 4.1)") in report.to_text()
     assert json.loads(report.to_json())["too_busy"] == report.too_busy
+
+
+def test_a_cells_output_that_comes_after_its_reply_is_kept():
+    """The shell's execute_reply can overtake the cell's last iopub output (a checker's verdict) on the one socket."""
+    from labkit.workshop import load
+
+    class Socket:
+        def __init__(self) -> None:
+            self.frames: list[str] = []
+
+        def send(self, text: str) -> None:
+            msg_id = json.loads(text)["header"]["msg_id"]
+
+            def message(kind: str, content: dict[str, object]) -> str:
+                return json.dumps({"parent_header": {"msg_id": msg_id}, "msg_type": kind, "content": content})
+
+            self.frames = [message("execute_reply", {"status": "ok"}),
+                           message("execute_result", {"data": {"text/plain": "✅ Exercise 2.2: solved. Well done."}}),
+                           message("status", {"execution_state": "idle"})]
+
+        def recv(self) -> str:
+            return self.frames.pop(0)
+
+    reply = load._execute(Socket(), "check()")  # type: ignore[arg-type]
+    assert load.parse_verdicts(reply.results) == {"2.2": "solved"}
