@@ -1,4 +1,4 @@
-"""The page's script writes text only, and the page needs nothing inline (test_page_ui.py runs it in Chromium)."""
+"""The page's script writes text only, and the page needs nothing inline (tests/ui/test_board_page_ui.py runs it in Chromium)."""
 from __future__ import annotations
 
 import re

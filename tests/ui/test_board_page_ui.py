@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from labkit.workshop.board.app import make_app
-from tests.ui.support import browser  # noqa: F401 - pytest finds fixtures by name
 from tests.workshop.board.support import COOKIE_SECRET, PREFIX, FakeDirectory, FakeHubAuth, event, make_board, user
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
@@ -55,7 +54,7 @@ def served(tmp_path: Path) -> Iterator[dict[str, Any]]:
         board.store.close()
 
 
-def test_the_board_updates_in_place_and_names_stay_text(served, browser):  # noqa: F811 - the fixture
+def test_the_board_updates_in_place_and_names_stay_text(served, browser):
     hub_auth = served["hub_auth"]
     cookie = hub_auth.cookie("teacher-token").split("=", 1)[1]
     browser.add_cookies([{"name": hub_auth.cookie_name, "value": cookie, "url": served["url"]}])
