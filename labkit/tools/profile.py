@@ -149,12 +149,21 @@ def _print_fallback(report: Any) -> None:
     """Why the model was profiled layer by layer (or captured another way), and which parts of it do trace."""
     if report.mode != "modules":  # a graph tier after symbolic_trace captured it
         capture = getattr(report, "capture", None) or report.mode
-        print(f"Captured by {capture}, not symbolic_trace. {report.fallback_reason}")
+        print(f"Captured by {capture}, not symbolic_trace. {_cause_and_site(report.fallback_reason)}")
         return
     print(f"Fell back to mode {report.mode!r} (forward hooks on each layer, no trace). {report.fallback_reason}")
     if report.traceable_children:
         parts = ", ".join(f"{name} ({nodes} nodes)" for name, nodes in report.traceable_children)
         print(f"For node-level detail, profile a part that traces: {parts}.")
+
+
+def _cause_and_site(reason: str) -> str:
+    """The first two lines of a trace failure (what failed, and where), without its advice on making it trace.
+
+    Why: once another capture worked, advice on concrete_args or leaf modules answers a question nobody asked.
+    """
+    kept = [line.strip() for line in reason.splitlines()[:2] if "Options:" not in line]
+    return " ".join(line if line.endswith((".", ":")) else line + "." for line in kept)
 
 
 def _tracing_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -201,6 +201,9 @@ def test_profile_hf_prints_the_type_its_config_and_keyword_inputs(transformers, 
     assert out.startswith("t5 (T5Model, small config: hidden 64, 2 encoder + 2 decoder layers, 4 heads), inputs "
                           "input_ids 1x16, attention_mask 1x16, decoder_input_ids 1x16, device cpu, mode ")
     assert "Time by op type" in out and csv_path.read_text().startswith("op,name,target,op_type")
+    # export captured it: say why symbolic_trace could not, without advice on making symbolic_trace work
+    assert "Captured by export, not symbolic_trace. torch.fx could not trace the model:" in out
+    assert "concrete_args" not in out and "Options:" not in out
 
 
 def test_profile_hf_passes_keyword_inputs_and_the_options(transformers, monkeypatch, capsys):
