@@ -48,7 +48,8 @@ class ProgressTable:
         for cell in self.cells:
             if cell.state != SOLVED:
                 return f"Next: exercise {cell.exercise}: {_advice(cell)}"
-        return "Every exercise is solved. The extra sections of each notebook (make lab TRACK=all) go further."
+        return ("Every exercise is solved. The extra sections of each notebook go further: "
+                "`python -m labkit lab --track all` gets them.")
 
     def preflight_line(self) -> str:
         if self.preflight.state == "not ready":
