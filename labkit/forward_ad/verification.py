@@ -166,6 +166,13 @@ _WHY_ODD = {
 }
 
 
+def _odd_note(odd: tuple[str, ...] | None) -> str:
+    """The note that names the odd method out (or says that none can be named)."""
+    if odd is None:
+        return "the methods disagree, and it cannot be told which is wrong"
+    return _WHY_ODD.get(odd, f"odd one out: {', '.join(odd)}")
+
+
 def _positive_finite(name: str, value: float, *, zero_ok: bool = False) -> None:
     """Reject a step size or tolerance that would make the verification meaningless (nan, 0, negative)."""
     wanted = "a finite number >= 0" if zero_ok else "a positive finite number"
@@ -205,8 +212,8 @@ def verify_jvp(
     largest |jvp|: its rounding is relative to the terms an operator sums, not to
     each small result. An empty input or output cannot be verified (an error). When
     methods disagree on a square input and agree once its tangent is made
-    symmetric, the report says so: fn treats that input as symmetric or
-    Hermitian (linalg.cholesky, eigh).
+    symmetric, the report says so and blames no method: fn treats that input
+    as symmetric or Hermitian (linalg.cholesky, eigh, pinv(hermitian=True)).
 
     ``fn`` is first called twice on the same input: if the outputs differ (a
     module in training mode with Dropout, or any randomness), the methods could
@@ -270,11 +277,13 @@ def verify_jvp(
     which = ", ".join(str(i) for i in square)
     note = (
         f"with the tangent of primal {which} made symmetric ((t + t.mT) / 2, Hermitian for complex) all methods "
-        "agree: fn treats that input as symmetric or Hermitian (linalg.cholesky, eigh and eigvalsh read one "
-        "triangle), so a non-symmetric tangent leaves the set of valid inputs and the methods see different "
-        "functions. Pass a symmetric tangent."
+        "agree: fn treats that input as symmetric or Hermitian (linalg.cholesky, eigh, eigvalsh and "
+        "pinv(hermitian=True) read one triangle), so a non-symmetric tangent leaves the set of valid inputs and the "
+        "methods see different functions. Pass a symmetric tangent."
     )
-    return dataclasses.replace(report, notes=(*report.notes, note), symmetric_tangent_agrees=True)
+    # the tangent is the cause, so no method is the odd one out (finite differences were blamed before)
+    notes = tuple(line for line in report.notes if line != _odd_note(report.odd_one_out))
+    return dataclasses.replace(report, notes=(*notes, note), odd_one_out=None, symmetric_tangent_agrees=True)
 
 
 class _Unavailable(Exception):
@@ -424,10 +433,7 @@ def _compare(
     odd = None
     if any(name in counted for name in disagreeing):
         odd = _odd_one_out(counted, lambda a, b: agree(a, b)[0])
-        notes.append(
-            _WHY_ODD.get(odd, f"odd one out: {', '.join(odd)}") if odd
-            else "the methods disagree, and it cannot be told which is wrong"
-        )
+        notes.append(_odd_note(odd))
     return JvpVerification(
         errors=errors,
         scale=scale,
