@@ -125,6 +125,18 @@ def int_tuple(value: object) -> tuple[int, ...] | None:
     return None
 
 
+def is_plain_tensor(value: object) -> bool:
+    """Whether ``value`` is torch's own tensor (or ``nn.Parameter``), not a subclass: a subclass's
+    ``__torch_function__`` can answer ``torch.allclose`` with True whatever its values are."""
+    return type(value) in (torch.Tensor, torch.nn.Parameter)
+
+
+def tensor_subclass_hint(what: str, value: object) -> str:
+    """The hint for a learner's tensor of a subclass of torch.Tensor where a plain tensor belongs."""
+    return (f"{what} is a {type(value).__name__}, a subclass of torch.Tensor, whose own __torch_function__ can change "
+            "what torch's comparisons say; return plain torch tensors (torch.Tensor or nn.Parameter).")
+
+
 # What the checker is trying right now, named in the message when the learner's code raises there.
 _case: ContextVar[str | None] = ContextVar("labkit_check_case", default=None)
 

@@ -14,6 +14,7 @@ is never mistaken for a patch.
 """
 from __future__ import annotations
 
+import functools
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -59,8 +60,10 @@ Key = tuple[int, str]  # (id of the namespace, attribute name)
 
 
 def _is_code(value: object) -> bool:
-    """Functions, classes and descriptors: what a patch replaces. Caches and constants are left out."""
-    return callable(value) or isinstance(value, (staticmethod, classmethod, property))
+    """Functions, classes and descriptors: what a patch replaces. Caches and constants are left out.
+
+    ``type(value)``, not ``isinstance``: a few of torch's module attributes warn when their ``__class__`` is read."""
+    return callable(value) or issubclass(type(value), (staticmethod, classmethod, property))
 
 
 def _torch_module_classes() -> list[type]:
@@ -76,22 +79,34 @@ def _torch_module_classes() -> list[type]:
     return found
 
 
-def _labkit_namespaces() -> list[object]:
-    """Every loaded labkit module and the classes defined in it: an answer may reach the checker itself."""
+def _loaded_namespaces(package: str) -> list[object]:
+    """Every loaded module of ``package`` and the classes defined in it: an answer may reach any of them (the checker's
+    references too: ``torch.utils.flop_counter.FlopCounterMode``, ``torch.fx.passes.shape_prop.ShapeProp``)."""
     spaces: list[object] = []
     for name, module in list(sys.modules.items()):
-        if (name == "labkit" or name.startswith("labkit.")) and isinstance(module, types.ModuleType):
+        if (name == package or name.startswith(package + ".")) and type(module) is types.ModuleType:
             spaces.append(module)
-            spaces.extend(
-                value for value in vars(module).values()
-                if isinstance(value, type) and value.__module__ == name
-            )
+            # type(), not isinstance(): a few of torch's module attributes warn when their __class__ is read
+            spaces.extend(value for value in list(vars(module).values())
+                          if issubclass(type(value), type) and vars(value).get("__module__") == name)
     return spaces
 
 
+def _labkit_namespaces() -> list[object]:
+    """Every loaded labkit module and the classes defined in it: an answer may reach the checker itself."""
+    return _loaded_namespaces("labkit")
+
+
+def _core_namespaces() -> list[object]:
+    """The namespaces a learner patches by name (``torch``, ``F``, ``torch.Tensor``, ``nn.MaxPool2d``...): there a
+    function of torch's own moved to another name counts as a patch too (see :func:`_is_a_patch`)."""
+    return [space() for space in _NAMESPACES] + _torch_module_classes()
+
+
 def _namespaces(with_labkit: bool) -> list[object]:
-    torch_spaces = [space() for space in _NAMESPACES] + _torch_module_classes()
-    return torch_spaces + _labkit_namespaces() if with_labkit else torch_spaces
+    torch_spaces = _core_namespaces() + _loaded_namespaces("torch")
+    unique = list({id(space): space for space in torch_spaces}.values())
+    return unique + _labkit_namespaces() if with_labkit else unique
 
 
 @dataclass
@@ -100,12 +115,15 @@ class _CodeSnapshot:
 
     owners: dict[int, object] = field(default_factory=dict)
     values: dict[Key, object] = field(default_factory=dict)
+    core: set[int] = field(default_factory=set)  # ids of the core namespaces
+    names: dict[int, set[str]] = field(default_factory=dict)  # every name each namespace held, code or not
 
     @classmethod
     def take(cls, with_labkit: bool = True) -> _CodeSnapshot:
-        snapshot = cls()
+        snapshot = cls(core={id(space) for space in _core_namespaces()})
         for space in _namespaces(with_labkit):
             snapshot.owners[id(space)] = space
+            snapshot.names[id(space)] = set(vars(space))
             for name, value in list(vars(space).items()):
                 if _is_code(value):
                     snapshot.values[(id(space), name)] = value
@@ -113,6 +131,22 @@ class _CodeSnapshot:
 
     def current(self, key: Key) -> object:
         return vars(self.owners[key[0]]).get(key[1], _MISSING)
+
+    def known(self) -> set[int]:
+        """The ids of the functions found in the core namespaces: one of them found in another slot was moved there."""
+        return {id(value) for key, value in self.values.items() if key[0] in self.core}
+
+    def added(self) -> list[tuple[Key, object]]:
+        """Code of the learner's set where there was none: ``torch.Tensor.is_contiguous = ...`` puts a new entry in
+        ``torch.Tensor`` that hides the method it inherits from ``torch._C.TensorBase``."""
+        found = []
+        for owner_id, owner in self.owners.items():
+            space = vars(owner)
+            for name in space.keys() - self.names[owner_id]:
+                value = space.get(name)
+                if _is_code(value) and _is_learners(value):
+                    found.append(((owner_id, name), value))
+        return found
 
 
 _MISSING = object()
@@ -130,16 +164,22 @@ def _qualified(owner: object, name: str) -> str:
     return f"{cls.__module__}.{cls.__qualname__}.{name}"
 
 
+@functools.cache
 def _library_folders() -> tuple[str, ...]:
     import labkit
 
     return tuple(str(Path(module.__file__).resolve().parent) for module in (torch, labkit) if module.__file__)
 
 
+@functools.lru_cache(maxsize=4096)
+def _resolved(filename: str) -> str:
+    return str(Path(filename).resolve())
+
+
 def _code_file(value: object) -> str | None:
-    function = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+    function = value.__func__ if issubclass(type(value), (staticmethod, classmethod)) else value  # type: ignore[attr-defined]
     code = getattr(function, "__code__", None)
-    return str(Path(code.co_filename).resolve()) if code is not None else None
+    return _resolved(code.co_filename) if code is not None else None
 
 
 def _is_a_patch(value: object, known: set[int]) -> bool:
@@ -150,8 +190,11 @@ def _is_a_patch(value: object, known: set[int]) -> bool:
     it was not before, is torch setting itself up (torch.compile wraps ``nn.Module.__init__`` the
     first time it runs).
     """
-    if value is _MISSING or id(value) in known:
-        return True
+    return value is _MISSING or id(value) in known or _is_learners(value)
+
+
+def _is_learners(value: object) -> bool:
+    """Whether ``value`` is a function whose code lives outside torch and labkit."""
     where = _code_file(value)
     return where is not None and not where.startswith(_library_folders())
 
@@ -257,26 +300,31 @@ def _restore_modes(before: list[object], report: StateReport) -> None:
 
 def _restore_code(before: _CodeSnapshot, report: StateReport) -> None:
     """Put back every function of torch or labkit the check replaced or deleted, and name it."""
-    known = {id(value) for value in before.values.values()}
+    known = before.known()
     for key, original in before.values.items():
         current = before.current(key)
-        if current is not original and _is_a_patch(current, known):
+        if current is not original and _is_a_patch(current, known if key[0] in before.core else set()):
             setattr(before.owners[key[0]], key[1], original)
             report.replaced_code.append(f"{_qualified(before.owners[key[0]], key[1])} (restored)")
+    for (owner_id, name), _ in before.added():
+        delattr(before.owners[owner_id], name)
+        report.replaced_code.append(f"{_qualified(before.owners[owner_id], name)} (removed)")
 
 
 def _replaced_before(before: _CodeSnapshot) -> list[str]:
     """Functions of torch or labkit replaced before the check by code of the learner's (left as they are)."""
     if _BASELINE is None:
         return []
-    known = {id(value) for value in _BASELINE.values.values()}
-    return [
+    known = _BASELINE.known()
+    replaced = [
         f"{_qualified(_BASELINE.owners[key[0]], key[1])} (replaced before the check)"
         for key, original in _BASELINE.values.items()
         if key[0] in before.owners
         and before.values.get(key, _MISSING) is not original
-        and _is_a_patch(before.values.get(key, _MISSING), known)
+        and _is_a_patch(before.values.get(key, _MISSING), known if key[0] in _BASELINE.core else set())
     ]
+    return replaced + [f"{_qualified(_BASELINE.owners[key[0]], key[1])} (set before the check)"
+                       for key, _ in _BASELINE.added()]
 
 
 @contextmanager

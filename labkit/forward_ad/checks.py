@@ -35,8 +35,10 @@ from labkit.core.checks import (
     call_learner,
     expect,
     expect_instance,
+    is_plain_tensor,
     learner_case,
     run_check,
+    tensor_subclass_hint,
 )
 from labkit.core.context import bound
 from labkit.core.notebook import seeded
@@ -54,6 +56,7 @@ def _expect_comparable(got: object, expected: torch.Tensor, what: str) -> torch.
     """``got``, once it is a tensor that can be compared with ``expected``; else fail with a hint (no crash in the checker)."""
     hint = f"{what} is not an ordinary {expected.device.type} tensor ({type(got).__name__}); return a tensor like f(x)."
     tensor = expect_instance(got, torch.Tensor, hint, mistake="not-a-tensor")
+    expect(is_plain_tensor(tensor), tensor_subclass_hint(what, tensor), mistake="tensor-subclass")
     expect(tensor.layout == torch.strided and tensor.device == expected.device, hint, mistake="not-a-tensor")
     expect(tensor.dtype.is_floating_point, f"{what} has dtype {tensor.dtype}; return a floating-point tensor like f(x).",
            mistake="not-floating-point")
@@ -278,9 +281,9 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
     def check() -> str:
         for seed, (name, f, shape) in enumerate(DIRECTIONAL_CASES):
             x, v = _float64_pair(shape, seed)
-            expected = torch.func.jvp(f, (x,), (v,))[1]
             with _watching() as seen:
                 got = call_learner(directional_derivative, _watched(f), x.clone(), v.clone())
+            expected = torch.func.jvp(f, (x,), (v,))[1]  # only now: while the answer ran there was none to find
             tensor = _expect_a_derivative_tensor(got, expected, name, seen, directional_derivative)
             error = float((tensor.detach().to(expected.dtype) - expected).abs().max())
             _expect_forward_mode(name, seen, x, error)
@@ -744,14 +747,19 @@ def _restore_tensor(name: str, state: _TensorState, changes: Changes) -> None:
 
 
 @contextmanager
-def _counting_calls(model: nn.Module) -> Iterator[list[int]]:
-    """Count the forward passes of ``model``: one JVP is one pass, a finite difference two."""
+def _counting_calls(model: nn.Module) -> Iterator[tuple[list[int], _ModesSeen]]:
+    """Count the forward passes of ``model`` (one JVP is one pass, a finite difference two), and watch which mode of
+    AD went through its output (:class:`_ModeProbe`): reverse mode gives the same number in one pass too."""
     calls = [0]
-    handle = model.register_forward_pre_hook(lambda module, args: calls.__setitem__(0, calls[0] + 1))
+    counting = model.register_forward_pre_hook(lambda module, args: calls.__setitem__(0, calls[0] + 1))
+    probing = model.register_forward_hook(
+        lambda module, args, output: _ModeProbe.apply(output) if isinstance(output, torch.Tensor) else output)
     try:
-        yield calls
+        with _watching() as seen:
+            yield calls, seen
     finally:
-        handle.remove()
+        counting.remove()
+        probing.remove()
 
 
 def _expect_no_buffer_tangent(exc: LearnerError, label: str, model: nn.Module) -> None:
@@ -765,11 +773,12 @@ def _expect_no_buffer_tangent(exc: LearnerError, label: str, model: nn.Module) -
     ), mistake="buffer-tangents")
 
 
-def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tensor) -> tuple[object, int]:
-    """The learner's answer on a copy of ``model``: (what it returned, forward passes); fails naming anything it
-    left changed on the copy (hooks, requires_grad, parameters, buffers, train/eval), which is put back first."""
+def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tensor) -> tuple[object, int, _ModesSeen]:
+    """The learner's answer on a copy of ``model``: (what it returned, forward passes, the modes of AD seen); fails
+    naming anything it left changed on the copy (hooks, requires_grad, parameters, buffers, train/eval), which is put
+    back first."""
     theirs = copy.deepcopy(model)
-    with _counting_calls(theirs) as calls:
+    with _counting_calls(theirs) as (calls, seen):
         snapshot = _ModelSnapshot.take(theirs)
         try:
             with learner_case(label):
@@ -785,7 +794,7 @@ def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tens
             f"checker put it back. torch.func.functional_call runs a model with other tensors and leaves it as it is.",
             mistake=changes[0][0],  # the first change names the mistake: the others usually follow from it
         )
-    return got, calls[0]
+    return got, calls[0], seen
 
 
 def _wrong_scaling(label: str, got: torch.Tensor, model: nn.Module, x: torch.Tensor) -> CheckFailed:
@@ -820,13 +829,19 @@ def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> Chec
     def check() -> str:
         x = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
         for label, model in _scaling_cases():
-            expected = _jvp_along(model, x, lambda name, p: p)
-            got, passes = _run_on_a_copy(weight_scaling_derivative, label, model, x)
+            got, passes, seen = _run_on_a_copy(weight_scaling_derivative, label, model, x)
+            expected = _jvp_along(model, x, lambda name, p: p)  # only now: while the answer ran there was none to find
             expect(not isinstance(got, tuple), f"For {label} you returned a tuple; return the derivative only (torch.func.jvp "
                                                f"gives (output, derivative)).", mistake="returned-pair")
             expect(passes == 1, f"For {label} your code ran the model {passes} times; one JVP runs it once, carrying "
                                 "the derivative along with the output (finite differences need two passes, and are not "
                                 "exact).", mistake="not-one-pass")
+            expect(not seen.backwards, (
+                f"For {label}, this is reverse mode: a backward pass went through the model's output (as "
+                f"torch.autograd.functional.jvp's double-backward trick, torch.autograd.grad and torch.func.vjp do). The "
+                f"exercise asks for a JVP in forward mode: carry the parameters as their own tangents through one "
+                f"forward pass (torch.func.jvp with torch.func.functional_call)."
+            ), mistake="reverse-mode")
             tensor = _expect_comparable(got, expected, f"For {label}, the result")
             expect(tensor.shape == expected.shape, f"For {label} the result has shape {tuple(tensor.shape)}; the derivative "
                                                    f"is shaped like model(x), {tuple(expected.shape)}.", mistake="wrong-shape")

@@ -17,12 +17,15 @@ each gets its own hint.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
 import numbers
+import sys
+import types
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, cast
 
 import torch
@@ -38,8 +41,10 @@ from labkit.core.checks import (
     call_learner,
     expect,
     int_tuple,
+    is_plain_tensor,
     learner_case,
     run_check,
+    tensor_subclass_hint,
 )
 from labkit.core.notebook import seeded
 from labkit.fx.profile import OpTypeBreakdown, ProfileReport
@@ -85,7 +90,12 @@ def _watched(report: ProfileReport, watch: RunWatch) -> WatchedReport:
     expect(watch.reports, "profile_my_model() returned a ProfileReport, but labkit timed no runs while it ran: the checker "
                           "watches labkit's profilers and saw none. Profile your model inside profile_my_model() and return "
                           "that report, not one made earlier or built by hand.", mistake="report-not-profiled")
-    same_runs = [watched for watched in watch.reports if watched.report.total == report.total]
+    own = sorted({type(profiler).__name__ for profiler in watch._runs if not type(profiler).__module__.startswith("labkit.")})
+    expect(not own, f"Your code timed its runs with a profiler class of its own ({', '.join(own)}), not labkit's: the "
+                    "checker counts only the runs labkit's profilers really time. Profile your model with "
+                    "labkit.profile_model(...) and return its report.", mistake="report-not-profiled")
+    same_runs = [watched for watched in watch.reports
+                 if watched.report.total == report.total and watched.timed_runs <= watch.timed_runs]
     claimed = _claimed_runs(report)
     if not same_runs:
         if isinstance(claimed, int) and claimed > watch.timed_runs:
@@ -515,15 +525,42 @@ def _shape_hint(label: str, linear: nn.Linear, error: BaseException) -> str:
             "layer maps in_features to out_features like the Linear it replaces.")
 
 
-def _call_fold(fold_linear_bn: Callable[..., Any], label: str, linear: nn.Linear, bn: nn.BatchNorm1d) -> Any:
-    """The learner's fold of ``linear`` and ``bn``; a broadcast error (rows and columns mixed up) gets a hint."""
+#: torch's own fold, the checker's reference: an answer that calls it has not written the fold.
+_TORCH_FOLDS = {torch.nn.utils.fusion.fuse_linear_bn_eval.__code__, torch.nn.utils.fusion.fuse_linear_bn_weights.__code__}
+
+
+@contextlib.contextmanager
+def _watching_torch_fold() -> Iterator[list[str]]:
+    """Note a call of torch's fuse_linear_bn_eval or fuse_linear_bn_weights inside the block (a profile function: it
+    sees the call whatever name the learner imported it under); the profile function found is put back after."""
+    called: list[str] = []
+    previous = sys.getprofile()
+
+    def profile(frame: types.FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code in _TORCH_FOLDS and not called:
+            called.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
     try:
-        with learner_case(label):
-            return call_learner(fold_linear_bn, linear, bn)
+        yield called
+    finally:
+        sys.setprofile(previous)
+
+
+def _call_fold(fold_linear_bn: Callable[..., Any], label: str, linear: nn.Linear, bn: nn.BatchNorm1d) -> Any:
+    """The learner's fold of ``linear`` and ``bn``; a broadcast error (rows and columns mixed up) gets a hint, and a
+    call of torch's own fold, the checker's reference, is refused."""
+    try:
+        with learner_case(label), _watching_torch_fold() as called:
+            folded = call_learner(fold_linear_bn, linear, bn)
     except LearnerError as exc:
         if isinstance(exc.original, RuntimeError) and "must match the size" in str(exc.original):
             raise CheckFailed(_shape_hint(label, linear, exc.original), mistake="rows-and-columns") from exc
         raise
+    expect(not called, f"For {label} your code called torch.nn.utils.fusion.{called[0] if called else ''}, the fold the "
+                       "checker compares with: that is torch's answer, not yours. Compute the folded weight and bias "
+                       "yourself from linear's and bn's tensors.", mistake="calls-torchs-fold")
+    return folded
 
 
 def _check_fold(label: str, folded: Any, given: nn.Linear, linear: nn.Linear, bn: nn.BatchNorm1d) -> float:
@@ -535,6 +572,10 @@ def _check_fold(label: str, folded: Any, given: nn.Linear, linear: nn.Linear, bn
                            "and a bias (bias=True): BatchNorm's shift becomes its bias.")
     expect(folded.weight.shape == linear.weight.shape, same_shape_and_bias, mistake="wrong-weight-shape")
     expect(folded.bias is not None, same_shape_and_bias, mistake="no-folded-bias")
+    for name in ("weight", "bias"):
+        value = getattr(folded, name)
+        expect(is_plain_tensor(value), tensor_subclass_hint(f"For {label} your folded layer's {name}", value),
+               mistake="tensor-subclass")
     dtype = folded.weight.dtype
     expect(dtype in (torch.float32, torch.float64) and folded.bias.dtype == dtype,
            f"For {label} your folded layer is {dtype} (bias {folded.bias.dtype}); build it in float64, the dtype of the "
@@ -552,6 +593,8 @@ def _check_fold(label: str, folded: Any, given: nn.Linear, linear: nn.Linear, bn
             slip = _bias_hint(linear, bn, bias, tolerance)
             raise CheckFailed(differs + slip.text, mistake=slip.mistake)
         output = call_learner(folded, x.to(dtype))
+        expect(not isinstance(output, torch.Tensor) or is_plain_tensor(output),
+               tensor_subclass_hint(f"For {label} your folded layer's output", output), mistake="tensor-subclass")
         expect(isinstance(output, torch.Tensor) and _close(output, bn(linear(x)), tolerance),
                f"For {label} the folded layer's output differs from bn(linear(x)), although its weight and bias are "
                "right: return a plain nn.Linear.", mistake="not-a-plain-linear")

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack, _pop_mode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from labkit.core.checks import (
     CheckFailed,
@@ -147,6 +148,22 @@ class _TensorWatch(TorchFunctionMode):
         return result
 
 
+class _KernelWatch(TorchDispatchMode):
+    """:class:`_TensorWatch` one level down, at the kernels: it sees a tensor made under
+    ``torch._C.DisableTorchFunction()``, which hides the call from every TorchFunctionMode."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.shape = sorted(shape)
+        self.used: str | None = None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        result = func(*args, **(kwargs or {}))
+        if self.used is None and any(sorted(tensor.shape) == self.shape for tensor in _tensors((args, kwargs, result))):
+            self.used = str(getattr(func, "__name__", "a torch kernel")).split(".")[0]
+        return result
+
+
 def _right_for_the_object(predict_strides: Callable[..., object], shape: tuple[int, ...], name: str,
                           expected: tuple[int, ...]) -> bool:
     """True when the learner's code gives torch's strides if passed ``torch.<name>`` instead of the string it gets."""
@@ -165,9 +182,9 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
         for shape, name in STRIDE_CASES:
             expected = torch.empty(shape, memory_format=getattr(torch, name)).stride()
             case = f"the {len(shape)}-D shape {shape} ({', '.join(_LETTERS[len(shape)])}) in {name}"
-            with learner_case(case), _TensorWatch(shape) as watch:
+            with learner_case(case), _KernelWatch(shape) as kernels, _TensorWatch(shape) as watch:
                 got = call_learner(predict_strides, shape, name)
-            used = used or watch.used
+            used = used or watch.used or kernels.used
             strides = int_tuple(got)
             if strides is None:
                 raise CheckFailed(f"For shape {shape} in {name} you predicted {got!r}; return a tuple of ints, "
@@ -492,9 +509,10 @@ def _check_structure(label: str, run: _LearnerRun) -> None:
         f"For the {label} your code answered {run.answer!r} without running the model: the answer must come from running "
         "it inside your TorchFunctionMode and reading what the mode recorded."
     ), mistake="does-not-run-the-model")
-    expect(run.modes or not run.tracked_by_labkit, (
-        f"For the {label} your code ran the model inside labkit's FormatTracker, not a TorchFunctionMode of your own: the "
-        "exercise is to write that mode (DropLogger) yourself."
+    expect(not run.tracked_by_labkit, (
+        f"For the {label} your code ran the model inside labkit's FormatTracker"
+        f"{', besides a TorchFunctionMode of your own' if run.modes else ''}: the exercise is to write that mode "
+        "(DropLogger) yourself and answer from what it records, not from labkit's tracker."
     ), mistake="uses-format-tracker")
     expect(run.modes, (
         f"For the {label} your code ran the model outside any TorchFunctionMode of yours: run it inside the `with` block "
@@ -503,22 +521,27 @@ def _check_structure(label: str, run: _LearnerRun) -> None:
     ), mistake="runs-outside-the-mode")
 
 
+def _check_answer(label: str, run: _LearnerRun, calls: list[_Call]) -> None:
+    """The learner's answer against the checker's trace, which is made only now: while the learner's code ran, no
+    reference existed for it to find (``gc.get_objects()``)."""
+    droppers = [call.name for call in calls if call.dropped]
+    got = run.answer
+    if not (got is None or isinstance(got, str)):
+        raise CheckFailed(*_type_hint(label, got))
+    short = got.rsplit(".", 1)[-1] if got else got
+    if short != (droppers[0] if droppers else None):
+        raise CheckFailed(*(_first_mode_hint(run.modes) or _conversion_hint(label, got, run.seen)
+                            or _answer_hint(label, got, calls)))
+
+
 def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Tensor], str | None]) -> CheckResult:
     """Exercise 2.2: ``find_format_dropper(model, x)`` names the first operator that loses channels_last."""
 
     def check() -> str:
         for index, (label, _) in enumerate(_DROPPER_MODELS):
-            calls = _reference_trace(index)
-            droppers = [call.name for call in calls if call.dropped]
             run = _run_learner(find_format_dropper, index)
             _check_structure(label, run)
-            got = run.answer
-            if not (got is None or isinstance(got, str)):
-                raise CheckFailed(*_type_hint(label, got))
-            short = got.rsplit(".", 1)[-1] if got else got
-            if short != (droppers[0] if droppers else None):
-                raise CheckFailed(*(_first_mode_hint(run.modes) or _conversion_hint(label, got, run.seen)
-                                    or _answer_hint(label, got, calls)))
+            _check_answer(label, run, _reference_trace(index))
         return ("You found layer_norm, softmax (the first of two drops) and add (channels_last as its second input), saw "
                 "that the clean model keeps channels_last throughout (a 1x1 result is channels_last too), and did not count "
                 "calls on NCHW tensors made inside a model as drops.")

@@ -20,6 +20,7 @@ GENERIC: dict[str, str] = {
     "other": "a wrong answer the checker does not name",
     "checker-error": "the checker itself failed (a labkit bug: please report it)",
     "replaced-torch": "replaced one of torch's or labkit's functions",
+    "tensor-subclass": "returned a subclass of torch.Tensor, whose comparisons can lie, where a plain tensor belongs",
     "raised-no-super": "wrote an __init__ that never calls super().__init__",
     "raised-none": "a None where a tensor belongs (a missing return, or a bias=False layer's .bias)",
 }

@@ -43,6 +43,7 @@ MISTAKES: dict[str, str] = {
     "1.2/counts-other-layers": "counted FLOPs for layers other than Conv2d and Linear (BatchNorm, say)",
     "1.2/missing-flops": "recorded no FLOPs for some Conv2d or Linear node",
     # 1.3: fold a BatchNorm into a Linear
+    "1.3/calls-torchs-fold": "called torch's fuse_linear_bn_eval (the checker's reference) instead of writing the fold",
     "1.3/rows-and-columns": "mixed up the weight's rows (outputs) and columns (inputs)",
     "1.3/forgets-eps": "left eps out of the scale",
     "1.3/hard-coded-eps": "wrote in the default eps instead of reading bn.eps",

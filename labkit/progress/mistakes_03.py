@@ -55,6 +55,7 @@ MISTAKES: dict[str, str] = {
     "3.3/wrong-jvp": "wrote a jvp that returns a wrong output tangent",
     "3.3/gradcheck-failed": "wrote a Function that fails gradcheck with check_forward_ad=True",
     # 3.4: the derivative along the weights themselves
+    "3.4/reverse-mode": "computed the derivative in reverse mode (a backward pass), not as a forward-mode JVP",
     "3.4/buffer-tangents": "gave tangents to the buffers too (from the state_dict), not to the parameters only",
     "3.4/changed-hooks": "left a hook on the model they were given, or removed one",
     "3.4/replaced-parameters": "replaced the model's parameters (swapped in dual tensors) and never put them back",

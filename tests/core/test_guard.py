@@ -122,3 +122,27 @@ def test_a_verdict_that_was_not_solved_keeps_its_status(status):
         return "unreachable"
 
     assert run_check("9.9", check).status is status
+
+
+def test_a_method_set_on_a_torch_class_that_only_inherited_it_is_removed_and_voids_the_verdict():
+    # torch.Tensor inherits is_contiguous from torch._C.TensorBase: the answer's new entry hides it
+    def answer():
+        torch.Tensor.is_contiguous = lambda self, memory_format=torch.contiguous_format: True
+
+    result = check_running(answer)
+    assert "is_contiguous" not in vars(torch.Tensor)
+    assert not torch.empty(2, 3).t().is_contiguous()
+    assert result.status is Status.WRONG and "torch.Tensor.is_contiguous (removed)" in result.message
+
+
+def test_a_patch_of_a_torch_class_the_checkers_rely_on_outside_the_usual_namespaces_is_refused():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    original = FlopCounterMode.get_total_flops
+
+    def answer():
+        FlopCounterMode.get_total_flops = lambda self: 0
+
+    result = check_running(answer)
+    assert FlopCounterMode.get_total_flops is original
+    assert result.status is Status.WRONG and "FlopCounterMode.get_total_flops (restored)" in result.message
