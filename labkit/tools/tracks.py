@@ -35,8 +35,14 @@ keeps everything). ``student-copy`` and ``workspace`` apply a track with
   pointing ahead) is left out of the core track with the sections; the marker
   is an HTML comment, invisible in every edition. A kept markdown cell that
   still names a left-out section (its title up to a colon, a link to its
-  anchor, or "Exercise N.M" of a left-out exercise) is an error naming the
-  cell, so no core copy says "as you will see in the pitfalls section".
+  anchor, "section N" of a numbered one, or "Exercise N.M" of a left-out
+  exercise) is an error naming the cell. So is a short form in a sentence
+  that points at a section ("the pitfalls section", "see the pitfalls": the
+  title's first clause, up to a comma, colon, question mark or parenthesis,
+  without its number and article), and a reference to another lab's left-out section ("lab 02's
+  benchmark": a word of that section's heading cell that no kept heading cell
+  of that lab uses). So no core copy says "as you will see in the pitfalls
+  section".
 """
 from __future__ import annotations
 
@@ -163,6 +169,8 @@ def apply_track(path: Path, notebook: nbformat.NotebookNode, track: str) -> nbfo
     cell would read a name that only a left-out cell defines.
     """
     dropped = left_out(path, notebook, track)
+    if track != "all":
+        check_other_labs_references(path, notebook, dropped)
     if not dropped:
         return notebook
     check_kept_names(path, notebook, dropped)
@@ -180,9 +188,27 @@ def apply_track(path: Path, notebook: nbformat.NotebookNode, track: str) -> nbfo
     return notebook
 
 
+LIST_ITEM = re.compile(r"^\s*[-*] ")
+
+
 def without_extra_lines(source: str) -> str:
-    """``source`` without its lines marked ``<!-- extra -->`` (see the module docstring)."""
-    return "\n".join(line for line in source.split("\n") if not EXTRA_LINE.search(line))
+    """``source`` without its lines marked ``<!-- extra -->`` (see the module docstring).
+
+    When the marked lines ended a list ("- measure it; / - the extra goal."), the last kept item takes the list's
+    final punctuation, so a core copy's goals do not end with a semicolon.
+    """
+    lines = source.split("\n")
+    kept: list[str] = []
+    for position, line in enumerate(lines):
+        if not EXTRA_LINE.search(line):
+            kept.append(line)
+            continue
+        rest = [other for other in lines[position + 1 :] if not EXTRA_LINE.search(other)]
+        ends_list = LIST_ITEM.match(line) and not (rest and LIST_ITEM.match(rest[0]))
+        if ends_list and kept and LIST_ITEM.match(kept[-1]) and kept[-1].endswith(";"):
+            final = EXTRA_LINE.sub("", line).rstrip()
+            kept[-1] = kept[-1][:-1] + (final[-1] if final[-1:] in ".:" else ".")
+    return "\n".join(kept)
 
 
 def _anchor(title: str) -> str:
@@ -191,13 +217,56 @@ def _anchor(title: str) -> str:
     return re.sub(r"\s+", "-", re.sub(r"[^\w\s-]", "", plain))
 
 
+MARKUP = re.compile(r"[`*_]")
+ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
+
+
+def _plain(text: str) -> str:
+    return MARKUP.sub("", text).strip()
+
+
 def _names_of(section: Section) -> list[str]:
-    """How a kept cell could name ``section``: "Exercise N.M" for an exercise, else its title up to a colon or
-    parenthesis and without its number (e.g. 'The overhead lesson'), without markup; and a link to its anchor."""
-    plain = re.sub(r"[`*_]", "", section.title).strip()
+    """How a kept cell could name ``section`` anywhere in a sentence: "Exercise N.M" for an exercise, else its title
+    up to a colon or parenthesis and without its number (e.g. 'The overhead lesson'), without markup; a link to its
+    anchor; and "section N" when the title is numbered ("9. Pitfalls")."""
+    plain = _plain(section.title)
     exercise = re.match(r"Exercise \d+\.\d+", plain)
     lead = exercise[0] if exercise else re.sub(r"^\d+\.\s*", "", re.split(r"[:(]", plain)[0]).strip()
-    return [lead, f"#{_anchor(section.title)}"]
+    names = [lead, f"#{_anchor(section.title)}"]
+    number = re.match(r"(\d+)\.\s", plain)
+    if number and section.level == 2:
+        names.append(f"section {number[1]}")
+    return names
+
+
+def _short_name(section: Section) -> str | None:
+    """The short form a sentence may use for ``section``: its title's first clause (up to a comma, colon, question
+    mark or parenthesis), without its number and article, e.g. 'pitfalls' for '9. Pitfalls, each one running'."""
+    if re.match(r"Exercise \d+\.\d+", _plain(section.title)):
+        return None
+    first = re.split(r"[,:?(]", re.sub(r"^\d+\.\s*", "", _plain(section.title)))[0]
+    short = ARTICLE.sub("", first.strip()).strip()
+    return short or None
+
+
+def _pointing_at(short: str) -> re.Pattern[str]:
+    """A sentence that points at a section by its short form: "the pitfalls section", "see the pitfalls",
+    "the section on pitfalls"."""
+    name = re.escape(short.lower())
+    return re.compile(
+        rf"(?<![\w.])(?:(?:the\s+)?{name}\s+(?:section|part)s?|see\s+(?:the\s+)?{name}|(?:section|part)\s+(?:on|about)\s+"
+        rf"(?:the\s+)?{name})(?!\w)"
+    )
+
+
+def _mentions(section: Section, text: str) -> str | None:
+    """The words of ``text`` (plain, lowercase) that name ``section``, or None."""
+    for name in _names_of(section):
+        if re.search(rf"(?<![\w.]){re.escape(name.lower())}(?!\w)", text):
+            return name
+    short = _short_name(section)
+    found = _pointing_at(short).search(text) if short else None
+    return found[0] if found else None
 
 
 def check_kept_references(path: Path, notebook: nbformat.NotebookNode, dropped: list[Section]) -> None:
@@ -206,16 +275,71 @@ def check_kept_references(path: Path, notebook: nbformat.NotebookNode, dropped: 
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "markdown" or any(s.start <= index < s.stop for s in dropped):
             continue
-        text = re.sub(r"[`*_]", "", without_extra_lines(cell.source)).lower()
+        text = MARKUP.sub("", without_extra_lines(cell.source)).lower()
         for section in dropped:
-            named = [name for name in _names_of(section) if re.search(rf"(?<![\w.]){re.escape(name.lower())}(?!\w)", text)]
+            named = _mentions(section, text)
             if named:
                 problems.append(f"{path.name}, cell {index + 1} names the left-out {'section' if section.level == 2 else 'part'} "
-                                f"'{section.title}' ({named[0]!r})")
+                                f"'{section.title}' ({named!r})")
     if problems:
         raise LabkitValueError(
             "The core track would point at what it leaves out: " + "; ".join(problems) + ". End that line with "
             "<!-- extra --> so the core track leaves it out too, or reword it."
+        )
+
+
+OTHER_LAB = re.compile(r"(?<!\w)lab (\d{2})['\u2019]s\s+([a-z][\w-]*)")  # "lab 02's benchmark"
+WORD = re.compile(r"[a-z][\w-]*")
+
+
+def _heading_words(notebook: nbformat.NotebookNode, sections: list[Section]) -> set[str]:
+    words: set[str] = set()
+    for section in sections:
+        words |= set(WORD.findall(MARKUP.sub("", notebook.cells[section.start].source).lower()))
+    return words
+
+
+def check_other_labs_references(path: Path, notebook: nbformat.NotebookNode, dropped: list[Section]) -> None:
+    """Refuse a core copy whose kept markdown points at another lab's left-out section ("as lab 02's benchmark
+    does"), unless that line is marked ``<!-- extra -->``.
+
+    The other lab is the notebook ``NN_*.ipynb`` next to ``path``; its core track decides. The word after
+    "lab NN's" names a left-out section when that section's heading cell uses it and no kept heading cell of
+    that lab does. A lab that is not there is not checked.
+    """
+    import nbformat
+
+    own = path.name[:2]
+    problems = []
+    others: dict[str, tuple[str, set[str], list[tuple[Section, set[str]]]] | None] = {}
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown" or any(s.start <= index < s.stop for s in dropped):
+            continue
+        for lab, word in OTHER_LAB.findall(MARKUP.sub("", without_extra_lines(cell.source)).lower()):
+            if lab == own:
+                continue
+            if lab not in others:
+                found = sorted(path.parent.glob(f"{lab}_*.ipynb"))
+                if not found:
+                    others[lab] = None
+                else:
+                    other = nbformat.read(found[0], as_version=4)
+                    theirs = left_out(found[0], other, "core")
+                    kept = [s for s in sections_in(found[0], other) if not any(d.start <= s.start < d.stop for d in theirs)]
+                    others[lab] = (found[0].name, _heading_words(other, kept),
+                                   [(s, _heading_words(other, [s])) for s in theirs])
+            entry = others[lab]
+            if entry is None:
+                continue
+            name, kept_words, dropped_words = entry
+            for section, words in dropped_words:
+                if word in words and word not in kept_words:
+                    problems.append(f"{path.name}, cell {index + 1} points at the {'section' if section.level == 2 else 'part'} "
+                                    f"'{section.title}' of {name} (\"lab {lab}'s {word}\"), which its core track leaves out")
+    if problems:
+        raise LabkitValueError(
+            "The core track would point at what another lab leaves out: " + "; ".join(problems) + ". End that line "
+            "with <!-- extra --> so the core track leaves it out too, or reword it."
         )
 
 

@@ -573,6 +573,59 @@ def test_a_kept_cell_that_names_a_left_out_section_is_an_error_in_the_core_track
     student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
 
 
+@pytest.mark.parametrize("reference", [
+    "It also checks your input, as you will see in the pitfalls section.",  # the title's first clause, no article
+    "A dual tensor cannot be a parameter (see the pitfalls), hence the swap.",
+    "Section 9 shows each check.",  # a numbered section by its number
+])
+def test_a_kept_cell_that_points_at_a_left_out_section_by_a_short_form_is_an_error(tmp_path: Path, reference: str) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[6].source = "## 9. Pitfalls, each one running\n\nInteresting, not needed."
+    notebook.cells[2].source += f"\n\n{reference}"
+    nbformat.write(notebook, lab)
+    with pytest.raises(LabkitValueError, match=r"cell 3 names the left-out section '9\. Pitfalls, each one running'"):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    notebook.cells[2].source = notebook.cells[2].source.replace(reference, "Pitfalls abound; section 90 and 9.5 are elsewhere.")
+    nbformat.write(notebook, lab)  # the word alone, in a sentence that points at no section, is fine
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+
+
+def test_a_list_whose_last_items_are_left_out_ends_with_its_final_punctuation() -> None:
+    goals = "**Learning goals**\n- profile it;\n- fuse it; <!-- extra -->\n- judge it. <!-- extra -->\n\nThen more."
+    assert tracks.without_extra_lines(goals) == "**Learning goals**\n- profile it.\n\nThen more."
+    middle = "- profile it;\n- fuse it; <!-- extra -->\n- judge it."
+    assert tracks.without_extra_lines(middle) == "- profile it;\n- judge it."  # the list goes on: nothing to fix
+
+
+def write_second_lab(folder: Path) -> None:
+    """02_other.ipynb next to 01_demo: a kept section about a tracker, a left-out one whose cell names a benchmark."""
+    cells = [
+        markdown("# 02 · Other\n\n**Learning goals**\n- other things\n"),
+        markdown("## The tracker\n\nA tracker records formats."),
+        markdown("## What it buys\n\n`benchmark_formats` times it with `torch.utils.benchmark`.", "extra"),
+        markdown("## Summary"),
+    ]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, folder / "02_other.ipynb")
+
+
+def test_a_kept_cell_that_points_at_another_labs_left_out_section_is_an_error_in_the_core_track(tmp_path: Path) -> None:
+    lab = write_tracked_lab(tmp_path / "notebooks")
+    write_second_lab(tmp_path / "notebooks")
+    notebook = nbformat.read(lab, as_version=4)
+    notebook.cells[2].source += "\n\nOn a GPU, add fp16, as lab 02's benchmark does."
+    nbformat.write(notebook, lab)
+    with pytest.raises(LabkitValueError, match=r"01_demo.ipynb, cell 3 points at the section 'What it buys' of 02_other"):
+        student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+    assert not (tmp_path / "core").exists()
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "all", track="all")  # the full edition has it
+    notebook.cells[2].source = notebook.cells[2].source.replace("benchmark does", "tracker does")
+    nbformat.write(notebook, lab)  # the tracker's section is kept
+    student_copy.make_student_copy(tmp_path / "notebooks", tmp_path / "core", track="core")
+
+
 def test_a_mention_that_only_looks_like_a_left_out_name_is_fine(tmp_path: Path) -> None:
     lab = write_tracked_lab(tmp_path / "notebooks")
     notebook = nbformat.read(lab, as_version=4)
