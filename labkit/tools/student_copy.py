@@ -196,7 +196,7 @@ Your copy of the labkit labs. Work through the notebooks in order:
 ## Start
 
 From the folder that holds these notebooks, with the labkit environment active
-(your instructor set it up, or `make lab` in the labkit repository):
+(your instructor set it up; in a labkit checkout, it is the checkout's `.venv`):
 
     jupyter lab
 
@@ -207,7 +207,8 @@ your instructor (the widgets extension is missing).
 
 ## Exercises
 
-Each lab ends with exercises. An exercise is two cells:
+Every lab after `00_start_here.ipynb` ends with exercises. An exercise is two
+cells:
 
 1. a code cell with the functions or classes to write. Their docstrings say
    what to do; their bodies `raise NotImplementedError` until you replace them;

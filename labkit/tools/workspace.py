@@ -109,11 +109,12 @@ Run All Cells*: its preflight must say READY):
 
 ## Exercises
 
-Each lab ends with exercises. An exercise is two cells: a code cell with the
-functions or classes to write (their docstrings say what to do; their bodies
-`raise NotImplementedError` until you replace them), then a checker cell that
-answers *not yet solved*, *not solved* with a hint, or *solved*. Run the
-exercise cell after each change, then the checker again.
+Every lab after `00_start_here.ipynb` ends with exercises. An exercise is two
+cells: a code cell with the functions or classes to write (their docstrings
+say what to do; their bodies `raise NotImplementedError` until you replace
+them), then a checker cell that answers *not yet solved*, *not solved* with a
+hint, or *solved*. Run the exercise cell after each change, then the checker
+again.
 
 Stuck? `hint("1.2")` (after `from labkit import hint`) gives a first hint,
 and each call the next one: three in all, the last one the approach in words.
@@ -124,8 +125,8 @@ They never hold the solution.
 Each checker's verdict is recorded in `.labkit/progress.jsonl` in this
 folder: the exercise, the verdict, a short name of the mistake (such as
 `1.2/groups`) and the time; never your code or its outputs. Run
-`python -m labkit progress` in a terminal (or the last cell of
-`00_start_here.ipynb`) for your table: each exercise, solved or not, and what
+`python -m labkit progress` in a terminal (or the cell under *Your progress,
+and hints* in `00_start_here.ipynb`) for your table: each exercise, solved or not, and what
 to do next. On a workshop hub the same verdicts also go to the room's board,
 which only the instructor sees, so they can help whoever is stuck; nobody
 else can read or post them.
