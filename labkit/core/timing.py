@@ -287,23 +287,43 @@ def benchmark(
     label: str = "",
     min_run_time: float = 0.2,
     num_threads: int | None = None,
+    device: str | torch.device | None = None,
 ) -> RunStats:
     """Time ``fn`` with ``torch.utils.benchmark.Timer.blocked_autorange``.
 
     The benchmark Timer warms up, synchronizes CUDA and picks how many calls to
-    put in each block; we return per-call statistics over the blocks.
+    put in each block; we return per-call statistics over the blocks. On an
+    Apple GPU (``device`` of type ``mps``) each call also waits for the GPU,
+    which the Timer does not do.
     """
     _check_min_run_time(min_run_time)
     _check_num_threads(num_threads)
     bench = import_benchmark()
     timer = bench.Timer(
         stmt="fn()",
-        globals={"fn": fn},
+        globals={"fn": waits_for_mps(fn, device)},
         label=label,
         num_threads=num_threads or torch.get_num_threads(),
     )
     measurement = timer.blocked_autorange(min_run_time=min_run_time)
     return RunStats.from_samples(measurement.times)
+
+
+def waits_for_mps(fn: Callable[[], object], device: str | torch.device | None) -> Callable[[], object]:
+    """``fn``, followed by a wait for the Apple GPU when ``device`` is one.
+
+    Why: ``torch.utils.benchmark`` synchronizes CUDA only, so on MPS its clock
+    would time the launches, not the work. CPU and CUDA keep ``fn`` itself.
+    """
+    if device is None or torch.device(device).type != "mps":
+        return fn
+
+    def call_and_wait() -> object:
+        result = fn()
+        synchronize(device)
+        return result
+
+    return call_and_wait
 
 
 def compare_autorange(
@@ -313,6 +333,7 @@ def compare_autorange(
     min_run_time: float = 0.3,
     num_threads: int | None = None,
     fixed_blocks: bool = False,
+    device: str | torch.device | None = None,
 ) -> dict[str, RunStats]:
     """Like :func:`compare`, but each sample is a ``torch.utils.benchmark`` block.
 
@@ -320,7 +341,8 @@ def compare_autorange(
     ``Timer.blocked_autorange`` for ``min_run_time / rounds`` seconds, so each
     candidate gets about ``min_run_time`` in all. The benchmark Timer picks the
     block size, synchronizes CUDA and pins ``num_threads`` (default: torch's
-    current setting) for the measurement only.
+    current setting) for the measurement only; on an Apple GPU (``device`` of
+    type ``mps``) each call also waits for the GPU.
 
     ``blocked_autorange`` sizes its block anew every round, in powers of ten: for calls
     of a fraction of a millisecond and a short round it runs up to twenty times over
@@ -338,7 +360,8 @@ def compare_autorange(
         raise LabkitValueError("compare_autorange() needs at least one candidate, e.g. {'eager': fn}.")
     bench = import_benchmark()
     threads = num_threads or torch.get_num_threads()
-    timers = {name: bench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads) for name, fn in candidates.items()}
+    timers = {name: bench.Timer(stmt="fn()", globals={"fn": waits_for_mps(fn, device)}, num_threads=threads)
+              for name, fn in candidates.items()}
     samples: dict[str, list[float]] = {name: [] for name in timers}
     per_round = min_run_time / rounds
     blocks = {name: max(1, round(per_round / max(timer.timeit(1).median, 1e-9)) - 2)

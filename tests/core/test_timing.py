@@ -233,3 +233,18 @@ def test_side_by_side_accepts_compare_output_directly():
     stats = compare({"a": lambda: sum(range(100)), "b": lambda: sum(range(200))}, rounds=2, warmup=0)
     timings = SideBySide(stats, "a")
     assert timings.names == ["a", "b"] and timings.speedup("a") == 1.0
+
+
+def test_benchmark_timings_wait_for_an_apple_gpu_which_the_timer_does_not(monkeypatch):
+    import labkit.core.timing as timing
+
+    waited = []
+    monkeypatch.setattr(timing, "synchronize", lambda device: waited.append(str(device)))
+    fn = lambda: "done"  # noqa: E731
+    assert timing.waits_for_mps(fn, None) is fn and timing.waits_for_mps(fn, "cpu") is fn
+    assert timing.waits_for_mps(fn, "cuda") is fn  # torch.utils.benchmark synchronizes CUDA itself
+    on_mps = timing.waits_for_mps(fn, "mps")
+    assert on_mps() == "done" and waited == ["mps"]
+    timing.compare_autorange({"a": fn}, rounds=1, min_run_time=0.001, fixed_blocks=True, device="mps")
+    timing.benchmark(fn, min_run_time=0.001, device="mps")
+    assert len(waited) > 3  # every timed call waited, in both timers
