@@ -9,7 +9,6 @@ tensors never change and the differences show the methods, not rounding.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import html
 import math
@@ -38,6 +37,7 @@ from labkit.forward_ad.inputs import (
     _tensors_in,
     _validate_pairs,
 )
+from labkit.fx.runs import private_copy
 
 DUAL_API = "dual API"
 FUNC_JVP = "torch.func.jvp"
@@ -230,7 +230,7 @@ def verify_jvp(
     _positive_finite("fd_tolerance", fd_tolerance, zero_ok=True)
     in_training = isinstance(fn, nn.Module) and any(m.training for m in fn.modules())
     if isinstance(fn, nn.Module):
-        fn = copy.deepcopy(fn).double()
+        fn = private_copy(fn, share_parameters=False).double()  # own buffers, attributes and parameters; no hooks
     if primal_tuple and all(p.numel() == 0 for p in primal_tuple):
         raise LabkitValueError(
             "verify_jvp cannot verify an empty input: the primals have no elements, so there is no direction to "
@@ -282,8 +282,8 @@ def verify_jvp(
         "methods see different functions. Pass a symmetric tangent."
     )
     # the tangent is the cause, so no method is the odd one out (finite differences were blamed before)
-    notes = tuple(line for line in report.notes if line != _odd_note(report.odd_one_out))
-    return dataclasses.replace(report, notes=(*notes, note), odd_one_out=None, symmetric_tangent_agrees=True)
+    kept = tuple(line for line in report.notes if line != _odd_note(report.odd_one_out))
+    return dataclasses.replace(report, notes=(*kept, note), odd_one_out=None, symmetric_tangent_agrees=True)
 
 
 class _Unavailable(Exception):

@@ -136,10 +136,10 @@ def _uncopyable_message(module: torch.nn.Module, share_parameters: bool, exc: Ex
             where = f"{'model.' + name if name else 'model'}.{attribute} (a {type(value).__name__})"
             break
     return (
-        "labkit profiles a private copy of the model, so that profiling changes none of its buffers, attributes "
-        f"or caches, but copy.deepcopy fails on {where}: {type(exc).__name__}: {exc}. Keep that object outside the "
-        "model (pass it in, or hold it in a global), or give its class a __deepcopy__ that returns a fresh one "
-        "(threading locks are shared with the copy and need neither)."
+        "labkit works on a private copy of the model, so that profiling or checking it changes none of its "
+        f"buffers, attributes or caches, but copy.deepcopy fails on {where}: {type(exc).__name__}: {exc}. Keep that "
+        "object outside the model (pass it in, or hold it in a global), or give its class a __deepcopy__ that returns "
+        "a fresh one (threading locks are shared with the copy and need neither)."
     )
 
 

@@ -16,7 +16,6 @@ is the learner's to fix, so it is raised, never reported as "skipped".
 from __future__ import annotations
 
 import contextlib
-import copy
 import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from labkit.core.timing import (
     _require_whole,
     compare_autorange,
 )
+from labkit.fx.runs import private_copy
 from labkit.memory_format.conversion import convert_model_per_layer
 
 
@@ -157,8 +157,10 @@ class FormatBenchmark(ShowsAsTable):
 def _runner(
     model: nn.Module, example: torch.Tensor, precision: Precision, device: torch.device, layout: str
 ) -> Callable[[], object]:
-    model = copy.deepcopy(model).eval().to(device)
-    example = example.to(device)
+    # a private copy (parameters too: the copy is converted), none of the caller's hooks; the input a copy too, so a
+    # forward that changes it in place changes neither the caller's tensor nor the other runners' inputs
+    model = private_copy(model, share_parameters=False).eval().to(device)
+    example = example.to(device, copy=True)
     if not precision.autocast:
         model = model.to(precision.dtype)
         example = example.to(precision.dtype)
@@ -269,7 +271,9 @@ def benchmark_formats(
     call also tells whether the device can run the precision at all). A
     precision whose dtype the device cannot run is skipped and named in
     ``.skipped``; any other failure is raised.
-    ``model`` and ``example_input`` are left untouched (copies are converted).
+    ``model`` and ``example_input`` are left untouched: each layout and precision
+    runs a private copy of both (:func:`labkit.fx.runs.private_copy`: its own
+    buffers and attributes, none of the model's hooks), which is what is converted.
     """
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(f"Expected a torch.nn.Module, got {type(model).__name__}.")

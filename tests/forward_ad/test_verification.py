@@ -1,12 +1,15 @@
 """labkit.forward_ad.verification: verify_jvp's four methods, its verdicts and its errors."""
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 from torch import nn
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad.derivatives import verify_jvp
+from labkit.fx.runs import UncopyableModelError
 from tests.forward_ad.support import FUNCTIONS, pair, small_model
 
 
@@ -98,6 +101,36 @@ def test_verify_jvp_leaves_the_callers_float64_tensors_unchanged():
     report = verify_jvp(lambda a: a.mul_(2), x, v)
     assert report.ok, report.to_text()  # every method saw its own fresh copy: d(2a) = 2
     assert torch.equal(x, torch.ones(3, dtype=torch.float64)) and torch.equal(v, torch.ones(3, dtype=torch.float64))
+
+
+class Counting(nn.Module):
+    """Counts its calls in a buffer and an attribute, and holds a lock (which copy.deepcopy cannot copy)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+        self.n_calls = 0
+        self.lock = threading.Lock()
+
+    def forward(self, x):
+        with self.lock:
+            self.calls += 1
+            self.n_calls += 1
+            return torch.tanh(self.linear(x))
+
+
+def test_verify_jvp_runs_a_private_copy_of_a_module_without_its_hooks():
+    model = Counting().eval()
+    calls = []
+    model.linear.register_forward_hook(lambda *_: calls.append("hook"))
+    weight = model.linear.weight.detach().clone()
+    assert verify_jvp(model, *pair(2, 3)).ok
+    assert calls == [] and int(model.calls) == 0 and model.n_calls == 0 and not model.lock.locked()
+    assert model.linear.weight.dtype == torch.float32 and torch.equal(model.linear.weight, weight)
+    model.linear.source = (i for i in range(3))  # a generator: deepcopy cannot copy it
+    with pytest.raises(UncopyableModelError, match=r"model\.linear\.source \(a generator\)"):
+        verify_jvp(model, *pair(2, 3))
 
 
 def test_verify_jvp_leaves_the_callers_tensors_unchanged_when_fn_fails():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 import torch
@@ -61,6 +62,38 @@ def test_model_and_input_left_untouched():
     benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=1)
     assert model.weight.is_contiguous() and model.weight.dtype == torch.float32 and model.training
     assert x.is_contiguous()
+
+
+class Busy(nn.Module):
+    """Counts its calls in a buffer and an attribute, changes its input in place, holds a lock, has a train-mode BN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+        self.n_calls = 0
+        self.lock = threading.Lock()
+
+    def forward(self, x):
+        with self.lock:
+            self.calls += 1
+            self.n_calls += 1
+            x.add_(1)
+            return self.bn(self.conv(x))
+
+
+def test_the_models_buffers_attributes_hooks_and_the_callers_input_are_left_alone():
+    model = Busy().eval()
+    model.bn.train()
+    calls = []
+    model.conv.register_forward_hook(lambda *_: calls.append("hook"))
+    running_mean, x = model.bn.running_mean.clone(), torch.zeros(1, 3, 6, 6)
+    benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=1)
+    assert int(model.calls) == 0 and model.n_calls == 0 and calls == []
+    assert torch.equal(model.bn.running_mean, running_mean) and int(model.bn.num_batches_tracked) == 0
+    assert model.bn.training and not model.training and not model.lock.locked()
+    assert torch.equal(x, torch.zeros(1, 3, 6, 6))
 
 
 UNSUPPORTED = "\"fussy_kernel_cpu\" not implemented for 'BFloat16'"  # how torch words a missing dtype kernel
