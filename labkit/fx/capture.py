@@ -368,6 +368,14 @@ def _explain_export_failure(exc: BaseException) -> str:
             "a part of the model that does not (e.g. its backbone), rewrite the branch with torch.cond, or time it "
             "module by module (mode='modules')."
         )
+    if "FunctionalTensor on its own" in message:
+        return (
+            f"{head}\nThis torch's torch.export (torch {torch.__version__}) loses track of tensors inside torch.vmap, "
+            f"which forward calls{where}; newer torch releases capture it. transformers 4.53 and later build their "
+            "attention masks with torch.vmap on a torch older than 2.6. Upgrade torch (pip install -U torch), or on "
+            "this torch install a transformers that builds its masks without vmap (pip install "
+            "'transformers>=4.45,<4.46'), or time it module by module (mode='modules')."
+        )
     return (
         f"{head}\nIt failed{where or ' in torch'}. Profile a part of the model that exports, or time it module by "
         "module (mode='modules')."

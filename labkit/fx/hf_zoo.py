@@ -44,6 +44,9 @@ import torch
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 
 MIN_TRANSFORMERS = (4, 45)  # pyproject's labkit[hf] floor: every type below, attn_implementation= on the config
+#: For a torch older than transformers 5 takes: 4.45's models all export on torch 2.4.1 (4.51's decoders slice their
+#: layer list, 4.53+ build masks with vmap there, neither of which torch 2.4's export follows: they fall back to hooks).
+OLD_TORCH_TRANSFORMERS = "'transformers>=4.45,<4.46'"
 SEED = 0
 SEQUENCE_LENGTH = 16
 ATTENTION = "eager"  # see the module docstring
@@ -208,7 +211,9 @@ def transformers_module() -> ModuleType:
         raise TransformersUnavailableError(
             f"transformers {found} does not run on torch {torch.__version__}: it turns PyTorch off below the torch "
             f"release it needs (transformers 5 needs torch >= 2.6). Upgrade torch (pip install -U torch), or install "
-            f"a transformers that supports torch {torch.__version__}: pip install 'transformers>={floor},<5'"
+            f"a transformers that supports torch {torch.__version__}: {floor}, whose models all export on the oldest "
+            f"torch labkit supports (with later 4.x releases some fall back to module hooks there): "
+            f"pip install {OLD_TORCH_TRANSFORMERS}"
         )
     return transformers
 
