@@ -28,21 +28,42 @@ started with before every call of either version, refuses an answer that
 changes it, and puts it back. Replaced torch functions (a patched
 ``nn.MaxPool2d.forward``) are the guard's part: ``run_check`` refuses and
 restores them (:mod:`labkit.core.guard`).
+
+Why the original runs bare and alone: an answer can slow the original instead of speeding up its own
+copy. So every timed call of the original runs with no global module hook, TorchFunctionMode,
+TorchDispatchMode or profile function on (:func:`_as_torch_runs_it`), a thread of the learner's still
+running beside the timed calls is refused (:func:`_learners_threads`), the checker makes its own
+original only after ``make_faster`` returns, and compares it at the end with a fresh one, so a change
+reached through ``gc`` is named.
 """
 from __future__ import annotations
 
 import copy
 import math
 import statistics
+import sys
+import sysconfig
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _module_globals
+from torch.utils._python_dispatch import _disable_current_modes
 
 from labkit.capstone.variants import challenge_input, challenge_model
-from labkit.core.checks import CheckFailed, CheckNotJudged, CheckResult, LearnerError, call_learner, expect, run_check
+from labkit.core.checks import (
+    CheckFailed,
+    CheckNotJudged,
+    CheckResult,
+    LearnerError,
+    call_learner,
+    expect,
+    is_learners_file,
+    run_check,
+)
 from labkit.core.errors import LabkitValueError
 from labkit.core.timing import RunStats, compare
 
@@ -154,6 +175,60 @@ def _pinned_threads() -> Iterator[_Threads]:
         _set_num_threads(threads.count)
 
 
+#: torch's dictionaries of global module hooks (nn.modules.module.register_module_forward_pre_hook and the others).
+_GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_forward_hooks_always_called",
+                 "_global_backward_hooks", "_global_backward_pre_hooks")
+
+
+@contextmanager
+def _as_torch_runs_it() -> Iterator[None]:
+    """Run the original as plain torch runs it: with no global module hook, TorchFunctionMode, TorchDispatchMode,
+    profile or trace function on, so nothing an answer installs can slow the original's calls (a global forward
+    pre-hook that sleeps for every module but the answer's own). Each is put back afterwards, the same objects."""
+    saved = {name: dict(hooks) for name in _GLOBAL_HOOKS if (hooks := getattr(_module_globals, name, None))}
+    for name in saved:
+        getattr(_module_globals, name).clear()
+    profile, trace = sys.getprofile(), sys.gettrace()
+    sys.setprofile(None)
+    sys.settrace(None)
+    try:
+        with torch._C.DisableTorchFunction(), _disable_current_modes():
+            yield
+    finally:
+        sys.settrace(trace)
+        sys.setprofile(profile)
+        for name, hooks in saved.items():
+            getattr(_module_globals, name).update(hooks)
+
+
+#: Installed packages (ipykernel, tornado, ...): a thread one of them starts, running its own code, is not the learner's.
+_INSTALLED = tuple(sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}))
+
+
+def _learners_threads(before: set[int]) -> list[str]:
+    """Threads started during the check (not in ``before``, by ident) that are running the learner's code now: a thread
+    that burns CPU whenever the answer's callable is not running slows only the original's calls."""
+    frames = sys._current_frames()
+    found = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident) if thread.ident is not None and thread.ident not in before else None
+        while frame is not None:
+            if is_learners_file(frame.f_code.co_filename) and not frame.f_code.co_filename.startswith(_INSTALLED):
+                found.append(thread.name)
+                break
+            frame = frame.f_back
+    return found
+
+
+def _expect_no_threads_of_the_learner(before: set[int], who: str) -> None:
+    threads = _learners_threads(before)
+    expect(not threads, (
+        f"{who} started a thread that is still running your code while the checker times ({', '.join(threads)}): "
+        "work running beside the timed calls takes CPU from the original's calls, so the comparison cannot count. "
+        "Do all the work inside the callable you return, and let any thread you start finish before it returns."
+    ), mistake="started-a-thread")
+
+
 def _has_extras(module: nn.Module) -> bool:
     """Hooks, or a forward set on the instance: ways to change how a module runs without changing its weights."""
     hooks = ("_forward_hooks", "_forward_pre_hooks", "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs")
@@ -223,6 +298,7 @@ class _Reference:
     """The checker's private original and the outputs it has given so far, to recognise a stored one."""
 
     model: nn.Module
+    threads: set[int]  # the threads that ran before the learner's code, by ident
     earlier: list[torch.Tensor] = field(default_factory=list)
 
     def expect_match(self, got: object, batch: torch.Tensor, expected: torch.Tensor, where: str) -> None:
@@ -311,7 +387,8 @@ def _one_round(
 
     def run_original() -> None:
         threads.pin()
-        expected.append(model(next(mine)))
+        with _as_torch_runs_it():
+            expected.append(model(next(mine)))
 
     def run_yours() -> None:
         threads.pin()
@@ -334,6 +411,7 @@ def _timed_rounds(
         batches = [torch.randn(shape, generator=generator) for _ in range(CALLS_PER_ROUND)]
         round_, outputs = _one_round(reference.model, faster, batches, threads, yours_first=index % 2 == 1)
         threads.expect_kept("Your callable")
+        _expect_no_threads_of_the_learner(reference.threads, "Your code")
         for batch, expected, got in outputs:
             reference.expect_match(got, batch, expected, f"On fresh input batch {number} of {total},")
             number += 1
@@ -417,12 +495,16 @@ def check_make_faster(
     rounds = _require_rounds(rounds)
 
     def check() -> str:
-        original, given, x = challenge_model(), challenge_model(), challenge_input()
+        given, x = challenge_model(), challenge_input()
+        before = {thread.ident for thread in threading.enumerate() if thread.ident is not None}
         with _pinned_threads() as threads:
+            faster = call_learner(make_faster, given)
+            # The checker's own original is made only now: while make_faster ran there was none to find and change.
+            original = challenge_model()
             with torch.inference_mode():
                 expected = original(x)
-            faster = call_learner(make_faster, given)
             threads.expect_kept("make_faster", calls_count=False)
+            _expect_no_threads_of_the_learner(before, "make_faster")
             expect(
                 not isinstance(faster, tuple),
                 "Return one callable that takes the plain NCHW input batch, not a pair: converting the input is part "
@@ -437,7 +519,7 @@ def check_make_faster(
             )
             _expect_original_unchanged(given, original, x)
             _expect_not_unchanged(faster, given, original)
-            reference = _Reference(original)
+            reference = _Reference(original, before)
             with torch.inference_mode():
                 threads.pin()
                 got = call_learner(faster, x.clone())
@@ -451,6 +533,11 @@ def check_make_faster(
                 timed = _timed_rounds(reference, faster, rounds, threads, generator, x.shape,
                                       first=WARMUP_ROUNDS * CALLS_PER_ROUND + 1, total=total)
             _expect_original_unchanged(given, original, x)
+            changed = _difference(original, challenge_model())
+            expect(not changed, (
+                f"The checker's own copy of the model changed while your code ran ({changed}): your code reached a model "
+                "it was not given. Change only your own copy."
+            ), mistake="changed-the-checkers-model")
         return _verdict(timed)
 
     return run_check("4.1", check, make_faster)

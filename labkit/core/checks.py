@@ -15,6 +15,7 @@ the checker and is reported as one.
 """
 from __future__ import annotations
 
+import functools
 import html
 import numbers
 import re
@@ -199,6 +200,7 @@ def _is_stub(exc: BaseException, exercise: str) -> bool:
     return isinstance(exc, NotImplementedError) and re.match(rf"Exercise {re.escape(exercise)}(?!\d)", str(exc)) is not None
 
 
+@functools.cache
 def _library_folders() -> tuple[str, ...]:
     import labkit
 
@@ -206,14 +208,19 @@ def _library_folders() -> tuple[str, ...]:
     return tuple(str(Path(folder).resolve()) for folder in folders)
 
 
+def is_learners_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the learner's: outside torch, labkit and the standard library, and not code
+    Python generates (``<string>``)."""
+    return not filename.startswith("<") and not str(Path(filename).resolve()).startswith(_library_folders())
+
+
 def _learner_frame(exc: BaseException) -> traceback.FrameSummary | None:
     """The innermost frame outside torch, labkit and the standard library: the learner's line, if any.
 
     Code Python generates (a dataclass's ``__setattr__``, file ``<string>``) is nobody's line: skipped.
     """
-    library = _library_folders()
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if not frame.filename.startswith("<") and not str(Path(frame.filename).resolve()).startswith(library):
+        if is_learners_file(frame.filename):
             return frame
     return None
 

@@ -11,6 +11,15 @@ A replacement made *before* the check (in an earlier cell) is not undone, since 
 changes what it did not create, but it still voids the verdict: the check ran on a changed torch.
 Only functions whose code lives outside torch and labkit count there, so torch's own lazy set-up
 is never mistaken for a patch.
+
+What is watched: every loaded torch and labkit module and the classes defined in them (the checkers'
+references too, ``FlopCounterMode``, ``ShapeProp``), code an answer *adds* to one of them (``torch.Tensor.is_contiguous
+= ...`` hides the method ``torch.Tensor`` inherits), TorchFunctionModes and TorchDispatchModes left on, global
+module hooks, ``sys.setprofile`` / ``sys.settrace`` and torch's global settings.
+
+What no in-process check can stop: an answer runs with the checker's rights, so code written to forge a verdict
+(building a ``CheckResult`` and recording it, rewriting a checker's private state) can. The checkers make that
+the only way: nothing less deliberate than editing labkit passes.
 """
 from __future__ import annotations
 
@@ -26,6 +35,7 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn.modules import module as _module_globals
+from torch.utils import _python_dispatch
 
 # Namespaces whose functions an answer could replace to fool a checker or a timing.
 _NAMESPACES: tuple[Callable[[], object], ...] = (
@@ -243,6 +253,8 @@ def _set_cudnn_benchmark(enabled: bool) -> None:
 
 
 _SETTINGS = (
+    _Setting("sys.setprofile", sys.getprofile, sys.setprofile),  # a profile function can slow every call but the answer's
+    _Setting("sys.settrace", sys.gettrace, sys.settrace),
     _Setting("torch.set_num_threads", torch.get_num_threads, torch.set_num_threads),
     _Setting("torch.set_grad_enabled", torch.is_grad_enabled, _set_grad_enabled),
     _Setting("torch.set_default_dtype", torch.get_default_dtype, torch.set_default_dtype),
@@ -289,6 +301,20 @@ def _restore_hooks(before: dict[str, set[object]], report: StateReport) -> None:
             report.restored.append(f"{len(added)} global module hook(s) removed ({name.strip('_')})")
 
 
+def _dispatch_modes() -> list[object]:
+    return list(_python_dispatch._get_current_dispatch_mode_stack())
+
+
+def _restore_dispatch_modes(before: list[object], report: StateReport) -> None:
+    """Take off the TorchDispatchModes the check entered and never exited (one can slow every kernel but the answer's)."""
+    extra = _dispatch_modes()[len(before):]
+    for _ in extra:
+        _python_dispatch._pop_mode()
+    if extra:
+        names = ", ".join(type(mode).__name__ for mode in extra)
+        report.restored.append(f"a TorchDispatchMode left on ({names}) taken off")
+
+
 def _restore_modes(before: list[object], report: StateReport) -> None:
     extra = _function_modes()[len(before):]
     for mode in reversed(extra):
@@ -332,12 +358,13 @@ def guarded_state() -> Iterator[StateReport]:
     """Run a check; afterwards put back what it changed in torch and report it (see the module docstring)."""
     code = _CodeSnapshot.take()
     settings = [(setting, setting.read()) for setting in _SETTINGS]
-    modes, hooks = _function_modes(), _hook_keys()
+    modes, dispatch_modes, hooks = _function_modes(), _dispatch_modes(), _hook_keys()
     report = StateReport(replaced_code=_replaced_before(code))
     try:
         yield report
     finally:
         _restore_modes(modes, report)
+        _restore_dispatch_modes(dispatch_modes, report)
         for setting, value in settings:
             now = setting.read()
             if now != value:

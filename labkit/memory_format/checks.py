@@ -509,10 +509,11 @@ def _check_structure(label: str, run: _LearnerRun) -> None:
         f"For the {label} your code answered {run.answer!r} without running the model: the answer must come from running "
         "it inside your TorchFunctionMode and reading what the mode recorded."
     ), mistake="does-not-run-the-model")
+    besides = " as well as in a TorchFunctionMode of your own" if run.modes else (
+        ", not a TorchFunctionMode of your own")
     expect(not run.tracked_by_labkit, (
-        f"For the {label} your code ran the model inside labkit's FormatTracker"
-        f"{', besides a TorchFunctionMode of your own' if run.modes else ''}: the exercise is to write that mode "
-        "(DropLogger) yourself and answer from what it records, not from labkit's tracker."
+        f"For the {label} your code ran the model inside labkit's FormatTracker{besides}: the exercise is to write "
+        "that mode (DropLogger) yourself."
     ), mistake="uses-format-tracker")
     expect(run.modes, (
         f"For the {label} your code ran the model outside any TorchFunctionMode of yours: run it inside the `with` block "

@@ -16,5 +16,7 @@ MISTAKES: dict[str, str] = {
     "4.1/wrong-output": "computed another function than the model (e.g. a Conv-BN fold without BatchNorm's shift)",
     "4.1/not-fast-enough": "made a version that is not fast enough (e.g. fusion alone, still NCHW)",
     "4.1/not-steadily-faster": "made a version that was fast enough in most rounds, but not steadily (a busy machine?)",
+    "4.1/started-a-thread": "left a thread of their own running beside the timed calls (it slows the original's)",
+    "4.1/changed-the-checkers-model": "changed the checker's own copy of the model, which they were not given",
     "4.1/replaced-torch": "patched a torch function (e.g. max pooling) to speed theirs up or slow the original down",
 }

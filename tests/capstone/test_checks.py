@@ -408,3 +408,86 @@ def test_checkers_leave_the_learners_random_stream_alone():
     check_shape_flop_recorder(object)
     check_find_format_dropper(lambda model, x: None)
     assert torch.equal(torch.rand(3), expected)
+
+
+# ---------------------------------------------------------------------------------- cheats found in the issue-24 audit
+
+
+def test_the_original_runs_without_the_global_hooks_modes_and_profile_functions_an_answer_installs():
+    from torch.overrides import TorchFunctionMode
+
+    seen = []
+
+    class Watching(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append("mode")
+            return func(*args, **(kwargs or {}))
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(lambda module, args: seen.append("hook"))
+    profile = capstone_checks.sys.getprofile()
+    try:
+        capstone_checks.sys.setprofile(lambda frame, event, arg: None)
+        learners_profile = capstone_checks.sys.getprofile()
+        with Watching():
+            with capstone_checks._as_torch_runs_it():
+                model(torch.randn(1, 3, 5, 5))
+                assert capstone_checks.sys.getprofile() is None
+            assert seen == []
+            model(torch.randn(1, 3, 5, 5))  # afterwards all three are back, the same ones
+        assert "hook" in seen and "mode" in seen and capstone_checks.sys.getprofile() is learners_profile
+    finally:
+        capstone_checks.sys.setprofile(profile)
+        handle.remove()
+
+
+@pytest.mark.usefixtures("small_input")
+def test_a_thread_left_running_the_learners_code_is_refused(monkeypatch):
+    import threading
+
+    _fake_timing(monkeypatch, lambda name, index: 0.01 if name == "original" else 0.005)  # would be solved
+    stop = threading.Event()
+
+    def make_faster(model):
+        def burn():  # would take CPU from the original's calls whenever the answer's own callable is not running
+            while not stop.wait(0.001):
+                pass
+
+        threading.Thread(target=burn, name="burner", daemon=True).start()
+        faster = copy.deepcopy(model)
+        faster.register_forward_hook(lambda module, args, output: output)
+        return faster
+
+    try:
+        result = check_make_faster(make_faster, rounds=7)
+    finally:
+        stop.set()
+    assert result.status is Status.WRONG and result.mistake == "4.1/started-a-thread", result.message
+    assert "burner" in result.message
+
+
+@pytest.mark.usefixtures("small_input")
+def test_a_change_to_the_checkers_own_model_through_gc_is_refused(monkeypatch):
+    import gc
+
+    _fake_timing(monkeypatch, lambda name, index: 0.01 if name == "original" else 0.005)  # would be solved
+
+    def make_faster(model):
+        faster = copy.deepcopy(model)
+        faster.register_forward_hook(lambda module, args, output: output)
+        changed = []
+
+        def call(x):
+            if not changed:  # every model like the one it was given, the checker's own too: a slower layout, same values
+                for other in gc.get_objects():
+                    if type(other) is torch.nn.Sequential and other is not faster and len(other) == len(faster):
+                        for layer in other.modules():
+                            if isinstance(layer, torch.nn.Conv2d):
+                                layer.weight.data = layer.weight.detach().permute(2, 3, 0, 1).contiguous().permute(2, 3, 0, 1)
+                changed.append(True)
+            return faster(x)
+
+        return call
+
+    result = check_make_faster(make_faster, rounds=7)
+    assert result.status is Status.WRONG and result.mistake == "4.1/changed-the-checkers-model", result.message

@@ -146,3 +146,24 @@ def test_a_patch_of_a_torch_class_the_checkers_rely_on_outside_the_usual_namespa
     result = check_running(answer)
     assert FlopCounterMode.get_total_flops is original
     assert result.status is Status.WRONG and "FlopCounterMode.get_total_flops (restored)" in result.message
+
+
+def test_a_torch_dispatch_mode_left_on_is_taken_off():
+    from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+    class Slowing(TorchDispatchMode):  # could slow every kernel but the answer's own
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    result = check_running(lambda: Slowing().__enter__())
+    assert _get_current_dispatch_mode_stack() == []
+    assert "a TorchDispatchMode left on (Slowing) taken off" in result.message
+
+
+def test_a_profile_function_the_answer_set_is_put_back():
+    import sys
+
+    before = sys.getprofile()
+    result = check_running(lambda: sys.setprofile(lambda frame, event, arg: None))
+    assert sys.getprofile() is before
+    assert "sys.setprofile: None ->" in result.message

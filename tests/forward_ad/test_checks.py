@@ -364,3 +364,70 @@ def test_weight_scaling_puts_the_copy_it_gave_back_as_it_was():
     assert "requires_grad turned off: 0.weight" in result.message
     (model,) = given
     assert not model._forward_pre_hooks and model[0].weight.requires_grad
+
+
+# --- cheats found in the issue-24 audit ------------------------------------------------------------------------
+
+
+class _Liar(torch.Tensor):
+    """A tensor that answers every comparison with True, whatever its values."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def _one_forward_pass(f, x, v):
+    import torch.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level():
+        return fwAD.unpack_dual(f(fwAD.make_dual(x, v))).tangent
+
+
+def test_a_tensor_subclass_whose_comparisons_lie_is_refused():
+    def directional(f, x, v):
+        return torch.zeros_like(_one_forward_pass(f, x, v)).as_subclass(_Liar)
+
+    def jacobian(f, x):
+        name = "jacfwd" if f(x).numel() > x.numel() else "jacrev"
+        return name, torch.zeros_like(getattr(torch.func, name)(f)(x)).as_subclass(_Liar)
+
+    for result, exercise in ((check_directional_derivative(directional), "3.1"), (check_cheaper_jacobian(jacobian), "3.2")):
+        assert result.status is Status.WRONG and result.mistake == f"{exercise}/tensor-subclass", result.message
+
+
+def test_directional_derivative_finds_no_reference_value_while_the_answer_runs():
+    import gc
+
+    def directional(f, x, v):
+        tangent = _one_forward_pass(f, x, v)  # the forward pass the checker watches for
+        found = [o for o in gc.get_objects() if type(o) is torch.Tensor and o.dtype == torch.float64
+                 and o.shape == tangent.shape and o is not tangent]
+        return found[-1].clone() if found else torch.zeros_like(tangent)
+
+    assert check_directional_derivative(directional).status is Status.WRONG
+
+
+def _by_double_backward(model, x):
+    params = dict(model.named_parameters())
+    names = list(params)
+
+    def f(*values):
+        return torch.func.functional_call(model, dict(zip(names, values)), (x,))
+
+    return torch.autograd.functional.jvp(f, tuple(params.values()), tuple(p.detach() for p in params.values()))[1]
+
+
+def _by_vjp_rows(model, x):
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    out, vjp = torch.func.vjp(lambda p: torch.func.functional_call(model, p, (x,)), params)
+    rows = torch.func.vmap(vjp)(torch.eye(out.numel(), dtype=out.dtype).reshape(-1, *out.shape))[0]
+    return sum(rows[name].reshape(out.numel(), -1) @ params[name].reshape(-1) for name in params).reshape(out.shape)
+
+
+@pytest.mark.parametrize("answer", [_by_double_backward, _by_vjp_rows], ids=["double-backward", "vjp-rows"])
+def test_weight_scaling_in_reverse_mode_is_refused_though_it_runs_the_model_once(answer):
+    result = check_weight_scaling_derivative(answer)
+    assert result.status is Status.WRONG and result.mistake == "3.4/reverse-mode", result.message

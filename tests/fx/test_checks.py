@@ -367,3 +367,101 @@ def test_exercise_1_3_a_changed_given_batchnorm_leaves_the_reference_alone():
     zero_eps = check_fold_linear_bn(lambda linear, bn: (setattr(bn, "eps", 0.0), FOLD(linear, bn))[1])
     assert zero_eps.status is Status.WRONG and "bn.eps" in zero_eps.message
     assert check_fold_linear_bn(FOLD).solved  # the cases are built afresh: nothing carried over
+
+
+# ------------------------------------------------------------------ cheats found in the issue-24 audit
+
+
+class _Liar(torch.Tensor):
+    """A tensor that answers every comparison with True, whatever its values."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_exercise_1_1_refuses_runs_timed_by_a_profiler_class_of_the_learners():
+    from labkit.fx.runs import Profiler
+
+    class Fake(Profiler):  # "times" three layers that never ran
+        mode, device, training, inputs = "fast", torch.device("cpu"), False, ()
+
+        def _timed_call(self):
+            return 3e-4, [("conv", 1e-4), ("relu", 1e-4), ("fc", 1e-4)]
+
+        def _describe(self, key):
+            kind = {"conv": "Conv2d", "relu": "ReLU", "fc": "Linear"}[key]
+            return "call_module", key, key, kind, kind
+
+    def profile_my_model():
+        profiler = Fake()
+        for _ in range(3):
+            profiler.run_once()
+        return profiler.report()
+
+    result = check_profile_own_model(profile_my_model)
+    assert result.status is Status.WRONG and result.mistake == "1.1/report-not-profiled", result.message
+    assert "profiler class of its own (Fake)" in result.message
+
+
+def test_exercise_1_1_refuses_a_report_written_into_the_watch_by_hand():
+    from labkit.core.timing import RunStats
+    from labkit.fx import runs
+    from labkit.fx.report import NodeTiming, ProfileReport
+
+    def profile_my_model():
+        stats = RunStats.from_samples([1e-4] * 3)
+        rows = [NodeTiming("call_module", n, n, k, stats, 100 / 3) for n, k in (("c", "Conv2d"), ("r", "ReLU"), ("f", "Linear"))]
+        fake = ProfileReport(rows, RunStats.from_samples([3e-4] * 3), "fast", 0, 3)
+        runs._watch.get().reports.append(runs.WatchedReport(fake, 3, False))
+        return fake
+
+    result = check_profile_own_model(profile_my_model)
+    assert result.status is Status.WRONG and "labkit really timed only 0 run(s)" in result.message
+
+
+def test_exercise_1_2_a_patched_flop_counter_is_refused():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counted = FlopCounterMode.get_total_flops
+    solved = solution("01_2_shape_flop_recorder.py", "ShapeFlopRecorder")
+
+    class Recorder(solved):
+        def __init__(self, module):
+            FlopCounterMode.get_total_flops = lambda self: counted(self)  # the learner's own code in torch's class
+            super().__init__(module)
+
+    result = check_shape_flop_recorder(Recorder)
+    assert result.status is Status.WRONG and "FlopCounterMode.get_total_flops (restored)" in result.message
+    assert FlopCounterMode.get_total_flops is counted
+
+
+def test_exercise_1_3_refuses_a_tensor_subclass_whose_comparisons_lie():
+    def fold(linear, bn):
+        folded = nn.Linear(linear.in_features, linear.out_features).double()
+        folded.weight = nn.Parameter(torch.zeros_like(linear.weight).as_subclass(_Liar))
+        folded.bias = nn.Parameter(torch.zeros(linear.out_features, dtype=torch.float64).as_subclass(_Liar))
+        return folded
+
+    result = check_fold_linear_bn(fold)
+    assert result.status is Status.WRONG and result.mistake == "1.3/tensor-subclass", result.message
+
+
+def _fold_by_torchs_weights(linear, bn):
+    from torch.nn.utils.fusion import fuse_linear_bn_weights as fold_weights  # under a name of the learner's
+
+    bias = linear.bias if linear.bias is not None else torch.zeros_like(bn.running_mean)
+    weight, folded_bias = fold_weights(linear.weight, bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias)
+    folded = nn.Linear(linear.in_features, linear.out_features).double()
+    folded.weight, folded.bias = weight, folded_bias
+    return folded
+
+
+@pytest.mark.parametrize("fold", [lambda linear, bn: torch.nn.utils.fusion.fuse_linear_bn_eval(linear, bn),
+                                  _fold_by_torchs_weights], ids=["fuse_linear_bn_eval", "fuse_linear_bn_weights"])
+def test_exercise_1_3_refuses_torchs_own_fold_the_checkers_reference(fold):
+    result = check_fold_linear_bn(fold)
+    assert result.status is Status.WRONG and result.mistake == "1.3/calls-torchs-fold", result.message
+    assert "torch.nn.utils.fusion.fuse_linear_bn_" in result.message

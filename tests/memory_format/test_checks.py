@@ -203,3 +203,61 @@ def _replaced(model, name, module):
     model = solution(model)
     setattr(model, name, module)
     return model
+
+
+# ---------------------------------------------------------------------------------------------- cheats (issue 24 audit)
+
+
+class _RecordsNothing(TorchFunctionMode):
+    """A mode of the learner's that passes every call through: it satisfies "a mode of your own", and records nothing."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def test_predict_strides_read_off_a_tensor_made_out_of_the_modes_sight_is_refused():
+    def predict(shape, name):
+        with torch._C.DisableTorchFunction():  # hides torch.empty from every TorchFunctionMode
+            return torch.empty(shape, memory_format=getattr(torch, name)).stride()
+
+    result = checks.check_predict_strides(predict)
+    assert result.status is Status.WRONG and result.mistake == "2.1/reads-strides-off-a-tensor", result.message
+
+
+def test_find_format_dropper_with_a_mode_of_ones_own_beside_labkits_tracker_is_refused():
+    from labkit.memory_format.tracker import FormatTracker
+
+    def find(model, x):
+        model, x = model.to(memory_format=CL), x.contiguous(memory_format=CL)
+        with _RecordsNothing():
+            model(x)
+        with FormatTracker() as tracker:
+            model(x)
+        dropped = tracker.dropped()
+        return dropped[0].short_name if dropped else None
+
+    result = checks.check_find_format_dropper(find)
+    assert result.status is Status.WRONG and result.mistake == "2.2/uses-format-tracker", result.message
+
+
+def test_find_format_dropper_finds_no_reference_trace_while_the_answer_runs():
+    import gc
+
+    def find(model, x):
+        with _RecordsNothing():
+            model(x.contiguous(memory_format=CL))
+        traces = [o for o in gc.get_objects() if type(o) is list and o and all(type(c) is checks._Call for c in o)]
+        dropped = [call.name for call in traces[-1] if call.dropped] if traces else []
+        return dropped[0] if dropped else None
+
+    assert checks.check_find_format_dropper(find).status is Status.WRONG
+
+
+def test_convert_conv3d_with_is_contiguous_shadowed_on_torch_tensor_is_refused():
+    def convert(model):
+        torch.Tensor.is_contiguous = lambda self, memory_format=torch.contiguous_format: True
+        return model
+
+    result = checks.check_convert_conv3d(convert)
+    assert "is_contiguous" not in vars(torch.Tensor)
+    assert result.status is Status.WRONG and "torch.Tensor.is_contiguous (removed)" in result.message
