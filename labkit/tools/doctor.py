@@ -102,6 +102,7 @@ class Probe:
 class DoctorReport:
     probes: list[Probe] = field(default_factory=list)
     note: str = ""  # how the probes ran, when not each in its own interpreter; printed before the verdict
+    next_step: str = "open 00_start_here.ipynb"  # after READY; "" where the preflight runs inside that notebook
 
     @property
     def problems(self) -> list[Probe]:
@@ -119,7 +120,8 @@ class DoctorReport:
         if self.ok:
             warned = f", {len(self.warnings)} with a warning ({', '.join(p.name for p in self.warnings)})" \
                 if self.warnings else ""
-            return f"doctor: READY - all {len(self.probes)} probes passed{warned}; open 00_start_here.ipynb"
+            then = f"; {self.next_step}" if self.next_step else ""
+            return f"doctor: READY - all {len(self.probes)} probes passed{warned}{then}"
         names = ", ".join(c.name for c in self.problems)
         return (f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. "
                 "Run the fix command(s) above, then `python -m labkit doctor` again.")
@@ -564,7 +566,8 @@ def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | No
         device = results["@device"]
         probes += ([Probe(**fact) for fact in device.value] if not device.problem
                    else [_unprobed("device", device, "torch")])
-    report = DoctorReport(probes, _NOTES.get(mode, ""))
+    in_a_notebook = mode in ("in-process", "image")  # notebook 00's own cell: no "open 00_start_here.ipynb"
+    report = DoctorReport(probes, _NOTES.get(mode, ""), next_step="" if in_a_notebook else DoctorReport.next_step)
     if record:
         _record(report)
     return report
