@@ -5,7 +5,7 @@ for long needs more than a nudge. Each call shows the next hint: (1) a nudge, (2
 API or the notebook's section, (3) the approach in words, without code. ``hint("1.2", level=1)``
 shows one again. The level reached is kept in the learner's journal (:mod:`labkit.progress.journal`),
 so it survives a kernel restart, and each hint shown is an event the room's board counts. The
-solution itself stays where it was: ``%load`` on your own, the hand-out in a room.
+solution itself stays where it was: the folder the workspace README names, the hand-out in a room.
 """
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ class Hint:
 
     def footer(self) -> str:
         if self.last:
-            return ("That was the last hint. The solution comes with the instructor's hand-out in a room, or with "
-                    "the %load line under the exercise when you work on your own.")
+            return ("That was the last hint. The solution comes with the instructor's hand-out in a room; on your "
+                    "own, it is in the solutions folder your workspace's README names (%load it into the exercise cell).")
         return f"Still stuck? Run hint(\"{self.exercise}\") again for hint {self.level + 1} of {MAX_HINT_LEVEL}."
 
     def to_text(self) -> str:

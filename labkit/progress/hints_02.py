@@ -6,7 +6,8 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "In each format, which dimension is innermost in memory, and how far apart are two neighbours along it? "
         "Is `memory_format` a string or a torch object?",
         "The sections *Shape and strides*, *`channels_last`: same shape, other strides* and *`channels_last_3d` for 5-D "
-        "tensors*; the *Explore strides live* widget shows the strides of any shape.",
+        "tensors*. To check a prediction, compare it in a scratch cell with `torch.empty(shape, memory_format=...).stride()`; "
+        "the exercise asks you to compute the strides, not to read them off a tensor.",
         "List the dimensions from innermost to outermost: in the contiguous format the last dimension first and the batch "
         "last; in channels_last and channels_last_3d the channels first, then the spatial dimensions from the last one, "
         "then the batch. Walk that list with a running product: each dimension's stride is the product of the sizes "
