@@ -187,7 +187,7 @@ def jacobian_cost(
     # that count far more than they speed it up.
     stats = compare_autorange(
         {"jacfwd": lambda: forward_mode(x), "jacrev": lambda: reverse_mode(x)},
-        rounds=rounds, min_run_time=budget / 2, num_threads=1, fixed_blocks=True,
+        rounds=rounds, min_run_time=budget / 2, num_threads=1, fixed_blocks=True, device=device,
     )
     return JacobianCost(in_features, out_features, batch, jacfwd=stats["jacfwd"], jacrev=stats["jacrev"])
 

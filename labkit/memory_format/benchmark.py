@@ -301,7 +301,8 @@ def benchmark_formats(
         if reason is not None:
             skipped[name] = reason
             continue
-        stats = compare_autorange(runners, rounds=rounds, min_run_time=min_run_time, num_threads=threads)
+        stats = compare_autorange(runners, rounds=rounds, min_run_time=min_run_time, num_threads=threads,
+                                  device=device)
         timings.append(FormatTiming(name, *(stats[layout] for layout in LAYOUTS)))
     label = device_line(device) if device.type != "cpu" else "cpu"
     return FormatBenchmark(label, tuple(example_input.shape), threads, timings, skipped)

@@ -273,3 +273,14 @@ def test_sweep_counts_points_within_their_spread_as_ties():
     assert "jacfwd stays faster from out = 64 (ties from out = 16)" in then_wins.summary()
     everywhere = JacobianSweep(8, None, [_cost(4, 1.0, 2.0), _cost(16, 1.0, 3.0)])
     assert everywhere.crossover is None and "jacfwd is faster at every output size" in everywhere.summary()
+
+
+def test_the_timings_are_told_the_device_so_an_apple_gpu_is_waited_for(monkeypatch):
+    """torch.utils.benchmark synchronizes CUDA only: labkit's compare_autorange waits for MPS when told the device."""
+    import labkit.forward_ad.jacobian_cost as module
+
+    told = []
+    real = module.compare_autorange
+    monkeypatch.setattr(module, "compare_autorange", lambda *a, **k: told.append(k.get("device")) or real(*a, **k))
+    jacobian_cost(4, 4, rounds=1, budget=0.002, device="cpu")
+    assert told == ["cpu"]

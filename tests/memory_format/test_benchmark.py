@@ -182,3 +182,16 @@ def test_bad_settings_are_labkit_errors(kwargs, error, message):
         benchmark_formats(
             nn.Conv2d(3, 4, 3), torch.randn(1, 3, 4, 4), device="cpu", **{"min_run_time": 0.01, "rounds": 1, **kwargs}
         )
+
+
+def test_the_timings_are_told_the_device_so_an_apple_gpu_is_waited_for(monkeypatch):
+    """torch.utils.benchmark synchronizes CUDA only: labkit's compare_autorange waits for MPS when told the device."""
+    import labkit.memory_format.benchmark as module
+
+    told = []
+    real = module.compare_autorange
+    monkeypatch.setattr(module, "compare_autorange", lambda *a, **k: told.append(str(k.get("device"))) or real(*a, **k))
+    model = nn.Sequential(nn.Conv2d(3, 4, 3)).eval()
+    benchmark_formats(model, torch.randn(1, 3, 8, 8), precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1,
+                      warmup=1)
+    assert told == ["cpu"]
