@@ -24,7 +24,9 @@ the only way: nothing less deliberate than editing labkit passes.
 from __future__ import annotations
 
 import functools
+import site
 import sys
+import sysconfig
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -175,10 +177,22 @@ def _qualified(owner: object, name: str) -> str:
 
 
 @functools.cache
+@functools.cache
 def _library_folders() -> tuple[str, ...]:
+    """torch's, labkit's and every installed package's folders: code from there is no learner's.
+
+    Installed packages count because some set code on torch when imported (transformers 5 adds
+    ``nn.Module.smart_apply``), and a learner who profiles a Hugging Face model must still be judged.
+    """
     import labkit
 
-    return tuple(str(Path(module.__file__).resolve().parent) for module in (torch, labkit) if module.__file__)
+    folders = [Path(module.__file__).parent for module in (torch, labkit) if module.__file__]
+    paths = sysconfig.get_paths()
+    folders += [Path(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
+    folders += [Path(folder) for folder in site.getsitepackages()]
+    if site.ENABLE_USER_SITE and site.USER_SITE:
+        folders.append(Path(site.USER_SITE))
+    return tuple(dict.fromkeys(str(folder.resolve()) for folder in folders))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -204,7 +218,7 @@ def _is_a_patch(value: object, known: set[int]) -> bool:
 
 
 def _is_learners(value: object) -> bool:
-    """Whether ``value`` is a function whose code lives outside torch and labkit."""
+    """Whether ``value`` is a function whose code lives outside torch, labkit and the installed packages."""
     where = _code_file(value)
     return where is not None and not where.startswith(_library_folders())
 

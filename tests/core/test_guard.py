@@ -167,3 +167,23 @@ def test_a_profile_function_the_answer_set_is_put_back():
     result = check_running(lambda: sys.setprofile(lambda frame, event, arg: None))
     assert sys.getprofile() is before
     assert "sys.setprofile: None ->" in result.message
+
+
+def test_code_an_installed_package_set_on_torch_is_not_the_learners():
+    """transformers 5 adds nn.Module.smart_apply on import: a learner profiling a Hugging Face model is still judged."""
+    import tabulate
+
+    nn.Module.labkit_test_installed_helper = tabulate.tabulate  # as a library's import would
+    try:
+        result = check_running(lambda: None)
+        assert result.solved and "replaced" not in result.message and "set before" not in result.message
+    finally:
+        del nn.Module.labkit_test_installed_helper
+
+
+def test_a_hugging_face_model_built_before_the_check_voids_no_verdict(transformers):
+    from labkit.fx.hf_zoo import build_model
+
+    build_model("bert")  # transformers 5 sets nn.Module.smart_apply while it initializes the weights
+    result = check_running(lambda: None)
+    assert result.solved and "replaced" not in result.message and "set before" not in result.message
