@@ -30,7 +30,7 @@ class NodeTiming:
     target: str  # "layer1.0.conv1", "add", or an exported graph's operator, "aten.linear.default"
     op_type: str  # torch.nn class ("Conv2d"), function/method name ("add"), ATen operator ("aten.linear"), "get_attr"
     stats: RunStats
-    pct: float  # mean as percent of the mean total run
+    pct: float  # median as percent of the median total run (medians: one disturbed run moves a mean)
     # call_module: the module's own class ("Conv3DSimple" where op_type is "Conv3d"); an exported node: the class of
     # the innermost module it ran in ("Linear" for an aten.linear)
     module_class: str = ""
@@ -229,7 +229,7 @@ class ProfileReport(ShowsAsTable):
         minus its nodes' times: the timing's own bookkeeping around the nodes); a
         hooked one has its ``(outside leaf modules)`` row (the model's Python
         between leaf modules). A report with neither (built by hand) falls back to
-        the means, which add up: the total minus the nodes.
+        its rows' shares: the total minus the nodes.
         """
         if self.outside is not None:
             return self.outside.median / self.total.median * 100 if self.total.median > 0 else 0.0
@@ -243,7 +243,7 @@ class ProfileReport(ShowsAsTable):
             )
         return max(0.0, 100.0 - sum(r.pct for r in self.rows))
 
-    def sorted(self, key: str = "mean", descending: bool = True) -> list[NodeTiming]:
+    def sorted(self, key: str = "median", descending: bool = True) -> list[NodeTiming]:
         """Rows sorted by ``mean``, ``median``, ``min``, ``iqr``, ``pct`` or ``name``."""
         if key == "name":
             return sorted(self.rows, key=lambda r: r.name, reverse=descending)
@@ -253,7 +253,7 @@ class ProfileReport(ShowsAsTable):
             raise LabkitValueError(f"Cannot sort by {key!r}; use mean, median, min, iqr, pct or name.")
         return sorted(self.rows, key=lambda r: getattr(r.stats, key), reverse=descending)
 
-    def top(self, k: int = 10, key: str = "mean") -> ProfileReport:
+    def top(self, k: int = 10, key: str = "median") -> ProfileReport:
         """A report with only the first ``k`` nodes by ``key``: the slowest, or A-Z for ``"name"``.
 
         Percentages stay those of the whole run.

@@ -404,7 +404,8 @@ class Profiler:
         for key, samples in self.samples.items():
             stats = RunStats.from_samples(samples)
             op, name, target, op_type, module_class = self._describe(key)
-            rows.append(NodeTiming(op, name, target, op_type, stats, stats.mean / total.mean * 100, module_class))
+            share = stats.median / total.median * 100 if total.median > 0 else 0.0  # medians: one disturbed run moves a mean
+            rows.append(NodeTiming(op, name, target, op_type, stats, share, module_class))
         report = self._completed(ProfileReport(
             rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children
         ))

@@ -58,7 +58,7 @@ def bar_values(rows: list[NodeTiming], key: str) -> list[float]:
     """Each row's value on the bar plot for the ``key`` it is ranked by (see :data:`BAR_AXIS_LABELS`)."""
     if key == "pct":
         return [row.pct for row in rows]
-    statistic = "mean" if key == "name" else key
+    statistic = "median" if key == "name" else key
     return [getattr(row.stats, statistic) * 1e3 for row in rows]
 
 
@@ -127,7 +127,7 @@ class LiveProfile(widgets.VBox):
         self.running = False
         self.runs = widgets.BoundedIntText(value=runs, min=1, max=MAX_RUNS, description="runs")
         self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=MAX_TOP_K, description="top k")
-        self.sort_by = widgets.Dropdown(options=SORT_KEYS, value="mean", description="sort by")
+        self.sort_by = widgets.Dropdown(options=SORT_KEYS, value="median", description="sort by")
         self.group_by_type = widgets.Checkbox(value=False, description="group by type")
         self.button = widgets.Button(description="Run profile", button_style="primary", icon="play")
         self.progress = widgets.IntProgress(value=0, min=0, max=runs, description="progress")

@@ -153,6 +153,19 @@ def test_one_disturbed_run_does_not_change_the_top_op_type():
     assert report.by_op_type().spread == {"Conv": 0.0, "Linear": 0.0}
 
 
+def test_one_disturbed_run_does_not_change_the_top_node_or_its_share(monkeypatch):
+    """Nodes rank by median and their share is of the median run, as op types are (issue 25)."""
+    from labkit.core.timing import RunStats
+
+    rows = _rows(("Conv1", [2e-3] * 5), ("Linear1", [1e-3, 1e-3, 1e-3, 1e-3, 9e-3]))
+    report = ProfileReport(rows, RunStats.from_samples([3e-3, 3e-3, 3e-3, 3e-3, 11e-3]), "fast", 0, 2)
+    assert [r.name for r in report.top(1).rows] == ["Conv1"] == [r.name for r in report.sorted()[:1]]
+    assert [r.name for r in report.top(1, "mean").rows] == ["Linear1"]  # what a mean would have said
+    profiled = profile_model(small_cnn(), X, runs=3)
+    for row in profiled.rows:
+        assert row.pct == pytest.approx(row.stats.median / profiled.total.median * 100)
+
+
 def test_by_op_type_by_name_is_a_to_z_and_top_keeps_that_order():
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.Tanh()).eval()
     report = profile_model(model, torch.randn(3, 4), runs=2)

@@ -47,7 +47,7 @@ def test_pressing_the_button_fills_table_plot_and_progress(widget):
     assert widget.image.picture.startswith(b"<svg") and "data:image/svg+xml;base64," in widget.image.value
     assert widget.image.layout.align_self == "flex-start"  # never stretched to the box's width
     assert widget.image.alt.startswith("Horizontal bar chart of the table above, one bar per row in the table's order: 4 of")
-    assert "bar length: mean time per run (ms)" in widget.image.alt
+    assert "bar length: median time per run (ms)" in widget.image.alt  # ranked by medians by default
     assert "run 3 of 3" in widget.status.value and not widget.button.disabled
     assert widget.report.runs == 3
 
@@ -260,14 +260,14 @@ def test_the_bars_follow_sort_by_and_match_the_table(widget, monkeypatch, key):
     widget.button.click()
     drawn = record_bars(monkeypatch)
     widget.sort_by.value = key
-    widget.redraw()  # "mean" is the value already set, so the dropdown does not redraw by itself
+    widget.redraw()  # "median" is the value already set, so the dropdown does not redraw by itself
     labels, values, title, xlabel = drawn[-1]
     expected = widget.report.top(4, key).rows
     assert labels == [r.name for r in expected] == [r[1] for r in body_rows(widget)]
     assert xlabel == BAR_AXIS_LABELS[key]
     if key == "name":
         assert labels == sorted(labels) and "A-Z" in title
-        assert values == pytest.approx([r.stats.mean * 1e3 for r in expected])
+        assert values == pytest.approx([r.stats.median * 1e3 for r in expected])
     else:
         assert values == sorted(values, reverse=True) and f"slowest first by {key}" in title
         assert values == pytest.approx([r.pct if key == "pct" else getattr(r.stats, key) * 1e3 for r in expected])
