@@ -213,7 +213,7 @@ def test_an_interrupt_in_the_report_of_run_2_leaves_run_1_in_table_and_status(wi
     with pytest.raises(KeyboardInterrupt):
         widget.button.click()
     assert status_text(widget).startswith("interrupted after 1 of 3 runs: the table holds those 1 runs only")
-    assert widget.report.runs == 1 and "1 runs after" in widget.table.value and widget.progress.value == 1
+    assert widget.report.runs == 1 and "1 run after" in widget.table.value and widget.progress.value == 1
 
 
 def test_an_interrupted_warm_up_after_a_full_profile_says_the_table_is_the_previous_one(widget, monkeypatch):
