@@ -24,6 +24,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from labkit.core.copies import private_copy
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.forward_ad.dual import jvp
@@ -37,7 +38,6 @@ from labkit.forward_ad.inputs import (
     _tensors_in,
     _validate_pairs,
 )
-from labkit.fx.runs import private_copy
 
 DUAL_API = "dual API"
 FUNC_JVP = "torch.func.jvp"

@@ -22,7 +22,7 @@ one asked for, and returns a :class:`CapturedGraph`: a flat ``GraphModule``
 way, which capture made it, and why the earlier one failed. When none works it
 raises :class:`CaptureFailedError` with every reason; profiling then falls back
 to forward hooks (``mode="modules"``, :mod:`labkit.fx.module_hooks`), which need
-no graph. Everything is captured from a :func:`~labkit.fx.runs.private_copy`,
+no graph. Everything is captured from a :func:`~labkit.core.copies.private_copy`,
 so the graph's buffers are the copy's, never the model's.
 """
 from __future__ import annotations
@@ -40,9 +40,10 @@ import torch
 import torch.fx
 from torch.utils._pytree import tree_flatten
 
+from labkit.core.copies import private_copy
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.fx.model_inputs import KeywordsIntoVarKeywordError
-from labkit.fx.runs import model_device, preserved_rng, private_copy
+from labkit.fx.runs import model_device, preserved_rng
 from labkit.fx.tracing import LeafModules, TraceFailedError, call_arguments, describe_failure_site, failure_site, trace
 
 #: What ``capture=`` accepts: ``"auto"`` tries symbolic_trace, then export.

@@ -24,11 +24,11 @@ from torch import nn
 from torch.fx.experimental.optimization import fuse, matches_module_pattern
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
+from labkit.core.copies import fresh_call, private_copy
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.timing import SideBySide, compare
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.profile import trace
-from labkit.fx.runs import fresh_call, private_copy
 
 # The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
 TORCH_FUSE_PATTERNS = (
@@ -164,7 +164,7 @@ def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
     :class:`FusionSkippedWarning`. The rewrite: swap in the folded conv, point
     the BatchNorm's users at the conv node, erase the BatchNorm node.
     ``model`` is left unchanged: the trace is of a copy with its own weights
-    (:func:`~labkit.fx.runs.private_copy`), without the model's hooks.
+    (:func:`~labkit.core.copies.private_copy`), without the model's hooks.
     """
     _require_eval_module(model)
     graph_module = trace(private_copy(model, share_parameters=False))
@@ -198,7 +198,7 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
     :class:`UnsafeFusionError` instead (:func:`fuse_safely` falls back to the
     teaching pass's safe rule). Pairs ``fuse`` leaves alone get a
     :class:`FusionSkippedWarning`. Both the check and ``fuse`` work on copies
-    (:func:`~labkit.fx.runs.private_copy`): ``model``, its caches and hooks are left alone.
+    (:func:`~labkit.core.copies.private_copy`): ``model``, its caches and hooks are left alone.
     """
     _require_eval_module(model)
     graph_module = trace(private_copy(model))  # a clear labkit error if the model cannot be traced
@@ -353,7 +353,7 @@ def verify_fusion(
     """Run both models on ``inputs`` (and keyword inputs ``kwargs``) and compare every output tensor relative to its
     scale (see :class:`FusionVerification`).
 
-    Both run as copies (:func:`~labkit.fx.runs.private_copy`) on fresh clones
+    Both run as copies (:func:`~labkit.core.copies.private_copy`) on fresh clones
     of ``inputs`` and ``kwargs``, so neither model nor the inputs change. Named "verify", not
     "check": in labkit a check is an exercise checker.
     """
@@ -408,7 +408,7 @@ def fusion_timings(
 ) -> FusionTimings:
     """Time ``model(*inputs, **kwargs)``, its teaching-fused and its library-fused versions side by side.
 
-    The original is timed as a :func:`~labkit.fx.runs.private_copy`, so its buffers and attributes stay as they
+    The original is timed as a :func:`~labkit.core.copies.private_copy`, so its buffers and attributes stay as they
     were. The inputs are not cloned per run (that would be timed too): a model that changes its input in place
     changes ``inputs`` (or ``kwargs``).
     """

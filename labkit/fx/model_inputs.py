@@ -15,7 +15,7 @@ holds what every helper does with it:
 - :func:`graph_arguments` turns ``args`` and ``kwargs`` into the positional call
   of a traced graph (whose placeholders follow ``forward``'s parameters).
 
-Each run then gets fresh clones of the tensors in both (:func:`labkit.fx.runs.fresh_call`).
+Each run then gets fresh clones of the tensors in both (:func:`labkit.core.copies.fresh_call`).
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ functional code between them. A module called twice gets two rows (``relu`` and
   the attention stays one row, and the block's residual adds are not left outside.
 
 ``ModuleProfiler(..., units=False)`` hooks leaves only, as labkit did before units.
-The hooks go on a private copy of the model (:func:`~labkit.fx.runs.private_copy`), which
+The hooks go on a private copy of the model (:func:`~labkit.core.copies.private_copy`), which
 starts without the learner's own hooks: the learner's model never carries labkit's hooks, not
 even after an error, and the learner's hooks never run while profiling.
 """
@@ -45,11 +45,12 @@ from typing import Any
 
 import torch
 
+from labkit.core.copies import private_copy
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitTypeError
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.report import ProfileReport
-from labkit.fx.runs import Profiler, check_input_devices, private_copy
+from labkit.fx.runs import Profiler, check_input_devices
 from labkit.fx.tracing import LeafModules, leaf_list, torch_nn_layer
 
 #: The row for time spent between hooked modules (the model's own Python and functional calls).

@@ -41,6 +41,7 @@ import tabulate
 import torch
 import torch.fx
 
+from labkit.core.copies import fresh_inputs, private_copy
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.timing import RunStats
@@ -69,9 +70,7 @@ from labkit.fx.runs import (
     Profiler,
     TrainModeWarning,
     check_input_devices,
-    fresh_inputs,
     model_device,
-    private_copy,
     run_eager_once,
 )
 from labkit.fx.tracing import (
@@ -384,8 +383,8 @@ class NodeProfiler(Profiler):
     captures raises its error (there is no hook fallback here). The trace options
     are those of :func:`labkit.fx.tracing.trace`; ``inputs`` are the arguments not
     fixed by ``concrete_args``. What is captured and run is a
-    :func:`~labkit.fx.runs.private_copy` of ``model``, each run on
-    :func:`~labkit.fx.runs.fresh_inputs` cloned before its clock starts, so
+    :func:`~labkit.core.copies.private_copy` of ``model``, each run on
+    :func:`~labkit.core.copies.fresh_inputs` cloned before its clock starts, so
     ``model``, its caches and the caller's tensors are left as they were.
     ``kwargs`` are the model's keyword inputs; the graph gets them by position
     (a traced graph's placeholders follow ``forward``'s parameters, an exported
@@ -615,7 +614,7 @@ def profile_model(
 
     The first, untimed run is the model itself: if it fails, the
     :class:`ModelRunError` carries the model's own message. Runs happen under
-    ``torch.no_grad()`` on a :func:`~labkit.fx.runs.private_copy` (shared
+    ``torch.no_grad()`` on a :func:`~labkit.core.copies.private_copy` (shared
     parameters; its own buffers, attributes and caches; none of the model's
     hooks), each on fresh clones of the input tensors, and the global RNG is
     restored afterwards, so ``model``, the inputs and later random numbers are

@@ -327,8 +327,8 @@ class ProfileReport(ShowsAsTable):
         shown = f"{len(self.rows)} {unit}" if len(self.rows) == self.graph_nodes else (
             f"top {len(self.rows)} of {self.graph_nodes} {unit}"
         )
-        title = (f"{shown}, mode={self.mode}{self._capture_note()}, {self.runs} run{'s' if self.runs != 1 else ''} after {self.warmup} warm-up; "
-                 f"total {self.total}")
+        runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
+        title = f"{shown}, mode={self.mode}{self._capture_note()}, {runs} after {self.warmup} warm-up; total {self.total}"
         headers = [*REPORT_HEADERS[:3], "module", *REPORT_HEADERS[3:]] if exported else REPORT_HEADERS
         return Table(headers, rows, title=title)
 

@@ -8,13 +8,8 @@ run is timed; the rest is the same and lives here once:
   :class:`~labkit.fx.report.ProfileReport`;
 - :meth:`Profiler.session` restores the global RNG afterwards and warns about a
   model in train mode;
-- :func:`private_copy` gives a copy of the model that shares its parameters but
-  owns its buffers and Python attributes and has none of its hooks, so a
-  BatchNorm's running statistics, a call counter or a cache filled in
-  ``forward`` change on the copy, never on the learner's model;
-- :func:`fresh_inputs` (and :func:`fresh_call`, with keyword inputs) clones the
-  input tensors for one run, so a model that changes its input in place changes
-  a copy, never the caller's tensor;
+- every run is of a private copy of the model on fresh clones of the inputs
+  (:mod:`labkit.core.copies`), so the learner's model and tensors never change;
 - :func:`run_eager_once` runs the model once before any tracing, so a wrong
   input is reported as the model's own error, not as a traced graph's;
 - :func:`watch_runs` lets a checker see the timed runs really happen, rather
@@ -26,19 +21,19 @@ import contextlib
 import copy
 import os
 import re
-import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
-from torch.utils._pytree import tree_leaves, tree_map
+from torch.utils._pytree import tree_leaves
 
 from labkit.core.context import bound
+from labkit.core.copies import fresh_call, private_copy
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.timing import RunStats
 from labkit.fx.report import NodeTiming, ProfileReport
@@ -75,114 +70,6 @@ def check_input_devices(module: torch.nn.Module, inputs: Sequence[Any]) -> torch
     if device is not None:
         return device
     return tensors[0].device if tensors else torch.device("cpu")
-
-
-ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
-
-
-class UncopyableModelError(LabkitError):
-    """The model holds something ``copy.deepcopy`` cannot copy, so labkit cannot profile a private copy of it."""
-
-
-#: What ``nn.Module.__init__`` puts in every module's ``__dict__``: torch's bookkeeping, not the model's own attributes.
-_MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
-#: The hook dictionaries the copy starts without: the learner's hooks are neither run nor copied.
-_HOOK_DICTS = (
-    "_forward_hooks",
-    "_forward_hooks_with_kwargs",
-    "_forward_hooks_always_called",
-    "_forward_pre_hooks",
-    "_forward_pre_hooks_with_kwargs",
-    "_backward_hooks",
-    "_backward_pre_hooks",
-)
-#: Locks are shared with the copy, not copied (deepcopy cannot): they guard something outside the model.
-_SHARED_TYPES = (type(threading.Lock()), type(threading.RLock()))
-
-
-def _own_attributes(module: torch.nn.Module) -> Iterator[tuple[str, str, Any]]:
-    """``(submodule name, attribute, value)`` for every Python attribute the model's code set (``self.cache = {}``)."""
-    for name, sub in module.named_modules(remove_duplicate=False):
-        for attribute, value in vars(sub).items():
-            if attribute not in _MODULE_INTERNALS:
-                yield name, attribute, value
-
-
-def _copy_memo(module: torch.nn.Module, share_parameters: bool) -> dict[int, Any]:
-    """What ``copy.deepcopy`` must not copy as it is: parameters (shared), hooks (left out), locks (shared),
-    and tensors computed from parameters in a cache (a detached clone: deepcopy refuses non-leaf tensors)."""
-    memo: dict[int, Any] = {id(p): p for p in module.parameters()} if share_parameters else {}
-    for sub in module.modules():
-        for hooks in _HOOK_DICTS:
-            value = getattr(sub, hooks, None)
-            if value:
-                memo[id(value)] = type(value)()
-    for _, _, value in _own_attributes(module):
-        for leaf in tree_leaves(value):
-            if isinstance(leaf, _SHARED_TYPES):
-                memo[id(leaf)] = leaf
-            elif isinstance(leaf, torch.Tensor) and not leaf.is_leaf and id(leaf) not in memo:
-                memo[id(leaf)] = leaf.detach().clone()
-    return memo
-
-
-def _uncopyable_message(module: torch.nn.Module, share_parameters: bool, exc: Exception) -> str:
-    """Which attribute ``copy.deepcopy`` fails on, and what to do; found by copying each attribute alone."""
-    where = "an attribute of the model"
-    for name, attribute, value in _own_attributes(module):
-        try:
-            copy.deepcopy(value, _copy_memo(module, share_parameters))
-        except Exception:  # noqa: BLE001 - any failure names this attribute
-            where = f"{'model.' + name if name else 'model'}.{attribute} (a {type(value).__name__})"
-            break
-    return (
-        "labkit works on a private copy of the model, so that profiling or checking it changes none of its "
-        f"buffers, attributes or caches, but copy.deepcopy fails on {where}: {type(exc).__name__}: {exc}. Keep that "
-        "object outside the model (pass it in, or hold it in a global), or give its class a __deepcopy__ that returns "
-        "a fresh one (threading locks are shared with the copy and need neither)."
-    )
-
-
-def private_copy(module: ModuleT, *, share_parameters: bool = True) -> ModuleT:
-    """A copy of ``module`` that owns its buffers and Python attributes and has none of its hooks.
-
-    Why: profiling must change nothing the learner created. A forward can update
-    a buffer (a train-mode BatchNorm's running statistics, even under
-    ``no_grad``; a call counter), a Python attribute (``self.n_calls += 1``) or a
-    cache (``self.cache[key] = ...``, which tracing would fill with fx Proxies
-    that break every later trace); the learner's forward hooks must not run
-    either. All of that happens on this copy. Parameters are shared by default
-    (no copy of large weights); ``share_parameters=False`` copies them too, for
-    a result the learner keeps (a fused model). Raises
-    :class:`UncopyableModelError` naming an attribute ``copy.deepcopy`` cannot copy.
-    """
-    try:
-        return copy.deepcopy(module, _copy_memo(module, share_parameters))
-    except Exception as exc:  # noqa: BLE001 - deepcopy raises TypeError, RuntimeError, a class's own errors...
-        raise UncopyableModelError(_uncopyable_message(module, share_parameters, exc)) from exc
-
-
-def _clone(value: Any) -> Any:
-    if not isinstance(value, torch.Tensor):
-        return value
-    cloned = value.detach().clone()
-    return cloned.requires_grad_() if value.requires_grad else cloned
-
-
-def fresh_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
-    """``inputs`` with every tensor (also one in a list or dict) cloned, other values as they are.
-
-    Why: a model that changes its input in place (``x.add_(1)``) would otherwise
-    change the caller's tensor once per profiled run, and each run would see a
-    different input. Cloning happens before a run's clock starts.
-    """
-    return tuple(tree_map(_clone, list(inputs)))
-
-
-def fresh_call(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """:func:`fresh_inputs` for one call with keyword inputs: the tensors of ``kwargs`` are cloned too."""
-    cloned_args, cloned_kwargs = tree_map(_clone, (list(args), dict(kwargs)))
-    return tuple(cloned_args), cloned_kwargs
 
 
 @contextlib.contextmanager
@@ -229,7 +116,7 @@ def run_eager_once(model: Any, call_args: Sequence[Any], kwargs: Mapping[str, An
     Why first: a traced graph that fails on a wrong input reports it at a fx node
     (``Expected 224 but got Proxy(getitem_2)``), a dozen frames deep. The model's
     own message says it plainly (``Expected 224 but got 64``). A module runs as
-    a :func:`private_copy` on :func:`fresh_call`, and the global RNG is
+    a :func:`~labkit.core.copies.private_copy` on :func:`~labkit.core.copies.fresh_call`, and the global RNG is
     restored, so the run leaves no trace.
     """
     if not callable(model):
@@ -338,7 +225,7 @@ class Profiler:
     def prepare_run(self) -> None:
         """Clone the inputs of the next run now, not when it starts.
 
-        Why: every run gets :func:`fresh_call`, cloned before its clock starts.
+        Why: every run gets :func:`~labkit.core.copies.fresh_call`, cloned before its clock starts.
         A caller that labels each run for another instrument (the cross-check's
         ``record_function``) calls this first, so the clone's ``aten::clone`` is
         outside the label too.
@@ -421,15 +308,11 @@ __all__ = [
     "Profiler",
     "RunWatch",
     "TrainModeWarning",
-    "UncopyableModelError",
     "WatchedReport",
     "check_input_devices",
     "describe_inputs",
-    "fresh_call",
-    "fresh_inputs",
     "model_device",
     "preserved_rng",
-    "private_copy",
     "run_eager_once",
     "watch_runs",
 ]

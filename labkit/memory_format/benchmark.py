@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from labkit.core.copies import private_copy
 from labkit.core.device import device_line, pick_device
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.tables import Row, ShowsAsTable, Table
@@ -34,7 +35,6 @@ from labkit.core.timing import (
     _require_whole,
     compare_autorange,
 )
-from labkit.fx.runs import private_copy
 from labkit.memory_format.conversion import convert_model_per_layer
 
 
@@ -272,7 +272,7 @@ def benchmark_formats(
     precision whose dtype the device cannot run is skipped and named in
     ``.skipped``; any other failure is raised.
     ``model`` and ``example_input`` are left untouched: each layout and precision
-    runs a private copy of both (:func:`labkit.fx.runs.private_copy`: its own
+    runs a private copy of both (:func:`labkit.core.copies.private_copy`: its own
     buffers and attributes, none of the model's hooks), which is what is converted.
     """
     if not isinstance(model, nn.Module):

@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
+from labkit.core.copies import UncopyableModelError
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad.derivatives import verify_jvp
-from labkit.fx.runs import UncopyableModelError
 from tests.forward_ad.support import FUNCTIONS, pair, small_model
 
 

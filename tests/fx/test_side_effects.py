@@ -3,7 +3,7 @@
 Buffers and Python attributes a forward updates, a child's running statistics, the
 caller's input tensors, a cache filled while tracing, the learner's own hooks: each is
 checked after profile_model (every mode), compare_with_torch_profiler and the fusion
-helpers. labkit.fx.runs.private_copy and fresh_inputs do the work.
+helpers. labkit.core.copies.private_copy and fresh_inputs do the work.
 """
 import threading
 import warnings
@@ -14,10 +14,10 @@ import pytest
 import torch
 from torch import nn
 
+from labkit.core.copies import UncopyableModelError, fresh_inputs, private_copy
 from labkit.fx.crosscheck import compare_with_torch_profiler
 from labkit.fx.fusion import fuse_conv_bn_library, fuse_conv_bn_teaching, fuse_safely, verify_fusion
 from labkit.fx.profile import profile_model
-from labkit.fx.runs import UncopyableModelError, fresh_inputs, private_copy
 
 X = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
 
