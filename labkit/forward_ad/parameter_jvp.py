@@ -16,6 +16,7 @@ import torch.autograd.forward_ad as fwAD
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
+from labkit.core.copies import fresh_call, private_copy
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad.diagnosis import (
     forward_level,
@@ -62,8 +63,10 @@ def module_jvp(
 
     Either way the module is left untouched, in train mode too: a freshly built
     module *is* in train mode, and a learner probing a derivative expects to
-    look at the model, not to train it. So buffers (BatchNorm's running
-    statistics, ``num_batches_tracked``) are restored and the global RNG is
+    look at the model, not to train it. So the forward pass runs on a private
+    copy (:func:`~labkit.core.copies.private_copy`: parameters shared, buffers
+    such as BatchNorm's running statistics and Python attributes its own, the
+    model's hooks not run) on clones of the inputs, and the global RNG is
     forked (``torch.random.fork_rng``): Dropout still draws a mask, the same one
     on every call, and later random numbers do not change. Call ``model.eval()``
     first for the JVP of the model as used for inference.
@@ -93,13 +96,15 @@ def module_jvp(
     input_tuple = _as_tuple(inputs, "Input", "inputs")
     refuse_unknown_keywords(model, keywords, input_tuple)
     keyword_tensors = [leaf for leaf in tree_leaves(keywords) if isinstance(leaf, torch.Tensor)]
-    with _state_kept(model, (*input_tuple, *keyword_tensors)), forward_level():
+    own = private_copy(model)  # parameters shared; buffers, attributes private; the learner's hooks not run
+    call_inputs, call_keywords = fresh_call(input_tuple, keywords)  # a forward that writes its input writes a clone
+    with _fork_rng([*own.parameters(), *own.buffers(), *input_tuple, *keyword_tensors]), forward_level():
         duals = {canonical: fwAD.make_dual(parameters[canonical].detach(), tangents[given]) for given, canonical in names.items()}
         if method == "swap":
-            with _swapped_parameters(model, duals):
-                outputs, single = _split_output(model(*input_tuple, **keywords))
+            with _swapped_parameters(own, duals):
+                outputs, single = _split_output(own(*call_inputs, **call_keywords))
         else:
-            outputs, single = _split_output(torch.func.functional_call(model, duals, input_tuple, keywords))
+            outputs, single = _split_output(torch.func.functional_call(own, duals, call_inputs, call_keywords))
         primals_out, tangents_out, _ = _unpack(outputs)
     if single:
         return primals_out[0], tangents_out[0]
@@ -127,25 +132,6 @@ def _canonical_names(model: nn.Module, tangents: Mapping[str, torch.Tensor]) -> 
             )
         names[given] = first
     return names
-
-@contextmanager
-def _state_kept(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Iterator[None]:
-    """Restore every buffer and the RNG after the block, so a train-mode forward pass changes nothing."""
-    saved = [
-        (module, name, buffer, buffer.clone())
-        for module in model.modules()
-        for name, buffer in module._buffers.items()
-        if buffer is not None
-    ]
-    with _fork_rng([*model.parameters(), *model.buffers(), *inputs]):
-        try:
-            yield
-        finally:
-            with torch.no_grad():
-                for module, name, buffer, copy in saved:
-                    module._buffers[name] = buffer
-                    buffer.copy_(copy)
-
 
 @contextmanager
 def _swapped_parameters(model: nn.Module, replacements: Mapping[str, torch.Tensor]) -> Iterator[None]:

@@ -119,6 +119,30 @@ def test_module_jvp_leaves_a_train_mode_model_and_the_rng_untouched(method):
     assert model.training
 
 
+class Counting(nn.Module):
+    """Counts its calls in a Python attribute and writes into its input: two things module_jvp must not touch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.linear(x.mul_(2))
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+def test_module_jvp_changes_no_attribute_runs_no_hook_and_leaves_the_input(method):
+    model, x = Counting(), torch.ones(3, 4)
+    seen = []
+    model.register_forward_hook(lambda *args: seen.append("hook"))
+    primal, tangent = module_jvp(model, x, {"linear.weight": torch.ones(2, 4)}, method=method)
+    assert model.calls == 0 and seen == [] and torch.equal(x, torch.ones(3, 4))
+    torch.testing.assert_close(tangent, torch.full((3, 2), 8.0))  # d/dW of W @ (2x): rows of 2s summed over 4
+    assert "linear.weight" in dict(model.named_parameters())  # the swap happened on a copy, never on the model
+
+
 def test_module_jvp_restores_buffers_and_rng_when_forward_raises():
     model = _train_mode_model()
     x = torch.randn(5, 4)
