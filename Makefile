@@ -18,7 +18,9 @@ PROXY := workshop/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 # the oldest torch the labs are tested on (labkit.tools.doctor.TESTED_RANGE; pyproject's floor): its own venv
 FLOOR_VENV ?= .venv-torch-floor
-TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
+# transformers 4.45 is the oldest labkit[hf] takes and the newest whose models all export on torch 2.4 (transformers 5
+# turns torch < 2.6 off; 4.51+ fall back to hooks for some there), so the floor job runs the Hugging Face tests too.
+TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1 transformers==4.45.2
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
 .PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
