@@ -14,6 +14,7 @@ from labkit.forward_ad.checks import (
     check_directional_derivative,
     check_weight_scaling_derivative,
 )
+from tests.cheats import LyingTensor
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
 
@@ -369,16 +370,6 @@ def test_weight_scaling_puts_the_copy_it_gave_back_as_it_was():
 # --- cheats found in the issue-24 audit ------------------------------------------------------------------------
 
 
-class _Liar(torch.Tensor):
-    """A tensor that answers every comparison with True, whatever its values."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        if func in (torch.allclose, torch.equal):
-            return True
-        return super().__torch_function__(func, types, args, kwargs or {})
-
-
 def _one_forward_pass(f, x, v):
     import torch.autograd.forward_ad as fwAD
 
@@ -388,11 +379,11 @@ def _one_forward_pass(f, x, v):
 
 def test_a_tensor_subclass_whose_comparisons_lie_is_refused():
     def directional(f, x, v):
-        return torch.zeros_like(_one_forward_pass(f, x, v)).as_subclass(_Liar)
+        return torch.zeros_like(_one_forward_pass(f, x, v)).as_subclass(LyingTensor)
 
     def jacobian(f, x):
         name = "jacfwd" if f(x).numel() > x.numel() else "jacrev"
-        return name, torch.zeros_like(getattr(torch.func, name)(f)(x)).as_subclass(_Liar)
+        return name, torch.zeros_like(getattr(torch.func, name)(f)(x)).as_subclass(LyingTensor)
 
     for result, exercise in ((check_directional_derivative(directional), "3.1"), (check_cheaper_jacobian(jacobian), "3.2")):
         assert result.status is Status.WRONG and result.mistake == f"{exercise}/tensor-subclass", result.message

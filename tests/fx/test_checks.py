@@ -20,6 +20,7 @@ from labkit.fx import checks as fx_checks
 from labkit.fx.checks import check_fold_linear_bn, check_profile_own_model, check_shape_flop_recorder
 from labkit.fx.profile import make_profiler
 from labkit.fx.runs import watch_runs
+from tests.cheats import LyingTensor
 
 SOLUTIONS = Path(__file__).resolve().parents[2] / "notebooks" / "solutions"
 
@@ -372,16 +373,6 @@ def test_exercise_1_3_a_changed_given_batchnorm_leaves_the_reference_alone():
 # ------------------------------------------------------------------ cheats found in the issue-24 audit
 
 
-class _Liar(torch.Tensor):
-    """A tensor that answers every comparison with True, whatever its values."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        if func in (torch.allclose, torch.equal):
-            return True
-        return super().__torch_function__(func, types, args, kwargs or {})
-
-
 def test_exercise_1_1_refuses_runs_timed_by_a_profiler_class_of_the_learners():
     from labkit.fx.runs import Profiler
 
@@ -441,8 +432,8 @@ def test_exercise_1_2_a_patched_flop_counter_is_refused():
 def test_exercise_1_3_refuses_a_tensor_subclass_whose_comparisons_lie():
     def fold(linear, bn):
         folded = nn.Linear(linear.in_features, linear.out_features).double()
-        folded.weight = nn.Parameter(torch.zeros_like(linear.weight).as_subclass(_Liar))
-        folded.bias = nn.Parameter(torch.zeros(linear.out_features, dtype=torch.float64).as_subclass(_Liar))
+        folded.weight = nn.Parameter(torch.zeros_like(linear.weight).as_subclass(LyingTensor))
+        folded.bias = nn.Parameter(torch.zeros(linear.out_features, dtype=torch.float64).as_subclass(LyingTensor))
         return folded
 
     result = check_fold_linear_bn(fold)
