@@ -144,7 +144,7 @@ student-copy: $(STAMP)
 	$(PY) -m labkit student-copy build/student --force $(if $(TRACK),--track $(TRACK))
 
 student-copy-solutions: $(STAMP)
-	$(PY) -m labkit student-copy build/student-solutions --with-solutions --force
+	$(PY) -m labkit student-copy build/student-solutions --with-solutions --force $(if $(TRACK),--track $(TRACK))
 
 clean:
 	rm -rf build .pytest_cache
