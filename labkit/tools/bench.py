@@ -100,6 +100,18 @@ class BenchFigure:
     goal: str = ""
     meets: bool | None = None
     skipped: str = ""  # why the figure could not be measured here ("" when it was)
+    too_close: bool = False  # the goal lies within the spread: met or missed by noise, not by a margin
+
+    @property
+    def verdict(self) -> str:
+        """"met" or "MISSED", and when the goal lies within the spread, that the margin is noise."""
+        verdict = {True: "met", False: "MISSED", None: ""}[self.meets]
+        return f"{verdict}, within the spread: too close to call" if verdict and self.too_close else verdict
+
+
+def too_close(value: float, spread: float | None, goal: float) -> bool:
+    """Whether ``goal`` lies within ``spread`` of ``value``: then a verdict on it is a coin toss, and says so."""
+    return spread is not None and abs(value - goal) <= spread
 
 
 @dataclass(repr=False)
@@ -119,9 +131,8 @@ class BenchResult(ShowsAsTable):
         rows: list[Row] = []
         for f in self.figures:
             spread = "" if f.spread is None else f"± {f.spread:.3g}"
-            verdict = {True: "met", False: "MISSED", None: ""}[f.meets]
             value = "skipped" if f.skipped else "not found" if f.value is None else f"{f.value:.3g} {f.unit}"
-            rows.append((f.key, f.label, value, spread, f.goal, verdict))
+            rows.append((f.key, f.label, value, spread, f.goal, f.verdict))
         return Table(["figure", "what", "value", "spread (IQR)", "goal", "verdict"], rows, title=machine_line(self.machine))
 
     def to_json(self, path: str | Path) -> Path:
@@ -168,7 +179,8 @@ def bench_profiler_overhead(config: BenchConfig, result: BenchResult) -> None:
     result.add(BenchFigure("P1.interpreter", f"interpreter overhead ({overhead.num_nodes} tiny ops)",
                            overhead.interpreter_us_per_node, "µs/node", overhead.interpreter_spread_us))
     result.add(BenchFigure("P1.fast", "low-overhead mode overhead", overhead.fast_us_per_node, "µs/node",
-                           overhead.fast_spread_us, "<= 1.0", overhead.fast_us_per_node <= 1.0))
+                           overhead.fast_spread_us, "<= 1.0", overhead.fast_us_per_node <= 1.0,
+                           too_close=too_close(overhead.fast_us_per_node, overhead.fast_spread_us, 1.0)))
     result.details["P1"] = {"plain_us_per_node": overhead.plain_us_per_node, "num_nodes": overhead.num_nodes}
 
 
@@ -203,9 +215,11 @@ def bench_capstone(config: BenchConfig, result: BenchResult) -> None:
                       (capstone.FUSED_CHANNELS_LAST, "P3.fused_channels_last")):
         speedup = timings.speedup(name)
         target = capstone.FUSED_CHANNELS_LAST_GOAL
-        goal = (f">= {target}", speedup >= target) if name == capstone.FUSED_CHANNELS_LAST else ("", None)
+        judged = name == capstone.FUSED_CHANNELS_LAST
         result.add(BenchFigure(key, f"speedup of {name} over eager (ResNet18, batch {config.resnet_batch})",
-                               speedup, "x", timings.spread(name), *goal))
+                               speedup, "x", timings.spread(name), goal=f">= {target}" if judged else "",
+                               meets=speedup >= target if judged else None,
+                               too_close=judged and too_close(speedup, timings.spread(name), target)))
     name = capstone.OPTIMIZED_FOR_INFERENCE
     result.add(BenchFigure("P3.optimize_for_inference", "speedup of optimize_for_inference over eager",
                            timings.speedup(name), "x", timings.spread(name)))
@@ -276,8 +290,10 @@ def bench_forward_ad(config: BenchConfig, result: BenchResult) -> None:
                            overhead.slowdown(JvpOverhead.RAW), "x", overhead.slowdown_spread(JvpOverhead.RAW)))
     result.add(BenchFigure("P5.func_jvp_over_forward", "torch.func.jvp / forward",
                            overhead.slowdown(JvpOverhead.FUNC), "x", overhead.slowdown_spread(JvpOverhead.FUNC)))
+    labkit_spread = over_raw.slowdown_spread(JvpOverhead.LABKIT)
     result.add(BenchFigure("P5.labkit_over_raw", "labkit.jvp / raw dual API", overhead.labkit_over_raw, "x",
-                           over_raw.slowdown_spread(JvpOverhead.LABKIT), "<= 1.05", overhead.labkit_over_raw <= 1.05))
+                           labkit_spread, "<= 1.05", overhead.labkit_over_raw <= 1.05,
+                           too_close=too_close(overhead.labkit_over_raw, labkit_spread, 1.05)))
     sweep = jacobian_sweep(config.jacobian_in, batch=config.jacobian_batch, budget=config.jacobian_budget)
     crossover = sweep.crossover
     result.add(BenchFigure("P5.crossover_out",
@@ -417,15 +433,17 @@ def bench_export_overhead(config: BenchConfig, result: BenchResult) -> None:
     nodes, ops = run.report.graph_nodes, run.profiler_ops
     labkit_us = (profiled.min - eager.min) / nodes * 1e6
     profiler_us = (profiler_on.min - eager.min) / ops * 1e6
+    labkit_spread = (profiled.iqr + eager.iqr) / nodes * 1e6
+    profiler_spread = (profiler_on.iqr + eager.iqr) / ops * 1e6
     result.add(BenchFigure("P6.labkit", f"labkit profile (export, fast mode) over eager forward, per node "
                                         f"({HF_LABELS[name]} small, {nodes} nodes)",
-                           labkit_us, "µs/node", (profiled.iqr + eager.iqr) / nodes * 1e6,
-                           "<= P6.torch_profiler", labkit_us <= profiler_us))
+                           labkit_us, "µs/node", labkit_spread, "<= P6.torch_profiler", labkit_us <= profiler_us,
+                           too_close=too_close(labkit_us, labkit_spread + profiler_spread, profiler_us)))
     result.add(BenchFigure("P6.labkit_over_graph", "the same over the exported graph unprofiled (the instrument's own)",
                            (profiled.min - graph.min) / nodes * 1e6, "µs/node", (profiled.iqr + graph.iqr) / nodes * 1e6))
     result.add(BenchFigure("P6.torch_profiler", f"torch.profiler (CPU) over eager forward, per aten op it records "
                                                 f"({ops} a forward, {run.profiler_top_level_ops} top level)",
-                           profiler_us, "µs/op", (profiler_on.iqr + eager.iqr) / ops * 1e6))
+                           profiler_us, "µs/op", profiler_spread))
     result.details["P6"] = {"model": name, "min_ms": _ms(run.timings, "min"), "median_ms": _ms(run.timings, "median"),
                             "nodes": nodes, "aten_ops": ops, "top_level_aten_ops": run.profiler_top_level_ops,
                             "capture": run.report.capture}
@@ -443,11 +461,13 @@ def bench_hf_models(config: BenchConfig, result: BenchResult) -> None:
         result.add(BenchFigure(f"P7.{name}.over_eager", f"profile total over eager forward ({label} small, "
                                                         f"{report.graph_nodes} nodes by export, fast mode)",
                                ratio, "x", run.timings.slowdown_spread(PROFILED), f"<= {OVER_EAGER_GOAL:g}",
-                               ratio <= OVER_EAGER_GOAL))
+                               ratio <= OVER_EAGER_GOAL,
+                               too_close=too_close(ratio, run.timings.slowdown_spread(PROFILED), OVER_EAGER_GOAL)))
         outside = report.outside_pct
         spread = None if report.outside is None else report.outside.iqr / report.total.median * 100
         result.add(BenchFigure(f"P7.{name}.outside", f"share of the profiled run outside every node ({label})",
-                               outside, "%", spread, f"<= {OUTSIDE_GOAL_PCT:g}", outside <= OUTSIDE_GOAL_PCT))
+                               outside, "%", spread, f"<= {OUTSIDE_GOAL_PCT:g}", outside <= OUTSIDE_GOAL_PCT,
+                               too_close=too_close(outside, spread, OUTSIDE_GOAL_PCT)))
         details[name] = {"median_ms": _ms(run.timings, "median"), "min_ms": _ms(run.timings, "min"),
                          "nodes": report.graph_nodes, "capture": report.capture}
     result.details["P7"] = details

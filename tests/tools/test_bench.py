@@ -230,3 +230,14 @@ def test_a_registered_widget_without_a_probe_is_reported_not_skipped(monkeypatch
     unprobed = [f for f in result.figures if f.value is None]
     assert {f.key for f in unprobed} == {f"widget.{name}" for name in registered_widgets()} - {"widget.SliderPlot"}
     assert all("no redraw probe" in f.label for f in unprobed)
+
+
+def test_a_goal_within_the_spread_is_called_too_close_not_met():
+    """P7 once read "1.14x ± 0.21, <= 1.15: met": a margin smaller than the noise is no verdict."""
+    from labkit.tools.bench import BenchFigure, BenchResult, machine_info, too_close
+
+    assert too_close(1.14, 0.21, 1.15) and not too_close(0.5, 0.21, 1.15) and not too_close(1.14, None, 1.15)
+    close = BenchFigure("P7.llama.over_eager", "profile over eager", 1.14, "x", 0.21, "<= 1.15", True, too_close=True)
+    clear = BenchFigure("P7.bert.outside", "outside", 1.0, "%", 0.1, "<= 5", True)
+    table = BenchResult(machine_info(), "smoke", [close, clear]).table()
+    assert table.column("verdict") == ["met, within the spread: too close to call", "met"]
