@@ -90,7 +90,7 @@ def _watched(report: ProfileReport, watch: RunWatch) -> WatchedReport:
     expect(watch.reports, "profile_my_model() returned a ProfileReport, but labkit timed no runs while it ran: the checker "
                           "watches labkit's profilers and saw none. Profile your model inside profile_my_model() and return "
                           "that report, not one made earlier or built by hand.", mistake="report-not-profiled")
-    own = sorted({type(profiler).__name__ for profiler in watch._runs if not type(profiler).__module__.startswith("labkit.")})
+    own = sorted(cls.__name__ for cls in watch.profiler_classes if not cls.__module__.startswith("labkit."))
     expect(not own, f"Your code timed its runs with a profiler class of its own ({', '.join(own)}), not labkit's: the "
                     "checker counts only the runs labkit's profilers really time. Profile your model with "
                     "labkit.profile_model(...) and return its report.", mistake="report-not-profiled")

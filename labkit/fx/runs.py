@@ -174,6 +174,11 @@ class RunWatch:
         """The most timed runs any one profiler did."""
         return max(self._runs.values(), default=0)
 
+    @property
+    def profiler_classes(self) -> frozenset[type]:
+        """The class of each profiler that timed a run: a checker counts only labkit's own."""
+        return frozenset(type(profiler) for profiler in self._runs)
+
     def _ran(self, profiler: Profiler) -> None:
         self._runs[profiler] = self._runs.get(profiler, 0) + 1
 
