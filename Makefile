@@ -18,9 +18,10 @@ PROXY := workshop/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
 # the oldest torch the labs are tested on (labkit.tools.doctor.TESTED_RANGE; pyproject's floor): its own venv
 FLOOR_VENV ?= .venv-torch-floor
-# transformers 4.45 is the oldest labkit[hf] takes and the newest whose models all export on torch 2.4 (transformers 5
-# turns torch < 2.6 off; 4.51+ fall back to hooks for some there), so the floor job runs the Hugging Face tests too.
-TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1 transformers==4.45.2
+TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
+# The oldest transformers labkit[hf] takes, and one whose models all export on torch 2.4 (transformers 5 turns
+# torch < 2.6 off; 4.51+ fall back to hooks for some there): with it the floor job runs the Hugging Face tests too.
+HF_FLOOR := transformers==4.45.2
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
 .PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
@@ -111,7 +112,7 @@ test: $(STAMP)
 $(FLOOR_STAMP): pyproject.toml
 	test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
 	$(FLOOR_VENV)/bin/python -m pip install --upgrade pip
-	printf '%s\n' $(TORCH_FLOOR) > $(FLOOR_VENV)/torch-floor.txt
+	printf '%s\n' $(TORCH_FLOOR) $(HF_FLOOR) > $(FLOOR_VENV)/torch-floor.txt
 	$(FLOOR_VENV)/bin/python -m pip install -c $(FLOOR_VENV)/torch-floor.txt -e '.[dev]'
 	touch $(FLOOR_STAMP)
 

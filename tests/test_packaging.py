@@ -47,6 +47,11 @@ def test_the_declared_floor_the_doctor_and_the_floor_ci_job_name_the_same_releas
     assert sorted(pins) == sorted(f"{dist}=={oldest}" for dist, (oldest, _) in TESTED_RANGE.items())
     for dist, (oldest, _) in TESTED_RANGE.items():
         assert floors[dist] == f">={oldest.removesuffix('.0')}", f"pyproject's {dist} floor is not the tested {oldest}"
+    # the floor job's transformers is a release of the oldest labkit[hf] takes
+    hf_pin = Requirement(next(line for line in makefile.splitlines() if line.startswith("HF_FLOOR :=")).split(":=")[1].strip())
+    hf_floor = next(Requirement(r) for r in pyproject["project"]["optional-dependencies"]["hf"])
+    oldest_hf = str(hf_floor.specifier).removeprefix(">=")
+    assert hf_pin.name == hf_floor.name == "transformers" and str(hf_pin.specifier).startswith(f"=={oldest_hf}.")
 
 
 def test_version_prints_the_packages_version(capsys):

@@ -54,10 +54,12 @@ def test_every_figure_is_present_with_a_plausible_value(smoke_json):
     bf16 = [k for k in figures if k == "P4.channels_last_bf16"]  # present where the CPU runs bf16
     assert sorted(set(figures) - set(bf16)) == sorted(EXPECTED + (["P6", "P7"] if hf_skip_reason() else HF_EXPECTED))
     assert figures["P1.interpreter"]["value"] > 0 and figures["P1.interpreter"]["spread"] >= 0
-    for key in ("P1.fast", "P3.channels_last", "P3.fused", "P3.fused_channels_last", "P3.maxpool_collapse",
+    for key in ("P3.channels_last", "P3.fused", "P3.fused_channels_last", "P3.maxpool_collapse",
                 "P4.channels_last_fp32", "P5.raw_dual_over_forward", "P5.labkit_over_raw", "notebook.00_start_here"):
         value = figures[key]["value"]
-        assert value is not None and math.isfinite(value) and value > 0, key
+        assert value is not None and math.isfinite(value) and value > 0, key  # ratios and durations
+    # a difference of two timings: on a loaded machine the fast mode's added time can come out below zero (seen: -0.46)
+    assert math.isfinite(figures["P1.fast"]["value"])
     for key in ("P1.fast", "P2.max_difference", "P3.fused_channels_last", "P5.labkit_over_raw", "import.labkit_over_torch"):
         assert figures[key]["goal"] and isinstance(figures[key]["meets"], bool), key
     assert machine_line(data["machine"]) in stdout
