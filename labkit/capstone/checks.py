@@ -42,7 +42,6 @@ import copy
 import math
 import statistics
 import sys
-import sysconfig
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -201,10 +200,6 @@ def _as_torch_runs_it() -> Iterator[None]:
             getattr(_module_globals, name).update(hooks)
 
 
-#: Installed packages (ipykernel, tornado, ...): a thread one of them starts, running its own code, is not the learner's.
-_INSTALLED = tuple(sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}))
-
-
 def _learners_threads(before: set[int]) -> list[str]:
     """Threads started during the check (not in ``before``, by ident) that are running the learner's code now: a thread
     that burns CPU whenever the answer's callable is not running slows only the original's calls."""
@@ -213,7 +208,7 @@ def _learners_threads(before: set[int]) -> list[str]:
     for thread in threading.enumerate():
         frame = frames.get(thread.ident) if thread.ident is not None and thread.ident not in before else None
         while frame is not None:
-            if is_learners_file(frame.f_code.co_filename) and not frame.f_code.co_filename.startswith(_INSTALLED):
+            if is_learners_file(frame.f_code.co_filename):  # a thread of ipykernel, tornado... runs none
                 found.append(thread.name)
                 break
             frame = frame.f_back

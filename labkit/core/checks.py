@@ -15,11 +15,9 @@ the checker and is reported as one.
 """
 from __future__ import annotations
 
-import functools
 import html
 import numbers
 import re
-import sysconfig
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,7 +31,7 @@ import torch
 from torch.autograd import forward_ad as _fwad  # not "forward_ad": that name is the submodule labkit.forward_ad.checks
 
 from labkit.core.context import bound
-from labkit.core.guard import StateReport, guarded_state, remember_original_code
+from labkit.core.guard import StateReport, guarded_state, library_folders, remember_original_code
 
 remember_original_code()
 
@@ -200,22 +198,15 @@ def _is_stub(exc: BaseException, exercise: str) -> bool:
     return isinstance(exc, NotImplementedError) and re.match(rf"Exercise {re.escape(exercise)}(?!\d)", str(exc)) is not None
 
 
-@functools.cache
-def _library_folders() -> tuple[str, ...]:
-    import labkit
-
-    folders = (Path(torch.__file__).parent, Path(labkit.__file__).parent, sysconfig.get_paths()["stdlib"])
-    return tuple(str(Path(folder).resolve()) for folder in folders)
-
-
 def is_learners_file(filename: str) -> bool:
-    """Whether code from ``filename`` is the learner's: outside torch, labkit and the standard library, and not code
-    Python generates (``<string>``)."""
-    return not filename.startswith("<") and not str(Path(filename).resolve()).startswith(_library_folders())
+    """Whether code from ``filename`` is the learner's: outside torch, labkit, the standard library and the installed
+    packages (:func:`~labkit.core.guard.library_folders`), and not code Python generates (``<string>``)."""
+    return not filename.startswith("<") and not str(Path(filename).resolve()).startswith(library_folders())
 
 
 def _learner_frame(exc: BaseException) -> traceback.FrameSummary | None:
-    """The innermost frame outside torch, labkit and the standard library: the learner's line, if any.
+    """The innermost frame outside torch, labkit, the standard library and the installed packages (an error raised
+    inside transformers is not the learner's line): the learner's line, if any.
 
     Code Python generates (a dataclass's ``__setattr__``, file ``<string>``) is nobody's line: skipped.
     """
@@ -236,7 +227,7 @@ def learner_code_line(owner: object, method: str | None = None) -> str:
     """
     function = getattr(owner, method, None) if method else owner
     code = getattr(function, "__code__", None)
-    if code is None or str(Path(code.co_filename).resolve()).startswith(_library_folders()):
+    if code is None or str(Path(code.co_filename).resolve()).startswith(library_folders()):
         return ""
     where = "its cell" if "ipykernel_" in code.co_filename else Path(code.co_filename).name
     return f"Your {method or code.co_name} starts at line {code.co_firstlineno} of {where}."

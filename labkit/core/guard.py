@@ -178,7 +178,7 @@ def _qualified(owner: object, name: str) -> str:
 
 @functools.cache
 @functools.cache
-def _library_folders() -> tuple[str, ...]:
+def library_folders() -> tuple[str, ...]:
     """torch's, labkit's and every installed package's folders: code from there is no learner's.
 
     Installed packages count because some set code on torch when imported (transformers 5 adds
@@ -220,7 +220,7 @@ def _is_a_patch(value: object, known: set[int]) -> bool:
 def _is_learners(value: object) -> bool:
     """Whether ``value`` is a function whose code lives outside torch, labkit and the installed packages."""
     where = _code_file(value)
-    return where is not None and not where.startswith(_library_folders())
+    return where is not None and not where.startswith(library_folders())
 
 
 _BASELINE: _CodeSnapshot | None = None

@@ -181,6 +181,19 @@ def test_no_line_is_named_when_the_error_has_no_learner_frame():
     assert "line" not in result.message and "call_learner" not in result.message
 
 
+def test_an_error_inside_an_installed_package_points_at_the_learners_line_not_the_package():
+    import tabulate
+
+    def answer():
+        return tabulate.tabulate(5)  # raises TypeError inside tabulate's own code
+
+    learners_line = answer.__code__.co_firstlineno + 1
+    result = run_check("1.2", lambda: call_learner(answer))
+    assert result.status is Status.WRONG and "TypeError" in result.message
+    # before: "(line 1541 of _normalize_tabular_data)", a line of tabulate's called the learner's
+    assert f"(line {learners_line} of answer)" in result.message and "_normalize_tabular_data" not in result.message
+
+
 def test_a_subclass_that_skips_super_init_gets_that_hint_not_a_line_inside_torch():
     import torch.fx
 
