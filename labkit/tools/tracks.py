@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -269,13 +270,17 @@ def _mentions(section: Section, text: str) -> str | None:
     return found[0] if found else None
 
 
+def _kept_markdown(notebook: nbformat.NotebookNode, dropped: list[Section]) -> Iterator[tuple[int, str]]:
+    """``(index, text)`` of each markdown cell the track keeps: its kept lines, without markup, lowercase."""
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown" and not any(s.start <= index < s.stop for s in dropped):
+            yield index, MARKUP.sub("", without_extra_lines(cell.source)).lower()
+
+
 def check_kept_references(path: Path, notebook: nbformat.NotebookNode, dropped: list[Section]) -> None:
     """Refuse a track whose kept markdown names a left-out section, unless that line is marked ``<!-- extra -->``."""
     problems = []
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "markdown" or any(s.start <= index < s.stop for s in dropped):
-            continue
-        text = MARKUP.sub("", without_extra_lines(cell.source)).lower()
+    for index, text in _kept_markdown(notebook, dropped):
         for section in dropped:
             named = _mentions(section, text)
             if named:
@@ -312,10 +317,8 @@ def check_other_labs_references(path: Path, notebook: nbformat.NotebookNode, dro
     own = path.name[:2]
     problems = []
     others: dict[str, tuple[str, set[str], list[tuple[Section, set[str]]]] | None] = {}
-    for index, cell in enumerate(notebook.cells):
-        if cell.cell_type != "markdown" or any(s.start <= index < s.stop for s in dropped):
-            continue
-        for lab, word in OTHER_LAB.findall(MARKUP.sub("", without_extra_lines(cell.source)).lower()):
+    for index, text in _kept_markdown(notebook, dropped):
+        for lab, word in OTHER_LAB.findall(text):
             if lab == own:
                 continue
             if lab not in others:
