@@ -14,7 +14,7 @@ from __future__ import annotations
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.core.lazy import lazy_exports
 
-__version__ = "0.1.0"  # the one place the version is defined (pyproject reads it)
+__version__ = "0.2.0"  # the one place the version is defined (pyproject reads it)
 
 __getattr__, __dir__, _lazy_names = lazy_exports(__name__, {
     "fx.profile": ("profile_model", "ProfilingInterpreter", "ProfileReport"),
