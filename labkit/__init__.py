@@ -26,6 +26,7 @@ __getattr__, __dir__, _lazy_names = lazy_exports(__name__, {
     "core.device": ("pick_device",),
     "core.notebook": ("setup_notebook",),
     "progress.hints": ("hint",),
+    "progress.solutions": ("solution",),
     "progress.table": ("my_progress",),
 })
 __all__ = ["LabkitError", "LabkitTypeError", "LabkitValueError", "__version__", *_lazy_names]

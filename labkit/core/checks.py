@@ -32,6 +32,8 @@ from torch.autograd import forward_ad as _fwad  # not "forward_ad": that name is
 
 from labkit.core.context import bound
 from labkit.core.guard import StateReport, guarded_state, library_folders, remember_original_code
+from labkit.progress.hints import hint_pointer
+from labkit.progress.record import record_verdict
 
 remember_original_code()
 
@@ -278,6 +280,8 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
         finally:
             _close_dual_levels(level)
     result = _with_state(_with_notes(result, notes), state)
+    if result.status is Status.WRONG:  # last, so that a stuck learner finds the hints where they read
+        result = _with_notes(result, [hint_pointer(exercise)] if hint_pointer(exercise) else [])
     record_check(result)
     return result
 
@@ -295,9 +299,7 @@ def mistake_id(exercise: str, slug: str) -> str:
 
 def record_check(result: CheckResult) -> None:
     """Record the verdict in the learner's progress (:mod:`labkit.progress.record`); never raises, never waits."""
-    from labkit.progress.record import record_verdict  # late: the checkers' import stays as it was
-
-    record_verdict(result)
+    record_verdict(result.exercise, result.status.value, result.mistake)
 
 
 def _with_notes(result: CheckResult, notes: list[str]) -> CheckResult:

@@ -9,5 +9,6 @@ the same events and must stay small; only the learner's kernel imports torch.
 - :mod:`labkit.progress.record`: what ``run_check`` and the preflight call;
 - :mod:`labkit.progress.table`: the learner's own table (``python -m labkit progress``);
 - :mod:`labkit.progress.hints`: ``hint("1.2")``, up to three hints of growing help;
+- :mod:`labkit.progress.solutions`: ``solution("1.2")``, the reference solution after a try, recorded as seen;
 - :mod:`labkit.progress.mistakes`: what each mistake id means, for the instructor's board.
 """

@@ -17,12 +17,13 @@ from typing import Any, Literal
 
 from labkit.core.errors import LabkitValueError
 
-Kind = Literal["check", "preflight", "hint"]
-KINDS: tuple[str, ...] = ("check", "preflight", "hint")
+Kind = Literal["check", "preflight", "hint", "solution"]
+KINDS: tuple[str, ...] = ("check", "preflight", "hint", "solution")
 #: A check's statuses are :class:`labkit.core.checks.Status` values; a preflight is ready or not; a hint is a hint.
 CHECK_STATUSES = ("solved", "not yet solved", "not solved", "checker error", "not judged")
 PREFLIGHT_STATUSES = ("ready", "not ready")
-STATUSES = {"check": CHECK_STATUSES, "preflight": PREFLIGHT_STATUSES, "hint": ("hint",)}
+#: A solution event says the learner looked at the reference solution (``labkit.solution("1.2")``).
+STATUSES = {"check": CHECK_STATUSES, "preflight": PREFLIGHT_STATUSES, "hint": ("hint",), "solution": ("seen",)}
 PREFLIGHT = "preflight"  # the exercise id of notebook 00's preflight
 EXERCISE_PATTERN = re.compile(r"^\d{1,2}\.\d{1,2}$")
 #: ``1.2/groups``: the exercise, then a lowercase slug naming the mistake (see :mod:`labkit.progress.mistakes`).
@@ -36,7 +37,7 @@ MAX_LINE_BYTES = 2048
 
 @dataclass(frozen=True)
 class Event:
-    """One verdict (``kind="check"``), one preflight, or one hint shown."""
+    """One verdict (``kind="check"``), one preflight, one hint shown, or one look at the reference solution."""
 
     learner: str
     kind: Kind
@@ -115,6 +116,8 @@ def _validate(event: Event) -> None:
             refuse("a check names its mistake exactly when it is not solved or the checker failed")
         if event.kind == "hint" and (event.mistake or not 1 <= event.hint_level <= MAX_HINT_LEVEL):
             refuse(f"a hint has a level from 1 to {MAX_HINT_LEVEL} and no mistake")
+        if event.kind == "solution" and (event.mistake or event.hint_level):
+            refuse("a look at the solution has no mistake and no hint level")
     if not ID_PATTERN.fullmatch(event.id):
         refuse("its id")
     if not 0 <= event.time < 2**33:

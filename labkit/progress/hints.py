@@ -5,7 +5,7 @@ for long needs more than a nudge. Each call shows the next hint: (1) a nudge, (2
 API or the notebook's section, (3) the approach in words, without code. ``hint("1.2", level=1)``
 shows one again. The level reached is kept in the learner's journal (:mod:`labkit.progress.journal`),
 so it survives a kernel restart, and each hint shown is an event the room's board counts. The
-solution itself stays where it was: the folder the workspace README names, the hand-out in a room.
+solution itself is a step of its own, after a try: ``solution("1.2")`` (:mod:`labkit.progress.solutions`).
 """
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ class Hint:
 
     def footer(self) -> str:
         if self.last:
-            return ("That was the last hint. The solution comes with the instructor's hand-out in a room; on your "
-                    "own, it is in the solutions folder your workspace's README names (%load it into the exercise cell).")
+            return (f"That was the last hint. Once you have tried, labkit.solution(\"{self.exercise}\") shows the "
+                    "reference solution (your progress records that you looked).")
         return f"Still stuck? Run hint(\"{self.exercise}\") again for hint {self.level + 1} of {MAX_HINT_LEVEL}."
 
     def to_text(self) -> str:
@@ -62,9 +62,7 @@ class Hint:
 
 def hint(exercise: str, level: int | None = None) -> Hint:
     """The next hint for ``exercise`` (``"1.2"``), or hint ``level`` (1 to 3); recorded as a hint event."""
-    if exercise not in HINTS:
-        known = ", ".join(sorted(HINTS))
-        raise LabkitValueError(f"hint({exercise!r}): there is no exercise {exercise!r}; give one of {known}.")
+    exercise = exercise_id("hint", exercise)
     if level is None:
         level = min(MAX_HINT_LEVEL, max(_shown.get(exercise, 0), _journal_level(exercise)) + 1)
     elif isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= MAX_HINT_LEVEL:
@@ -72,6 +70,23 @@ def hint(exercise: str, level: int | None = None) -> Hint:
     _shown[exercise] = max(_shown.get(exercise, 0), level)
     record_hint(exercise, level)
     return Hint(exercise, level, HINTS[exercise][level - 1])
+
+
+def exercise_id(function: str, exercise: object) -> str:
+    """``exercise`` when it names an exercise with hints; a :class:`LabkitValueError` that says what to type otherwise
+    (``hint(1.2)``: a number, where the id is text)."""
+    if isinstance(exercise, (int, float)) and not isinstance(exercise, bool):
+        raise LabkitValueError(f"{function}({exercise!r}): write the exercise id as text, in quotes: "
+                               f"{function}(\"{exercise}\").")
+    if not isinstance(exercise, str) or exercise not in HINTS:
+        known = ", ".join(sorted(HINTS))
+        raise LabkitValueError(f"{function}({exercise!r}): there is no exercise {exercise!r}; give one of {known}.")
+    return str(exercise)
+
+
+def hint_pointer(exercise: str) -> str:
+    """The sentence every "not solved" verdict ends with: how to ask for the next hint."""
+    return f"Stuck? labkit.hint(\"{exercise}\") gives the next hint." if exercise in HINTS else ""
 
 
 def _journal_level(exercise: str) -> int:

@@ -35,11 +35,14 @@ def journal_path(cwd: Path | None = None) -> Path | None:
         return None
     if setting:
         return Path(setting).expanduser()
+    workspace = workspace_folder(cwd)
+    return (workspace or Path.home()) / FOLDER / FILE
+
+
+def workspace_folder(cwd: Path | None = None) -> Path | None:
+    """The learner workspace holding ``cwd`` (the folder with ``.labkit-manifest.json``), or None outside one."""
     start = (cwd or Path.cwd()).resolve()
-    for folder in (start, *start.parents):
-        if (folder / WORKSPACE_MARKER).is_file():
-            return folder / FOLDER / FILE
-    return Path.home() / FOLDER / FILE
+    return next((folder for folder in (start, *start.parents) if (folder / WORKSPACE_MARKER).is_file()), None)
 
 
 def append(event: Event, path: Path) -> None:

@@ -1,8 +1,9 @@
 """What the checkers and the preflight call: record one event, never raise, never make the learner wait.
 
-Why here and not in :mod:`labkit.core.checks`: a verdict must reach the learner even when the disk is
-full or the board is down, so every failure to record is swallowed here (and said once, as a warning),
-and the sending happens on a thread of its own (:mod:`labkit.progress.sender`).
+Why here and not in :mod:`labkit.core.checks` (which imports this module; never the other way round):
+a verdict must reach the learner even when the disk is full or the board is down, so every failure to
+record is swallowed here (and said once, as a warning), and the sending happens on a thread of its own
+(:mod:`labkit.progress.sender`).
 """
 from __future__ import annotations
 
@@ -11,16 +12,14 @@ import os
 import re
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from labkit.core.errors import LabkitError
 from labkit.progress import journal, sender
 from labkit.progress.events import LEARNER_PATTERN, PREFLIGHT, Event
 
-if TYPE_CHECKING:
-    from labkit.core.checks import CheckResult
-
 _warned = False
+_tried: set[str] = set()  # exercises this kernel's checkers judged, for when the journal is off
+ATTEMPTS = ("solved", "not solved")  # a verdict on the learner's own code: a try (the stub's "not yet solved" is none)
 
 
 def learner_name() -> str:
@@ -36,9 +35,22 @@ def _account() -> str:
         return f"uid-{os.getuid()}"
 
 
-def record_verdict(result: CheckResult) -> None:
-    """One ``check`` event for a checker's verdict."""
-    record(lambda learner: Event(learner, "check", result.exercise, result.status.value, result.mistake))
+def record_verdict(exercise: str, status: str, mistake: str = "") -> None:
+    """One ``check`` event for a checker's verdict, handed over as plain values (so this module needs nothing of
+    :mod:`labkit.core.checks`, which calls it: the recording depends on nothing it records)."""
+    if status in ATTEMPTS:
+        _tried.add(exercise)
+    record(lambda learner: Event(learner, "check", exercise, status, mistake))
+
+
+def tried_here(exercise: str) -> bool:
+    """Whether a checker of this kernel judged an answer to ``exercise`` (solved or not)."""
+    return exercise in _tried
+
+
+def record_solution_seen(exercise: str) -> None:
+    """One ``solution`` event: the learner looked at the reference solution of ``exercise``."""
+    record(lambda learner: Event(learner, "solution", exercise, "seen"))
 
 
 def record_preflight(failed_probes: list[str]) -> None:

@@ -8,6 +8,7 @@ Why one fold for the learner's own table (:mod:`labkit.progress.table`) and the 
   *checker error* (labkit's bug, not the learner's), *not yet* (the checker ran on the stub), or
   *not started* (no verdict); a timing check that found the machine too busy to judge is no
   verdict (*not judged* only while there is no other) and no attempt;
+- a look at the reference solution (``labkit.solution("1.2")``) is no verdict either: the cell says it was seen;
 - the preflight cell is the latest preflight: ready, not ready (which probes failed), or not run.
 
 Each event comes with the time it counts at (``when``): on the learner's machine its own clock
@@ -68,6 +69,7 @@ class Cell:
     solved_at: float | None = None  # the first "solved"
     last: float | None = None  # the latest verdict or hint of this exercise
     hints: int = 0  # hint levels seen
+    solution_seen: bool = False  # the learner looked at the reference solution (labkit.solution)
 
     @property
     def words(self) -> str:
@@ -86,7 +88,7 @@ class Cell:
             text = "not judged: the machine was too busy to time it"
         else:
             text = self.state
-        return text + (f"; {count(self.hints, 'hint')}" if self.hints else "")
+        return text + (f"; {count(self.hints, 'hint')}" if self.hints else "") + ("; solution seen" if self.solution_seen else "")
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def exercise_cell(exercise: str, events: Sequence[Timed]) -> Cell:
         state = NOT_JUDGED if checks else NOT_STARTED
     return Cell(exercise, state, attempts=len(failed), since_solved=since_solved,
                 mistake=named[-1].event.mistake if named and state != SOLVED else "",
-                solved_at=solved[0] if solved else None, last=events[-1].when if events else None, hints=hints)
+                solved_at=solved[0] if solved else None, last=events[-1].when if events else None, hints=hints,
+                solution_seen=any(item.event.kind == "solution" for item in events))
 
 
 def preflight_cell(events: Sequence[Timed]) -> Preflight:

@@ -9,7 +9,7 @@ import datetime
 import json
 import os
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +48,9 @@ class ProgressTable:
         for cell in self.cells:
             if cell.state != SOLVED:
                 return f"Next: exercise {cell.exercise}: {_advice(cell)}"
-        return ("Every exercise is solved. The extra sections of each notebook go further: "
+        if {cell.exercise for cell in self.cells} >= set(EXERCISES):
+            return "Every exercise is solved."
+        return ("Every exercise of your track is solved. The extra sections of each notebook go further: "
                 "`python -m labkit lab --track all` gets them.")
 
     def preflight_line(self) -> str:
@@ -76,11 +78,12 @@ class ProgressTable:
         return self.to_text()
 
 
-def progress_table(learner: str, events: Iterable[Event], source: str, note: str = "") -> ProgressTable:
-    """The table of ``learner``'s ``events`` (other learners' are left out)."""
+def progress_table(learner: str, events: Iterable[Event], source: str, note: str = "",
+                   exercises: Sequence[str] = EXERCISES) -> ProgressTable:
+    """The table of ``learner``'s ``events`` (other learners' are left out) over ``exercises`` (their track's)."""
     mine = dated(events, learner)
     cells = tuple(exercise_cell(exercise, [item for item in mine if item.event.exercise == exercise])
-                  for exercise in EXERCISES)
+                  for exercise in exercises)
     return ProgressTable(learner, cells, preflight_cell([item for item in mine if item.event.kind == "preflight"]),
                          source, note)
 
@@ -97,17 +100,32 @@ def my_progress(file: Path | None = None, local: bool = False) -> ProgressTable:
         return progress_table("", [], "nothing recorded",
                               f"Recording is off ({journal.ENVIRONMENT}=off), so nothing of this session is shown.")
     events, _ = journal.read_events(path)
+    exercises = track_exercises(path)
     if local or file is not None or sender.board_url() is None:
-        return progress_table(learner, events, str(path))
+        return progress_table(learner, events, str(path), exercises=exercises)
     problem = sender.send_now(path)[1]
     if problem:
-        return progress_table(learner, events, str(path), f"The room's board: {problem}; this is your own journal.")
+        return progress_table(learner, events, str(path), f"The room's board: {problem}; this is your own journal.",
+                              exercises)
     try:
         held = board_events(os.environ[sender.BOARD_URL])
     except (OSError, ValueError, KeyError, LabkitError) as exc:
         return progress_table(learner, events, str(path), f"The room's board could not be read ({exc}); "
-                              "this is your own journal.")
-    return progress_table(learner, held, "as the room's board holds it")
+                              "this is your own journal.", exercises)
+    return progress_table(learner, held, "as the room's board holds it", exercises=exercises)
+
+
+def track_exercises(journal_file: Path) -> tuple[str, ...]:
+    """The exercises of the learner's track: those the workspace holding ``journal_file`` lists in its manifest
+    (the core track leaves some out), else every exercise of the labs."""
+    manifest = journal_file.parent.parent / journal.WORKSPACE_MARKER
+    try:
+        listed = json.loads(manifest.read_text(encoding="utf-8")).get("exercises")
+    except (OSError, ValueError, AttributeError):
+        return EXERCISES
+    if not isinstance(listed, list) or not listed or not all(isinstance(item, str) and item in EXERCISES for item in listed):
+        return EXERCISES  # a workspace from before manifests listed them, or a damaged list: every exercise
+    return tuple(listed)
 
 
 def board_events(url: str) -> list[Event]:
@@ -121,7 +139,8 @@ def board_events(url: str) -> list[Event]:
 def _row(cell: Cell) -> tuple[str, ...]:
     lab = lab_of_exercise(cell.exercise)
     return (cell.exercise, lab.notebook if lab else "", cell.state, str(cell.attempts),
-            f"{cell.hints} of 3" if cell.hints else "", _clock(cell.last) if cell.last is not None else "",
+            ", ".join(filter(None, [f"{cell.hints} of 3" if cell.hints else "", "solution seen" if cell.solution_seen else ""])),
+            _clock(cell.last) if cell.last is not None else "",
             "" if cell.state == SOLVED else _advice(cell))
 
 

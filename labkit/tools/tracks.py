@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +75,18 @@ class Section:
     start: int  # index of the heading cell
     stop: int
     extra: bool  # tagged extra: the core track leaves it out
+
+
+#: An exercise's function starts with its docstring, ``"""Exercise 1.2: ...`` (the stub student_copy makes keeps it).
+EXERCISE_DOCSTRING = re.compile(r'"""Exercise (\d{1,2}\.\d{1,2}):')
+
+
+def exercise_ids(code_sources: Iterable[str]) -> list[str]:
+    """The exercise ids the code cells ``code_sources`` hold, in order: what a learner of the track is asked to solve."""
+    found: list[str] = []
+    for source in code_sources:
+        found += [exercise for exercise in EXERCISE_DOCSTRING.findall(source) if exercise not in found]
+    return found
 
 
 def require_track(track: str) -> str:

@@ -82,9 +82,9 @@ from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.labs import NOTEBOOKS_DIR, find_notebooks
 from labkit.tools.edition import RECORD, Edition, read_edition, write_edition
-from labkit.tools.hosted import repository_page
+from labkit.tools.hosted import repository_link
 from labkit.tools.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
-from labkit.tools.tracks import DEFAULT_TRACK, TRACKS, require_track
+from labkit.tools.tracks import DEFAULT_TRACK, TRACKS, exercise_ids, require_track
 
 if TYPE_CHECKING:
     import nbformat
@@ -211,6 +211,7 @@ class WorkspaceResult:
     beside: list[tuple[str, str]] = field(default_factory=list)  # (the learner's changed file, kept; the new version)
     left_alone: list[tuple[str, str]] = field(default_factory=list)  # (file, why labkit did not deliver it)
     track: str = DEFAULT_TRACK  # the track the workspace now holds
+    exercises: tuple[str, ...] = ()  # the exercises its notebooks hold, in order (the learner's progress table counts these)
     notebooks: int = 0  # how many notebooks the labs give
     previous_track: str | None = None  # the track it held before, when this run switched
 
@@ -297,7 +298,7 @@ def learner_edition(
         solutions_text = ROOM_SOLUTIONS_TEXT
     elif installed:
         solutions_text = INSTALLED_SOLUTIONS_TEXT.format(
-            notebooks=f"<{repository_page('notebooks')}>", solutions=f"<{repository_page('notebooks/solutions')}>"
+            notebooks=repository_link("notebooks"), solutions=repository_link("notebooks/solutions")
         )
     else:
         solutions = notebooks_dir / "solutions"
@@ -415,6 +416,7 @@ def prepare_workspace(
     result = WorkspaceResult(
         folder, created=creating, resumed=state == "ours" and creating, track=track,
         notebooks=sum(name.endswith(".ipynb") for name in files), previous_track=None if previous == track else previous,
+        exercises=track_exercises(files),
     )
     update = _Update(folder, written, _delivered(record), result, creating)
     if state == "new":
@@ -423,6 +425,18 @@ def prepare_workspace(
         update.deliver(name, text)
     update.write_manifest(done=True)
     return update.result
+
+
+def track_exercises(files: dict[str, str]) -> tuple[str, ...]:
+    """The exercise ids the notebooks among ``files`` (name -> text) hold, in the notebooks' order.
+
+    Read as plain JSON: a workspace made from a prebuilt edition does not wait for nbformat."""
+    sources = []
+    for name in sorted(name for name in files if name.endswith(".ipynb")):
+        for cell in json.loads(files[name]).get("cells", []):
+            source = cell.get("source", "") if cell.get("cell_type") == "code" else ""
+            sources.append("".join(source) if isinstance(source, list) else str(source))
+    return tuple(exercise_ids(sources))
 
 
 def _from_edition(edition: Path, track: str | None, room: bool) -> tuple[dict[str, str], str]:
@@ -552,6 +566,7 @@ class _Update:
         }
         record: dict[str, object] = {
             "tool": TOOL, "format": _FORMAT, "files": still_there, "delivered": self.delivered, "track": self.result.track,
+            "exercises": list(self.result.exercises),
         }
         if self.creating and not done:
             record[CREATING] = True

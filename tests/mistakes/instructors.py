@@ -4,7 +4,7 @@
 (``<!-- mistakes 1.2 -->`` ... ``<!-- /mistakes 1.2 -->``) with what the checkers print now;
 ``--check`` exits 1 when the file is out of date (``test_instructors.py`` runs the same
 comparison). Line numbers of the learner's code become ``N``, measured figures ``…``, and the
-closing "Your run_node starts at line N of its cell." is left out, as the guide says.
+closing "Your run_node starts at line N of its cell." and "Stuck? labkit.hint(...)" are left out, as the guide says.
 
 Some rows quote torch's own words, which change between releases, so the guide records the torch it
 was written with (``<!-- mistakes written with torch 2.14 -->``); the test compares on that torch or a
@@ -24,12 +24,13 @@ from tests.mistakes.catalogues import EXERCISES, all_mistakes
 GUIDE = ROOT / "INSTRUCTORS.md"
 WRITTEN_WITH = re.compile(r"<!-- mistakes written with torch (\d+\.\d+) -->")
 _WHERE_IT_STARTS = re.compile(r" Your [\w.]+ starts at line \d+ of (?:its cell|[\w.-]+)\.(?=\s|$)")
+_HINT_POINTER = re.compile(r' Stuck\? labkit\.hint\("[\d.]+"\) gives the next hint\.$')  # the same on every row
 
 
 def shown(mistake: Mistake, result: CheckResult) -> str:
     """The checker's verdict ``result`` on ``mistake`` as the guide quotes it."""
     text = str(result)
-    text = _WHERE_IT_STARTS.sub("", text)
+    text = _HINT_POINTER.sub("", _WHERE_IT_STARTS.sub("", text))
     for pattern in mistake.measured:
         text = re.sub(pattern, "…", text)
     text = re.sub(r"\bline \d+ of\b", "line N of", text)
