@@ -17,9 +17,15 @@ from labkit.core.errors import LabkitValueError
 
 #: Where the solved reference notebooks live in a checkout of labkit.
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
-#: labkit's repository, the one setting every link to it is built from: ``pip install "labkit @ git+URL"`` in each
-#: notebook's first cell and the README, "Open in Colab" on the docs site (:mod:`labkit.tools.hosted`).
-REPOSITORY_URL = "https://github.com/OWNER/labkit"
+#: What ``pip install`` takes (pyproject's ``name``): ``labkit`` on PyPI is an unrelated package. The import name and the
+#: command are ``labkit``.
+DISTRIBUTION = "torch-labkit"
+#: labkit's public repository (``https://github.com/OWNER/NAME``), the one setting every link to it is built from:
+#: ``pip install "torch-labkit @ git+URL"`` in each notebook's first cell and the README, "Open in Colab" and Binder
+#: in the README and on the docs site (:mod:`labkit.tools.hosted`). None until the repository is public: then no
+#: such link is shown (one that cannot work is worse than none) and installs name :data:`DISTRIBUTION` alone. After
+#: setting it, run ``python -m labkit hosted --write``.
+REPOSITORY_URL: str | None = None
 #: The branch those links open (the one the notebooks are committed on).
 REPOSITORY_BRANCH = "main"
 NOTEBOOK_PATTERN = re.compile(r"^\d\d_[\w-]+\.ipynb$")

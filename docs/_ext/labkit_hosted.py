@@ -4,7 +4,8 @@ Why: a reader who wants to run a page has no checkout; Colab opens the same note
 from the repository, and its first cell installs labkit there. The address comes from
 :func:`labkit.tools.hosted.colab_url`, built from the one setting
 :data:`labkit.labs.REPOSITORY_URL`, as the README's links are: never written by hand.
-A plain link (no badge image): the site loads nothing from the network.
+A plain link (no badge image): the site loads nothing from the network. While that setting
+is None (no public repository yet) the pages have no such link.
 """
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ LINK_CLASS = "labkit-open-in-colab"
 LINK_TEXT = "Open this notebook in Colab"
 
 
-def colab_link(notebook: str) -> nodes.paragraph:
-    """A paragraph holding the link that opens ``notebook`` (a file name) in Colab."""
-    link = nodes.reference("", LINK_TEXT, refuri=colab_url(notebook), internal=False)
-    return nodes.paragraph("", "", link, classes=[LINK_CLASS])
+def colab_link(notebook: str) -> nodes.paragraph | None:
+    """A paragraph holding the link that opens ``notebook`` (a file name) in Colab; None while no repository is set."""
+    url = colab_url(notebook)
+    if url is None:
+        return None
+    return nodes.paragraph("", "", nodes.reference("", LINK_TEXT, refuri=url, internal=False), classes=[LINK_CLASS])
 
 
 def add_colab_link(app: Sphinx, doctree: nodes.document) -> None:
@@ -36,7 +39,9 @@ def add_colab_link(app: Sphinx, doctree: nodes.document) -> None:
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None or not isinstance(section[0], nodes.title):
         return
-    section.insert(1, colab_link(notebook))
+    link = colab_link(notebook)
+    if link is not None:
+        section.insert(1, link)
 
 
 def setup(app: Sphinx) -> dict[str, object]:

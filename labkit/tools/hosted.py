@@ -2,15 +2,18 @@
 
 Why: on Colab a notebook opened from GitHub runs in a machine that has torch but
 no labkit. So each notebook's first code cell starts with a few lines that
-install labkit where it is missing (``pip install "labkit @ git+URL"``, one
-command), keeping the torch and torchvision the platform has when labkit runs on
-them (:data:`labkit.tools.doctor.TESTED_RANGE`), and say what they did. Where
+install labkit where it is missing (``pip install "torch-labkit @ git+URL"``, one
+command, or ``pip install torch-labkit`` while no repository is configured), keeping
+the torch and torchvision the platform has when labkit runs on them
+(:data:`labkit.tools.doctor.TESTED_RANGE`), and say what they did. Where
 labkit is importable they only look it up (no network, no output), so strict
 nbval and every other run see the cell as it was. Those lines are written by
 this tool from one template (:func:`install_block`), never by hand, and every
 link to the repository comes from one setting, :data:`labkit.labs.REPOSITORY_URL`:
-the install line, the "Open in Colab" links of the README (a block between two
-marker lines, :func:`readme_block`) and of the docs site (``docs/_ext/labkit_hosted.py``).
+the install line, the "Open in Colab" and Binder links of the README (a block between two
+marker lines, :func:`readme_block`) and the Colab link of the docs site (``docs/_ext/labkit_hosted.py``).
+While that setting is None (no public repository yet) no such link is made at all: a link
+that cannot work is worse than none, and the README's block says, in a comment, what to set.
 Change the setting or the template, then run ``python -m labkit hosted --write``
 (and re-execute the notebooks); without ``--write`` the tool checks that every
 notebook and the README hold the current version (a test does the same).
@@ -31,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
-from labkit.labs import NOTEBOOKS_DIR, REPOSITORY_BRANCH, REPOSITORY_URL, find_notebooks
+from labkit.labs import DISTRIBUTION, NOTEBOOKS_DIR, REPOSITORY_BRANCH, REPOSITORY_URL, find_notebooks
 from labkit.tools.doctor import TESTED_RANGE
 
 if TYPE_CHECKING:
@@ -42,6 +45,10 @@ README = NOTEBOOKS_DIR.parent / "README.md"
 README_START = "<!-- labkit-hosted: written by `python -m labkit hosted --write` from labkit.labs.REPOSITORY_URL -->"
 README_END = "<!-- /labkit-hosted -->"
 COLAB = "https://colab.research.google.com/github/"
+BINDER = "https://mybinder.org/v2/gh/"
+#: What the README's block says, as a comment, while no repository is configured.
+UNCONFIGURED = ("<!-- No Colab or Binder links: labkit.labs.REPOSITORY_URL is not set. Set it to the public repository's "
+                "GitHub address, then run `python -m labkit hosted --write`. -->")
 _GITHUB = re.compile(r"^https://github\.com/([\w.-]+/[\w.-]+?)/?$")
 
 # $tested: (dist, oldest, newest) of TESTED_RANGE; $requirement: the pip requirement of labkit from its repository.
@@ -78,22 +85,42 @@ if importlib.util.find_spec("labkit") is None:
 
 
 def pip_requirement() -> str:
-    """labkit from its repository, as pip takes it: ``labkit @ git+https://github.com/OWNER/labkit``."""
-    return f"labkit @ git+{REPOSITORY_URL}"
+    """labkit as pip takes it: from its repository (``torch-labkit @ git+URL``) when one is configured, else by name."""
+    return DISTRIBUTION if REPOSITORY_URL is None else f"{DISTRIBUTION} @ git+{REPOSITORY_URL}"
 
 
-def repository_page(path: str) -> str:
-    """The repository's page of ``path`` (a folder or file of the checkout) on the branch the links open."""
-    return f"{REPOSITORY_URL}/tree/{REPOSITORY_BRANCH}/{path}"
+def repository_page(path: str) -> str | None:
+    """The repository's page of ``path`` (a folder or file of the checkout) on the branch the links open; None without one."""
+    return None if REPOSITORY_URL is None else f"{REPOSITORY_URL}/tree/{REPOSITORY_BRANCH}/{path}"
 
 
-def colab_url(notebook: str) -> str:
-    """The address that opens ``notebooks/<notebook>`` of the repository in Colab (which opens notebooks from GitHub)."""
+def repository_link(path: str) -> str:
+    """Markdown naming ``path`` of labkit's repository: a link to its page, or the path alone while none is configured."""
+    page = repository_page(path)
+    return f"`{path}/`" if page is None else f"<{page}>"
+
+
+def _github_name() -> str | None:
+    """``OWNER/NAME`` of the configured repository; None without one. Raises for a repository not on GitHub."""
+    if REPOSITORY_URL is None:
+        return None
     match = _GITHUB.match(REPOSITORY_URL)
     if match is None:
-        raise LabkitValueError(f"Colab opens notebooks from GitHub, and labkit.labs.REPOSITORY_URL is {REPOSITORY_URL!r}: "
-                               "set it to the repository's https://github.com/OWNER/NAME address.")
-    return f"{COLAB}{match[1]}/blob/{REPOSITORY_BRANCH}/notebooks/{Path(notebook).name}"
+        raise LabkitValueError(f"Colab and Binder open notebooks from GitHub, and labkit.labs.REPOSITORY_URL is "
+                               f"{REPOSITORY_URL!r}: set it to the repository's https://github.com/OWNER/NAME address.")
+    return match[1]
+
+
+def colab_url(notebook: str) -> str | None:
+    """The address that opens ``notebooks/<notebook>`` of the repository in Colab; None while no repository is set."""
+    name = _github_name()
+    return None if name is None else f"{COLAB}{name}/blob/{REPOSITORY_BRANCH}/notebooks/{Path(notebook).name}"
+
+
+def binder_url() -> str | None:
+    """The address that opens the learner workspace (made by ``postBuild``) on Binder; None while no repository is set."""
+    name = _github_name()
+    return None if name is None else f"{BINDER}{name}/HEAD?urlpath=lab/tree/workspace/00_start_here.ipynb"
 
 
 def install_block() -> str:
@@ -130,13 +157,18 @@ def notebook_is_current(notebook: nbformat.NotebookNode) -> bool:
 
 
 def readme_block(notebooks: Sequence[str]) -> str:
-    """The README's block: how a pip user installs labkit, and each notebook's "Open in Colab" link (markers included)."""
+    """The README's block (markers included): how a pip user installs labkit, and where a repository is configured,
+    each notebook's "Open in Colab" link and the Binder link."""
+    requirement = pip_requirement()
+    pip_line = f'pip install "{requirement}"' if " " in requirement else f"pip install {requirement}"
+    install = [README_START, "", "```bash", pip_line,
+               "labkit lab      # creates workspace/ here (blank exercises) and starts JupyterLab on it", "```", ""]
+    binder = binder_url()
+    if binder is None:
+        return "\n".join([*install, UNCONFIGURED, README_END])
     rows = [f"| `{Path(name).stem}` | [Open in Colab]({colab_url(name)}) |" for name in notebooks]
-    return "\n".join([
-        README_START, "", "```bash", f'pip install "{pip_requirement()}"',
-        "labkit lab      # creates workspace/ here (blank exercises) and starts JupyterLab on it", "```", "",
-        "| notebook | Colab |", "| --- | --- |", *rows, README_END,
-    ])
+    return "\n".join([*install, "| notebook | Colab |", "| --- | --- |", *rows, "",
+                      f"Or the whole learner workspace on Binder: [Open on Binder]({binder})", README_END])
 
 
 def _readme_text(path: Path, notebooks: Sequence[str]) -> str:
@@ -192,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
         labs = find_notebooks(NOTEBOOKS_DIR) if NOTEBOOKS_DIR.is_dir() else []
         paths = args.paths or [*labs, README]
         if not labs and not args.paths:
-            raise LabkitValueError("this labkit runs from no checkout: give the notebooks (and README.md) to check or write.")
+            raise LabkitValueError("it works in a checkout of labkit's repository (it writes the install lines into "
+                                   "notebooks/ and README.md there), and this labkit is installed without one: run it in "
+                                   "a checkout, or give the notebooks (and README.md) to check or write.")
         names = [path.name for path in labs]
         planned = {path: planned_text(path, names) for path in paths}  # every file checked before one is written
         changes = {path: text for path, text in planned.items() if text is not None}

@@ -23,10 +23,11 @@ from docutils.utils import new_document
 
 from labkit.__main__ import main
 from labkit.core.errors import LabkitValueError
-from labkit.labs import NOTEBOOKS_DIR, REPOSITORY_URL, find_notebooks
+from labkit.labs import DISTRIBUTION, NOTEBOOKS_DIR, find_notebooks
 from labkit.tools import hosted
 
 ROOT = Path(__file__).resolve().parents[2]
+REPOSITORY = "https://github.com/someone/labkit"  # a configured repository (labkit's own is not public yet)
 SETUP = "import labkit\n\ndevice = labkit.setup_notebook()"
 FAKE_PIP = '''\
 import json, pathlib, sys
@@ -70,9 +71,13 @@ def test_where_labkit_is_installed_the_install_lines_print_nothing_and_run_no_pi
     assert not (site / "pip-argv.json").exists()
 
 
-def test_where_labkit_is_missing_they_install_it_from_the_repository_keeping_the_platforms_torch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("repository", [None, REPOSITORY])
+def test_where_labkit_is_missing_they_install_it_keeping_the_platforms_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repository: str | None
+) -> None:
+    monkeypatch.setattr(hosted, "REPOSITORY_URL", repository)
     lines, argv = run_first_cell(tmp_path, {"torch": "2.5.1+cu121", "torchvision": "0.20.1+cu121"})
-    requirement = f"labkit @ git+{REPOSITORY_URL}"
+    requirement = DISTRIBUTION if repository is None else f"torch-labkit @ git+{REPOSITORY}"
     assert argv == ["install", "--quiet", requirement, "torch==2.5.1+cu121", "torchvision==0.20.1+cu121"]
     assert lines == [
         "keeping torch 2.5.1+cu121",
@@ -88,16 +93,17 @@ def test_a_newer_torch_is_kept_and_called_untested_an_older_or_missing_one_is_le
     assert argv is not None and argv[3:] == ["torch==2.99.0", "torchvision==0.29.3"]
     assert lines[:2] == ["keeping torch 2.99.0 (newer than labkit's tested 2.14.1: untested)", "keeping torchvision 0.29.3"]
     lines, argv = run_first_cell(tmp_path / "older", {"torch": "2.3.1"})
-    assert argv == ["install", "--quiet", f"labkit @ git+{REPOSITORY_URL}"]
+    assert argv == ["install", "--quiet", "torch-labkit"]
     assert lines[:2] == ["torch 2.3.1 is older than labkit's tested 2.4.1 to 2.14.1: pip installs a newer one",
                          "no torchvision here: pip installs one (a large download)"]
 
 
-def test_the_install_lines_name_the_tested_range_and_the_repository_once_each() -> None:
+def test_the_install_lines_name_the_tested_range_and_the_repository_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
     from labkit.tools.doctor import TESTED_RANGE
 
+    monkeypatch.setattr(hosted, "REPOSITORY_URL", REPOSITORY)
     block = hosted.install_block()
-    assert block.count(REPOSITORY_URL) == 1 and block.splitlines()[0].startswith("# Where labkit is missing")
+    assert block.count(REPOSITORY) == 1 and block.splitlines()[0].startswith("# Where labkit is missing")
     for dist, (oldest, newest) in TESTED_RANGE.items():
         assert f"('{dist}', '{oldest}', '{newest}')" in block
 
@@ -111,11 +117,26 @@ def test_every_notebook_starts_with_the_current_install_lines_and_the_readme_hol
     assert not stale, f"{stale} hold older install lines or links: run `python -m labkit hosted --write`, then re-execute them"
 
 
-def test_the_readme_links_every_notebook_in_colab_and_pip_installs_from_the_repository() -> None:
-    readme = hosted.README.read_text(encoding="utf-8")
-    for path in find_notebooks(NOTEBOOKS_DIR):
-        assert f"({hosted.colab_url(path.name)})" in readme
-    assert f'pip install "labkit @ git+{REPOSITORY_URL}"' in readme
+def test_with_a_repository_the_readme_links_every_notebook_in_colab_and_binder_and_pip_installs_from_it(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hosted, "REPOSITORY_URL", REPOSITORY)
+    names = [path.name for path in find_notebooks(NOTEBOOKS_DIR)]
+    block = hosted.readme_block(names)
+    for name in names:
+        assert f"[Open in Colab](https://colab.research.google.com/github/someone/labkit/blob/main/notebooks/{name})" in block
+    assert "(https://mybinder.org/v2/gh/someone/labkit/HEAD?urlpath=lab/tree/workspace/00_start_here.ipynb)" in block
+    assert f'pip install "torch-labkit @ git+{REPOSITORY}"' in block and hosted.UNCONFIGURED not in block
+    assert hosted.repository_link("notebooks/solutions") == f"<{REPOSITORY}/tree/main/notebooks/solutions>"
+
+
+def test_without_a_repository_nothing_links_to_one_and_the_readme_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hosted, "REPOSITORY_URL", None)
+    block = hosted.readme_block(["00_a.ipynb"])
+    assert "pip install torch-labkit\n" in block and hosted.UNCONFIGURED in block and "http" not in block
+    assert hosted.colab_url("00_a.ipynb") is None and hosted.binder_url() is None
+    assert hosted.repository_link("notebooks/solutions") == "`notebooks/solutions/`"
+    assert "git+" not in hosted.install_block() and 'requirements = ["torch-labkit", *keep]' in hosted.install_block()
 
 
 def lab_notebooks(tmp_path: Path) -> list[Path]:
@@ -169,14 +190,16 @@ def test_the_readme_block_is_replaced_between_its_markers_and_a_readme_without_t
         hosted.planned_text(readme, ["00_a.ipynb"])
 
 
-def test_colab_links_need_a_github_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_colab_and_binder_links_need_a_github_repository(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hosted, "REPOSITORY_URL", "https://github.com/someone/labkit")
     assert hosted.colab_url("02_memory_format.ipynb") == (
         "https://colab.research.google.com/github/someone/labkit/blob/main/notebooks/02_memory_format.ipynb"
     )
     monkeypatch.setattr(hosted, "REPOSITORY_URL", "https://gitlab.com/someone/labkit")
-    with pytest.raises(LabkitValueError, match="Colab opens notebooks from GitHub"):
+    with pytest.raises(LabkitValueError, match="Colab and Binder open notebooks from GitHub"):
         hosted.colab_url("02_memory_format.ipynb")
+    with pytest.raises(LabkitValueError, match="Colab and Binder open notebooks from GitHub"):
+        hosted.binder_url()
 
 
 # --- the docs site's link (docs/_ext/labkit_hosted.py) ------------------------------------------------
@@ -193,6 +216,11 @@ def test_the_docs_site_links_each_notebook_page_to_colab_below_its_title(monkeyp
     monkeypatch.syspath_prepend(str(ROOT / "docs" / "_ext"))
     import labkit_hosted
 
+    monkeypatch.setattr(hosted, "REPOSITORY_URL", None)  # no repository: no link
+    app, document = page("notebooks/02_memory_format")
+    labkit_hosted.add_colab_link(app, document)  # type: ignore[arg-type]
+    assert not [p for p in document.findall(nodes.paragraph) if labkit_hosted.LINK_CLASS in p["classes"]]
+    monkeypatch.setattr(hosted, "REPOSITORY_URL", REPOSITORY)
     app, document = page("notebooks/02_memory_format")
     labkit_hosted.add_colab_link(app, document)  # type: ignore[arg-type]
     section = next(iter(document.findall(nodes.section)))

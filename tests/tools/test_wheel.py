@@ -218,7 +218,7 @@ def test_labkit_workspace_gives_what_make_lab_gives_and_a_notebook_runs_there_wi
         for path in find_notebooks(NOTEBOOKS):
             assert (here / name / path.name).read_text(encoding="utf-8") == in_checkout[path.name], (name, path.name)
         readme = (here / name / "README.md").read_text(encoding="utf-8")
-        assert hosted.repository_page("notebooks/solutions") in readme and "../" not in readme
+        assert hosted.repository_link("notebooks/solutions") in readme and "../" not in readme
     notebook, imported = executed(folder, env, here / "ws" / "02_memory_format.ipynb")
     assert Path(imported).is_relative_to(folder), "the kernel must import the wheel's labkit"
     verdicts = [text for text in outputs_text(notebook) if "Exercise 2." in text]

@@ -647,7 +647,7 @@ def test_an_installed_labkit_makes_the_workspace_that_make_lab_makes_from_the_la
         assert (tmp_path / "workspace" / name).read_text() == from_checkout[name]
     readme = (tmp_path / "workspace" / "README.md").read_text()
     assert "`labkit lab`" in readme and "make lab" not in readme and "../" not in readme
-    assert f"<{hosted.repository_page('notebooks/solutions')}>" in readme and "labkit lab --track core" in readme
+    assert hosted.repository_link("notebooks/solutions") in readme and "labkit lab --track core" in readme
     core = workspace.prepare_workspace(tmp_path / "core-ws", track="core")
     assert core.track == "core" and not holds_side_trip(tmp_path / "core-ws" / "01_demo.ipynb")
     assert workspace.prepare_workspace(tmp_path / "core-ws").lines() == [f"{tmp_path / 'core-ws'} is up to date"]
