@@ -24,7 +24,7 @@ TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 HF_FLOOR := transformers==4.45.2
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
@@ -35,7 +35,10 @@ help:
 	@echo "make workshop-remove-accounts  (root) after the workshop: remove every learner account and its home"
 	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
 	@echo "make workshop-board-loadtest LEARNERS=30  the room board under load: its latency, CPU and memory (build/)"
-	@echo "make test       create the venv if missing, run every test (unit, strict nbval, browser UI)"
+	@echo "make test       create the venv if missing, run every test (i18n-check first, unit, strict nbval, browser UI)"
+	@echo "make i18n-update  English notebooks -> the zh/ru catalogues (notebooks/i18n/; changed cells become fuzzy)"
+	@echo "make i18n-build   catalogues -> notebooks/zh/, notebooks/ru/, executed (I18N_ARGS='--lang zh --no-execute')"
+	@echo "make i18n-check   fail on a missing, fuzzy, stale, off-glossary or structurally different translation"
 	@echo "make test-torch-floor  unit tests and every notebook (run, outputs not compared) on the oldest tested torch"
 	@echo "make lint       ruff (line length included) and mypy, as make test runs them"
 	@echo "make nbval-stress  strict nbval on every notebook 3x with all cores busy, then with OMP_NUM_THREADS=1"
@@ -104,6 +107,16 @@ workshop-board-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)
+
+# the notebooks in Chinese and Russian (notebooks/i18n/README.md): English is the source, catalogues per notebook
+i18n-update: $(STAMP)
+	$(PY) -m labkit i18n update $(I18N_ARGS)
+
+i18n-build: $(STAMP)
+	$(PY) -m labkit i18n build $(I18N_ARGS)
+
+i18n-check: $(STAMP)
+	$(PY) -m labkit i18n check $(I18N_ARGS)
 
 # CI's second job: the tested floor in its own venv (a few GB: PyPI's torch 2.4 is a CUDA build). Strict nbval
 # stays on the newest release; here each notebook must only run without an error (labkit notebooks --no-write).

@@ -1,0 +1,49 @@
+"""``python -m labkit i18n update|build|check``: the notebooks' translations (``make i18n-update`` ...).
+
+Why a command: translators run ``update`` after an English change, ``build`` after translating, and
+``make test`` runs ``check`` first, so a stale or unfinished translation stops the test run with the cells named.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from labkit.i18n import notebooks
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("update", "build", "check"),
+                        help="update: English notebooks -> catalogues; build: catalogues -> notebooks/<lang>/ (executed); "
+                             "check: fail on anything missing, fuzzy, stale, off-glossary or structurally different")
+    parser.add_argument("--lang", action="append", choices=notebooks.LANGS,
+                        help="one language (repeat for more); default: all")
+    parser.add_argument("--notebooks-dir", type=Path, default=Path("notebooks"), help="the English notebooks' folder")
+    parser.add_argument("--no-execute", action="store_true", help="build only: keep the English outputs, run nothing")
+    parser.add_argument("--timeout", type=int, default=600, help="build only: seconds per cell")
+
+
+def run(args: argparse.Namespace) -> int:
+    langs = tuple(args.lang or notebooks.LANGS)
+    root = args.notebooks_dir
+    if args.action == "update":
+        changes = notebooks.update(root, langs)
+        print("\n".join(changes) if changes else "catalogues already match the English notebooks")
+        return 0
+    if args.action == "build":
+        os.environ.setdefault("LABKIT_PROGRESS", "off")  # as make notebooks: the solved labs' verdicts are nobody's progress
+        failed = 0
+        for line in notebooks.build(root, langs, execute=not args.no_execute, timeout=args.timeout):
+            failed += line.startswith("skipped")
+            print(line, flush=True)
+        return 1 if failed else 0
+    problems = notebooks.check(root, langs)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    count = len(notebooks.english_notebooks(root))
+    if problems:
+        print(f"i18n check: {len(problems)} problem(s) in {', '.join(langs)}", file=sys.stderr)
+        return 1
+    print(f"i18n check: {count} notebooks in {', '.join(langs)}, every translation finished and current")
+    return 0
