@@ -31,6 +31,7 @@ COMMANDS = {
     "nbval-stress": ("labkit.tools.nbval_stress", "strict nbval on the notebooks under CPU load, then single-threaded"),
     "fwad-sweep": ("labkit.tools.fwad_sweep",
                    "run forward_ad.jvp and verify_jvp over PyTorch's OpInfo database and count the outcomes"),
+    "i18n": ("labkit.i18n.cli", "the notebooks' translations: update the catalogues, build the zh/ru notebooks, check them"),
     "hosted": ("labkit.tools.hosted",
                "check (or --write) the install lines of each notebook's first cell and the Colab links, for hosted notebooks"),
 }
