@@ -7,9 +7,9 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "Is your model in eval mode, with at least three layers and a convolution among them?",
         "The section *Statistics: `labkit.profile_model`* shows the call and its `runs=` argument; "
         "`nn.Module.eval()` switches BatchNorm and Dropout from training to inference.",
-        "Build a small `nn.Sequential` of at least three layers, one of them an `nn.Conv2d`, and switch it to eval mode. "
-        "Make a random batch whose channel count matches the first convolution's input channels. "
-        "Profile the model on that batch with at least three timed runs and return the report as labkit gives it.",
+        "The answer is three choices and one call: a model that meets the rules (layers, a convolution, the mode for "
+        "inference), a batch it accepts (compare its channels with what the first layer expects), and how many timed "
+        "runs to ask for. Your function's only other job is to hand back what labkit measured, exactly as it came.",
     ),
     "1.2": (
         "Does every node with a tensor output get its shape, under the node's name? "

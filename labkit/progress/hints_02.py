@@ -29,8 +29,8 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "Which memory format does a 5-D tensor take?",
         "The sections *`convert_conv2d_weight_memory_format` versus `model.to`* and *`channels_last_3d` for 5-D tensors*; "
         "`torch.nn.utils` has a weight converter for Conv2d layers and one for Conv3d layers.",
-        "Call `torch.nn.utils.convert_conv3d_weight_memory_format` on the model with the 5-D format, then "
-        "`torch.nn.utils.convert_conv2d_weight_memory_format` with the 4-D one: each converts only its own kind of layer, "
-        "in place. Leave every other parameter alone and return the model you were given.",
+        "Treat the two kinds of layer apart: each converter touches only its own kind, and each kind's weight has its "
+        "own number of dimensions, so it needs the memory format of that many. One conversion per kind, in place, and "
+        "nothing else of the model changes: what does your function then give back?",
     ),
 }

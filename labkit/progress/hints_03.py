@@ -8,18 +8,18 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "Section 4, The functional API: `torch.func.jvp`, takes tuples of primals and tangents and returns "
         "`(output, jvp)`; section 1, Dual tensors: the basic usage, does the same with `fwAD.make_dual` and "
         "`fwAD.unpack_dual` inside `fwAD.dual_level()`.",
-        "Give f to `torch.func.jvp` with the point x as its only primal and the direction v as that primal's tangent, "
-        "in one call. Of the two results, keep the tangent and return it. Run no backward pass, build no Jacobian, "
-        "and evaluate f only through that one call.",
+        "One forward-mode evaluation of f answers it: the point is what you differentiate at, the direction is the "
+        "tangent that travels with it, and of what comes back you need only the derivative part. Nothing backward and "
+        "nothing Jacobian-sized: the checker counts how often f runs.",
     ),
     "3.2": (
         "How many passes does each transform need: one per entry of the input, or one per entry of the output? Are "
         "you counting every entry of x and of f(x), or only their first dimension?",
         "Section 7, When does forward mode win? `jacfwd` versus `jacrev`: `torch.func.jacfwd` builds the Jacobian "
         "column by column, `torch.func.jacrev` row by row; `Tensor.numel` counts every entry of a tensor.",
-        "Count the entries of x and of f(x). Forward mode needs fewer passes when the output has more entries than the "
-        "input, reverse mode otherwise: pick that transform's name as the string. Apply that same transform to f, call "
-        "what it returns at x, and return the name and that Jacobian as a pair.",
+        "Decide first, then build: compare the number of passes each mode would need (one per input entry, or one per "
+        "output entry) and let the smaller count choose. The transform you named is the one that builds the Jacobian, "
+        "and the answer carries both, the name first.",
     ),
     "3.3": (
         "Is your Function in the modern style, with a forward that takes no ctx? Does your jvp multiply the incoming "

@@ -8,8 +8,9 @@ HINTS: dict[str, tuple[str, str, str]] = {
         "Sections 3 (Read the profile), 4 (channels_last: the same model, another memory order) and 5 (Fuse Conv2d + "
         "BatchNorm2d). `torch.fx.experimental.optimization.fuse` with `inplace=False` folds each BatchNorm into its "
         "convolution on a copy; `labkit.profile_model` compares the time per op type.",
-        "Fuse a copy of the model, never the original, and convert that copy to channels_last. Return a small function "
-        "that converts each incoming batch to channels_last and runs the copy on it, so the conversion is part of what "
-        "is timed. Stay in eval mode and float32, compute from every input, and leave torch's thread count alone.",
+        "Two of the notebook's changes attack what the profile shows: folding each BatchNorm into its convolution, and a "
+        "memory order the convolutions prefer. Apply them to a copy, never to the model you were given, and let the "
+        "callable do per batch whatever the input needs, so that it is part of what is timed. Same precision, same "
+        "mode, every input used, torch's settings left alone.",
     ),
 }

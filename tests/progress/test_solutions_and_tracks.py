@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from labkit.core.errors import LabkitValueError
 from labkit.labs import EXERCISES, NOTEBOOKS_DIR
 from labkit.memory_format.checks import check_predict_strides
 from labkit.progress import journal, record
+from labkit.progress.hints import HINTS
 from labkit.progress.table import my_progress
 from labkit.tools import workspace
 
@@ -98,3 +100,24 @@ def test_the_recording_depends_on_nothing_it_records():
                 [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             importers += [path.name for name in names if name.startswith("labkit.core.checks")]
     assert importers == []
+
+
+def _solution_identifiers(exercise: str) -> set[str]:
+    """The APIs the reference solution of ``exercise`` uses: attributes (``torch.channels_last``, ``.eval()``) and
+    imported names, four letters or more."""
+    lab, number = exercise.split(".")
+    tree = ast.parse(next((NOTEBOOKS_DIR / "solutions").glob(f"{int(lab):02d}_{number}_*.py")).read_text())
+    names = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    names |= {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names}
+    return {name for name in names if len(name) >= 4}
+
+
+@pytest.mark.parametrize("exercise", ["1.1", "2.3", "3.1", "3.2", "4.1"])
+def test_the_third_hint_is_an_approach_that_names_none_of_the_solutions_apis(exercise: str):
+    third = HINTS[exercise][2]
+    assert sorted(name for name in _solution_identifiers(exercise) if re.search(rf"\b{re.escape(name)}\b", third)) == []
+
+
+def test_the_last_hint_says_the_solution_is_a_step_of_its_own_after_a_try(journal_file: Path):
+    shown = str(labkit.hint("3.2", level=3))
+    assert 'once you have tried, labkit.solution("3.2") shows the reference solution' in shown.lower()
