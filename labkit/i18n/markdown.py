@@ -1,4 +1,4 @@
-"""What a translation of a markdown cell must keep: its code, links, math, headings, lists and code blocks.
+"""What a translation of a markdown cell must keep: its code, links, math, HTML, headings, lists and code blocks.
 
 Why: a translator rewrites the prose, never the parts a reader copies or clicks. Parsed with markdown-it-py
 (the parser MyST, and so the docs site, uses), with its dollar-math plugin, so `$x$` is math and `` `$x$` `` code.
@@ -22,6 +22,7 @@ class Structure:
     code_spans: Counter[str] = field(default_factory=Counter)
     link_targets: Counter[str] = field(default_factory=Counter)
     math: Counter[str] = field(default_factory=Counter)
+    html: Counter[str] = field(default_factory=Counter)  # e.g. the <!-- extra --> markers the workshop's tracks read
     heading_levels: list[int] = field(default_factory=list)
     list_items: int = 0
     code_blocks: int = 0
@@ -50,6 +51,8 @@ def _walk(tokens: list[Token], found: Structure) -> None:
             found.link_targets[str(token.attrs.get("href") or token.attrs.get("src") or "")] += 1
         elif kind in ("math_inline", "math_block", "math_block_label", "math_inline_double"):
             found.math[token.content.strip()] += 1
+        elif kind in ("html_inline", "html_block"):
+            found.html[token.content.strip()] += 1
         elif kind == "text":
             found.prose.append(token.content)
         if token.children:
@@ -64,6 +67,7 @@ def differences(english: str, translation: str) -> list[str]:
         ("inline code", source.code_spans, target.code_spans),
         ("link targets", source.link_targets, target.link_targets),
         ("math", source.math, target.math),
+        ("HTML", source.html, target.html),
     ):
         if kept != got:
             lost = ", ".join(repr(s) for s in (kept - got).elements())

@@ -163,6 +163,7 @@ def test_a_code_cell_changed_in_the_translation_fails(lab: Path) -> None:
     (ZH["intro"].replace("(https://pytorch.org/docs)", "(https://pytorch.org/cn)"), "link targets differ"),
     (ZH["intro"].replace("$y = Jv$", "$y=J v$"), "math differs"),
     (ZH["intro"].replace("# 09", "## 09"), "headings differ: levels [1] in English, [2] here"),
+    (ZH["intro"] + " <!-- extra -->", "HTML differs; not in English '<!-- extra -->'"),
 ])
 def test_a_translation_whose_structure_differs_fails(lab: Path, intro: str, expected: str) -> None:
     translate_all(lab, {"intro": intro})
