@@ -14,12 +14,14 @@ from labkit.tools.lab import server_args
 from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, board_url, prepare_board_state
 from labkit.workshop.install import learner_environment
 from labkit.workshop.provision import provision_workspace, write_room_edition
-from labkit.workshop.room import check_room, instructor_sign_up_code, prepare_state
+from labkit.workshop.room import check_isolation, check_room, instructor_sign_up_code, prepare_state
 from labkit.workshop.settings import USERNAME_PATTERN, HubSettings
 
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
 settings = HubSettings.from_environment()  # refuses the shared account beyond loopback, a room without root
-# A room refuses to start if a learner could read the solutions or change the code the hub runs.
+# A room refuses to start if a learner's code would run as root or serve pages on the hub's origin (no subdomains),
+# or if a learner could read the solutions or change the code the hub runs.
+check_isolation(settings)
 proxy = Path(__file__).resolve().parent / "node_modules"
 check_room(settings, hub_code=[Path(labkit.__file__).parent, Path(__file__), Path(sys.prefix), Path(sys.base_prefix), proxy])
 prepare_state(settings)  # the cookie secret and the database: the hub's account's alone (0700 folder, 0600 files)
@@ -41,9 +43,10 @@ if (proxy / ".bin" / "configurable-http-proxy").exists():  # installed by `make 
 c.Authenticator.username_pattern = USERNAME_PATTERN  # every log-in: no whitespace, no markup, a valid account name
 if settings.password:
     c.Authenticator.admin_users = {settings.admin}  # the shared-password log-in makes its admin a JupyterHub admin
-    c.JupyterHub.authenticator_class = "shared-password"
-    c.SharedPasswordAuthenticator.user_password = settings.password
-    c.SharedPasswordAuthenticator.admin_password = settings.admin_password
+    c.JupyterHub.authenticator_class = "labkit.workshop.auth.RoomPasswordAuthenticator"  # JupyterHub's, with a cap
+    c.RoomPasswordAuthenticator.max_learners = settings.max_learners
+    c.RoomPasswordAuthenticator.user_password = settings.password
+    c.RoomPasswordAuthenticator.admin_password = settings.admin_password
     c.Authenticator.allow_all = True  # anyone with the password: the password is the gate
 else:
     c.JupyterHub.authenticator_class = "labkit.workshop.auth.WorkshopAuthenticator"  # NativeAuthenticator, hardened

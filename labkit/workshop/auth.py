@@ -47,6 +47,13 @@ What :class:`WorkshopAuthenticator` does instead:
   change, with a message that says which rule.
 - ``/hub/confirm/`` (self-approval by e-mail) is not served: the instructor
   approves each sign-up.
+- Log-in and sign-up cannot stall the hub: bcrypt (about a quarter of a
+  second of CPU per password) runs on a small pool of threads of its own,
+  never on the hub's event loop; each client address may POST to ``/hub/login``
+  and ``/hub/signup`` at most ``attempts_per_minute`` times a minute (429 and
+  how long to wait, after that); and at most ``max_pending_sign_ups`` sign-ups
+  wait for approval at once (the next is refused, saying so), so the
+  instructor's approval page stays a page.
 - The instructor's name is nobody's to take first: NativeAuthenticator approves
   an admin name at once, so whoever reached the sign-up page first became the
   instructor. Signing up under an instructor's name needs ``instructor_code``,
@@ -62,14 +69,21 @@ What :class:`WorkshopAuthenticator` does instead:
 """
 from __future__ import annotations
 
+import asyncio
 import hmac
 import re
+import time
 import weakref
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import bcrypt
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, Template
+from jupyterhub import orm
+from jupyterhub.authenticators.shared import SharedPasswordAuthenticator
 from jupyterhub.handlers import BaseHandler
 from jupyterhub.scopes import needs_scope
 from nativeauthenticator import NativeAuthenticator
@@ -90,7 +104,47 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 LEARNER_MINIMUM = LEARNER_PASSWORD_MIN
 ADMIN_MINIMUM = INSTRUCTOR_PASSWORD_MIN  # the instructor's account opens every learner's server
 BCRYPT_MAX_BYTES = 72  # bcrypt 5 refuses a longer password (older releases silently ignored the rest)
+ATTEMPTS_PER_MINUTE = 30  # log-in and sign-up POSTs per client address: a room behind one NAT address logs in at once
+MAX_PENDING_SIGN_UPS = 60  # sign-ups waiting for approval: a room's worth, never an endless approval page
+HASHING_THREADS = 2  # bcrypt releases the GIL: two threads hash while the event loop keeps serving
 admin_only = needs_scope("admin:users")  # as NativeAuthenticator guards its admin pages
+_hashing = ThreadPoolExecutor(HASHING_THREADS, thread_name_prefix="labkit-bcrypt")
+
+
+async def off_the_loop(function: Any, *args: Any) -> Any:
+    """``function(*args)`` on the hashing threads: bcrypt never blocks the hub's event loop."""
+    return await asyncio.get_running_loop().run_in_executor(_hashing, function, *args)
+
+
+class AttemptLimit:
+    """At most ``per_minute`` attempts per client address in any 60 s; remembers at most ``addresses`` addresses."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self, per_minute: int, addresses: int = 10_000) -> None:
+        self.per_minute, self.addresses = per_minute, addresses
+        self._seen: dict[str, deque[float]] = {}
+
+    def wait_s(self, address: str, now: float | None = None) -> float:
+        """0 and the attempt counted, or how many seconds ``address`` must wait before its next attempt."""
+        now = time.monotonic() if now is None else now
+        times = self._seen.setdefault(address, deque())
+        while times and now - times[0] >= self.WINDOW_S:
+            times.popleft()
+        if len(times) >= self.per_minute:
+            return self.WINDOW_S - (now - times[0])
+        times.append(now)
+        if len(self._seen) > self.addresses:  # forget the addresses idle longest: a flood of addresses stays bounded
+            for stale in [key for key, seen in self._seen.items() if not seen or now - seen[-1] >= self.WINDOW_S]:
+                del self._seen[stale]
+            while len(self._seen) > self.addresses:
+                del self._seen[next(iter(self._seen))]
+        return 0.0
+
+    @staticmethod
+    def message(wait_s: float) -> str:
+        return (f"Too many log-in and sign-up attempts from your address: wait {max(1, round(wait_s))} s and try "
+                "again. (Sharing one address with the whole room? Ask the instructor.)")
 
 _overlays: weakref.WeakKeyDictionary[Environment, Environment] = weakref.WeakKeyDictionary()
 
@@ -114,6 +168,40 @@ class WorkshopAuthenticator(NativeAuthenticator):
     check_common_password = Bool(True, config=True, help="Refuse a password from NativeAuthenticator's common list.")
     instructor_code = Unicode("", config=True, help="What signing up under an instructor's name asks for.")
     instructors = Set(Unicode(), config=True, help="Names approved at sign-up, with the instructor's password rule.")
+    attempts_per_minute = Integer(ATTEMPTS_PER_MINUTE, config=True, help="Log-in and sign-up POSTs per client address.")
+    max_pending_sign_ups = Integer(MAX_PENDING_SIGN_UPS, config=True, help="Sign-ups waiting for approval at most.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.attempts = AttemptLimit(self.attempts_per_minute)
+        self._hashed: dict[tuple[str, str], bytes] = {}  # (name, password) -> its bcrypt hash, made off the loop
+
+    async def authenticate(self, handler: Any, data: dict[str, str]) -> str | None:
+        """NativeAuthenticator's check, with the password compared on the hashing threads."""
+        username = self.normalize_username(data["username"])
+        password = data["password"].encode()
+        user = self.get_user(username)
+        if user is None or not user.is_authorized or len(password) > BCRYPT_MAX_BYTES:
+            return None
+        if not await off_the_loop(bcrypt.checkpw, password, bytes(user.password)):
+            return None
+        if user.has_2fa and not user.is_valid_token(data.get("2fa")):
+            return None
+        return str(username)
+
+    async def hash_for_sign_up(self, username: str, password: str) -> None:
+        """Hash the sign-up's password on the hashing threads, for :meth:`create_user` to store."""
+        encoded = password.encode()
+        if 0 < len(encoded) <= BCRYPT_MAX_BYTES:
+            hashed = await off_the_loop(bcrypt.hashpw, encoded, bcrypt.gensalt())
+            self._hashed[(self.normalize_username(username), password)] = hashed
+
+    def pending_problem(self, username: str) -> str | None:
+        """Why one more sign-up cannot wait for approval now, or None."""
+        if self.is_instructor(username) or self.get_unauthed_amount() < self.max_pending_sign_ups:
+            return None
+        return (f"{self.max_pending_sign_ups} sign-ups are already waiting for the instructor's approval: ask the "
+                "instructor to approve or discard them, then sign up again.")
 
     def is_instructor(self, username: str) -> bool:
         return self.normalize_username(username) in self.admin_users | self.instructors
@@ -158,9 +246,25 @@ class WorkshopAuthenticator(NativeAuthenticator):
 
     def create_user(self, username: str, password: str, **kwargs: Any) -> Any:
         """NativeAuthenticator's sign-up, refusing (None) a name or a password labkit does not allow."""
+        hashed = self._hashed.pop((self.normalize_username(username), password), None)
         if self.username_problem(username) or self.password_problem(username, password):
             return None
-        return super().create_user(username, password, **kwargs)
+        username = self.normalize_username(username)
+        if self.user_exists(username) or not self.enable_signup:
+            return None
+        # NativeAuthenticator's own create_user, less its self-approval e-mail (``/hub/confirm/`` is not served),
+        # storing the hash the sign-up page made off the loop (hashed here only for a caller other than that page).
+        infos = {**kwargs, "username": username,
+                 "password": hashed or bcrypt.hashpw(password.encode(), bcrypt.gensalt())}
+        if self.open_signup or username in self.get_authed_users():
+            infos["is_authorized"] = True
+        try:
+            info = UserInfo(**infos)
+        except AssertionError:  # NativeAuthenticator's check of the e-mail address
+            return None
+        self.db.add(info)
+        self.db.commit()
+        return info
 
     def change_password(self, username: str, new_password: str) -> bool | None:
         """NativeAuthenticator's password change, refusing (None) a password labkit does not allow."""
@@ -181,6 +285,28 @@ class WorkshopAuthenticator(NativeAuthenticator):
         ]
 
 
+class RoomPasswordAuthenticator(SharedPasswordAuthenticator):
+    """JupyterHub's shared-password log-in for at most ``max_learners`` learners.
+
+    Why: with the room's password anyone may log in under any new name, and
+    each new name is a Unix account and a server with its memory; the cap
+    bounds what the password gives away. Names that already logged in keep
+    logging in; the instructor (an admin) is never counted or refused.
+    """
+
+    max_learners = Integer(40, config=True, help="How many learners may log in with the shared password, at most.")
+
+    async def authenticate(self, handler: Any, data: dict[str, str]) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await super().authenticate(handler, data)
+        if result is None or result.get("admin") or handler.find_user(result["name"]) is not None:
+            return result
+        learners = handler.db.query(orm.User).filter(orm.User.admin.is_(False)).count()
+        if learners >= self.max_learners:
+            raise web.HTTPError(403, f"The room is full: {learners} learners have logged in, the most this room takes "
+                                "(LABKIT_WORKSHOP_MAX_LEARNERS). Log in under the name you used before, or ask the instructor.")
+        return result
+
+
 class _LabkitTemplates(BaseHandler):
     """Renders labkit's copy of a template where there is one (see :func:`templates_first`)."""
 
@@ -193,7 +319,16 @@ class _LabkitTemplates(BaseHandler):
 
 
 class LogIn(_LabkitTemplates, LoginHandler):
-    """``/hub/login`` on labkit's ``native-login.html``."""
+    """``/hub/login`` on labkit's ``native-login.html``; too many attempts from one address get 429 and a wait."""
+
+    async def post(self) -> None:
+        wait_s = self.authenticator.attempts.wait_s(self.request.remote_ip or "")
+        if wait_s:
+            self.set_status(429)
+            self.finish(await self._render(login_error=AttemptLimit.message(wait_s),
+                                           username=self.get_body_argument("username", "")[:32]))
+            return
+        await super().post()
 
 
 class SignUp(_LabkitTemplates, SignUpHandler):
@@ -204,12 +339,24 @@ class SignUp(_LabkitTemplates, SignUpHandler):
         return {**super().template_namespace, "username_rule": USERNAME_RULE}
 
     async def post(self) -> None:
-        problem = self.authenticator.instructor_code_problem(self.get_body_argument("username", "", strip=False),
-                                                             self.get_body_argument("instructor_code", "", strip=False))
-        if problem is None:
-            await super().post()
-            return
         authenticator = self.authenticator
+        username = self.get_body_argument("username", "", strip=False)
+        password = self.get_body_argument("signup_password", "", strip=False)
+        wait_s = authenticator.attempts.wait_s(self.request.remote_ip or "")
+        if wait_s:
+            self.set_status(429)
+        problem = ((AttemptLimit.message(wait_s) if wait_s else None)
+                   or authenticator.instructor_code_problem(username,
+                                                            self.get_body_argument("instructor_code", "", strip=False))
+                   or authenticator.pending_problem(username))
+        if problem is None:
+            if authenticator.username_problem(username) is None and authenticator.password_problem(username, password) is None:
+                await authenticator.hash_for_sign_up(username, password)
+            try:
+                await super().post()
+            finally:
+                authenticator._hashed.pop((authenticator.normalize_username(username), password), None)
+            return
         await self.refuse("signup.html", problem, ask_email=authenticator.ask_email_on_signup,
                           two_factor_auth=authenticator.allow_2fa, recaptcha_key=authenticator.recaptcha_key,
                           tos=authenticator.tos)

@@ -57,6 +57,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -77,7 +78,7 @@ from labkit.tools.nbrun import read_notebook
 from labkit.tools.tracks import apply_track
 from labkit.workshop.accounts import remove_accounts
 from labkit.workshop.install import others_can_run
-from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_CHECKOUT, HubSettings
+from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_CHECKOUT, UNSAFE_SHARED_ROOT, HubSettings
 
 WORKSHOP = ROOT / "workshop"
 PROXY = WORKSHOP / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -119,10 +120,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def loopback(url: str) -> tuple[str, str]:
+    """``url`` with a ``NAME.localhost`` host sent to 127.0.0.1 instead, and the Host header it must carry.
+
+    Why: a room on loopback puts learner NAME's server on ``NAME.localhost``
+    (its own origin); browsers resolve every ``*.localhost`` name to loopback,
+    but the C library here resolves only ``localhost`` itself.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if not (parts.hostname or "").endswith(".localhost"):
+        return url, parts.netloc
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"127.0.0.1:{parts.port or 80}")), parts.netloc
+
+
 def request(url: str, method: str = "GET", body: object = None, token: str = "") -> Any:
     """One REST call with a token; the JSON reply, or None for an empty one."""
     data = json.dumps(body).encode() if body is not None else None
-    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    url, host = loopback(url)
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json", "Host": host}
     with urllib.request.urlopen(urllib.request.Request(url, data, headers, method=method), timeout=REQUEST_SECONDS) as reply:
         text = reply.read()
     return json.loads(text) if text else None
@@ -144,6 +159,10 @@ class Hub:
         return request(f"{self.url}/hub/api/{path}", method, body, token or self.token)
 
     def server_url(self, name: str) -> str:
+        """Where learner ``name``'s server answers: on a subdomain of its own where the hub has them."""
+        if self.settings.subdomain_host:
+            scheme, _, host = self.settings.subdomain_host.partition("://")
+            return f"{scheme}://{name}.{host}/user/{name}"
         return f"{self.url}/user/{name}"
 
     def learner_token(self, name: str) -> str:
@@ -182,19 +201,24 @@ def require_proxy() -> Path:
 
 
 @contextlib.contextmanager
-def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str, str] | None = None) -> Iterator[Hub]:
+def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str, str] | None = None,
+                 subdomains: bool | None = None) -> Iterator[Hub]:
     """Start the hub in ``folder``; on the way out stop it and every process it started, and fail if one had to be killed.
 
     ``real_log_in`` keeps the workshop's own authenticator (the attack tests);
     otherwise the dummy one lets the load test create learners at will.
-    ``settings`` are more ``LABKIT_WORKSHOP_*`` variables for the hub. A hub
-    run as root is a room (``system-users``): its learners get accounts of a
-    prefix of their own (``lt`` and four hex digits, unless ``settings`` names
-    one), which are removed with their homes when the hub stops, and the hub
-    reads a private copy of the solved notebooks in ``folder`` (which must be
-    the hub account's alone, as a temporary folder is). Where the checkout
-    itself is readable by every account (a test machine), the hub is told so
-    (``UNSAFE_READABLE_CHECKOUT``): a real room refuses to start there.
+    ``settings`` are more ``LABKIT_WORKSHOP_*`` variables for the hub.
+    ``subdomains`` (default: for a room) puts learner NAME's server on
+    ``NAME.localhost``, the hub on ``localhost``: an origin of its own each
+    (``SUBDOMAIN_HOST``). A hub run as root is a room (``system-users``): its
+    learners get accounts of a prefix of their own (``lt`` and four hex
+    digits, unless ``settings`` names one), which are removed with their homes
+    when the hub stops, and the hub reads a private copy of the solved
+    notebooks in ``folder`` (which must be the hub account's alone, as a
+    temporary folder is). Where the checkout itself is readable by every
+    account (a test machine), the hub is told so (``UNSAFE_READABLE_CHECKOUT``),
+    and a ``shared-account`` hub run as root (the tests' machine) is told so
+    (``UNSAFE_SHARED_ACCOUNT_AS_ROOT``): a real room refuses to start with either.
     """
     require_proxy()
     port, token = free_port(), secrets.token_hex(16)
@@ -210,6 +234,9 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
            "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "JUPYTER_DATA_DIR": str(folder / "jupyter-data"),
            **(settings or {})}
     room = HubSettings.from_environment(env)
+    url = f"http://127.0.0.1:{port}"
+    if (room.separated if subdomains is None else subdomains) and PREFIX + "SUBDOMAIN_HOST" not in env:
+        url = env[PREFIX + "SUBDOMAIN_HOST"] = f"http://localhost:{port}"
     if room.separated:
         env.setdefault(PREFIX + "ACCOUNT_PREFIX", f"lt{secrets.token_hex(2)}-")
         if others_can_run(ROOT):  # a test machine's checkout: its learners are this harness's, never a room's
@@ -219,9 +246,11 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
             env[PREFIX + "NOTEBOOKS"] = str(folder / "notebooks")
     else:
         env.setdefault(PREFIX + "HOMES", str(folder / "learners"))
+        if os.geteuid() == 0:  # the tests' machine: its learners are this harness's, never a room's
+            env.setdefault(PREFIX + UNSAFE_SHARED_ROOT, "yes")
     room = HubSettings.from_environment(env)
     jupyterhub = Path(sys.executable).parent / "jupyterhub"
-    hub = Hub(f"http://127.0.0.1:{port}", token, folder, 0, room)
+    hub = Hub(url, token, folder, 0, room)
     try:
         with open(folder / "hub.log", "w") as log:
             process = subprocess.Popen([str(jupyterhub), "-f", str(config)], cwd=folder, env=env, stdout=log,
@@ -322,10 +351,9 @@ def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | No
     session = request(f"{server_url}/api/sessions", "POST",
                       {"path": path, "type": "notebook", "kernel": {"name": "python3"}}, token)
     kernel_id = session["kernel"]["id"]
-    ws_url = server_url.replace("http://", "ws://") + f"/api/kernels/{kernel_id}/channels"
     try:
         with watch(kernel_id) if watch else contextlib.nullcontext():
-            connection = websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=CELL_SECONDS)
+            connection = _kernel_socket(server_url, token, kernel_id)
             try:
                 for cell in notebook["cells"]:
                     if cell["cell_type"] == "code" and cell["source"].strip():
@@ -354,15 +382,22 @@ class CellReply:
 def run_code(server_url: str, token: str, code: str) -> CellReply:
     """Run ``code`` in a new kernel of that server, as a learner's cell would, and shut the kernel down."""
     kernel = request(f"{server_url}/api/kernels", "POST", {"name": "python3"}, token)
-    ws_url = server_url.replace("http://", "ws://") + f"/api/kernels/{kernel['id']}/channels"
     try:
-        connection = websocket.create_connection(ws_url, header=[f"Authorization: token {token}"], timeout=CELL_SECONDS)
+        connection = _kernel_socket(server_url, token, kernel["id"])
         try:
             return _execute(connection, code)
         finally:
             connection.close()
     finally:
         request(f"{server_url}/api/kernels/{kernel['id']}", "DELETE", token=token)
+
+
+def _kernel_socket(server_url: str, token: str, kernel_id: str) -> websocket.WebSocket:
+    """The kernel's websocket, as JupyterLab opens it (a ``NAME.localhost`` server's through 127.0.0.1: :func:`loopback`)."""
+    url, host = loopback(f"{server_url}/api/kernels/{kernel_id}/channels")
+    origin = server_url.split("/user/")[0]
+    return websocket.create_connection(url.replace("http://", "ws://", 1), header=[f"Authorization: token {token}"],
+                                       host=host, origin=origin, timeout=CELL_SECONDS)
 
 
 def _execute(connection: websocket.WebSocket, code: str) -> CellReply:

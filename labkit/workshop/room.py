@@ -18,7 +18,7 @@ from pathlib import Path
 from labkit.core.errors import LabkitError
 from labkit.core.files import write_text
 from labkit.workshop.install import is_current, others_can_run
-from labkit.workshop.settings import PREFIX, ROOT, HubSettings
+from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_SHARED_ROOT, UNSAFE_TRUSTED, HubSettings
 
 INSTRUCTOR_CODE = "instructor-sign-up-code"
 CODE_LENGTH = 16
@@ -70,6 +70,31 @@ def _open_to_others(info: os.stat_result) -> bool:
     if info.st_mode & stat.S_IWOTH and not sticky_folder:
         return True
     return bool(info.st_mode & stat.S_IWGRP and info.st_gid != 0) or info.st_uid not in (0, os.geteuid())
+
+
+def check_isolation(settings: HubSettings, euid: int | None = None) -> None:
+    """Refuse a room whose learners' code would run as root, or whose learners' pages would share the hub's origin.
+
+    Why the origin: a learner's code can serve any page from their own
+    server's port (it can take over the socket), and on the hub's origin that
+    page, opened by the instructor or another learner, acts with their log-in.
+    ``euid`` is the hub's user id (default: this process's).
+    """
+    euid = os.geteuid() if euid is None else euid
+    if not settings.separated and euid == 0 and not settings.unsafe_shared_account_as_root:
+        raise RoomError(
+            f"{PREFIX}SPAWNER=shared-account in a hub run as root: every learner's kernel would run as root and read "
+            "every secret (the admin password in the hub's environment too). Unset it (a root hub runs each learner as "
+            "their own account), or start the hub as your own account on a trusted machine. (The tests' machine: "
+            f"{PREFIX}{UNSAFE_SHARED_ROOT}=yes.)"
+        )
+    if settings.is_room and not settings.isolated_origins and not settings.unsafe_trusted:
+        raise RoomError(
+            f"a room needs each learner's server on a subdomain of its own: set {PREFIX}SUBDOMAIN_HOST=https://hub.example.org "
+            "(a wildcard DNS name and certificate for *.hub.example.org: workshop/README.md, Security). Without it, a page a "
+            "learner's code serves runs with the log-in of whoever opens it, the instructor's included. Only if you trust "
+            f"every participant: {PREFIX}{UNSAFE_TRUSTED}=yes."
+        )
 
 
 def check_room(settings: HubSettings, hub_code: list[Path]) -> None:

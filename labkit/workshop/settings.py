@@ -26,6 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from labkit.core.errors import LabkitValueError
 from labkit.tools.tracks import TRACKS
@@ -42,6 +43,8 @@ USERNAME_RULE = "a lowercase letter, then up to 23 lowercase letters, digits, '-
 ACCOUNT_PREFIX = "labkit-"  # learner NAME's Unix account (system-users): never collides with a system account
 ACCOUNT_PREFIX_PATTERN = r"^[a-z][a-z0-9-]{0,7}$"  # at most 8 characters: with a 24-character name, 32 in all
 UNSAFE_SHARED = "UNSAFE_SHARED_ACCOUNT_BEYOND_LOOPBACK"  # the one way to put the shared account in a room
+UNSAFE_SHARED_ROOT = "UNSAFE_SHARED_ACCOUNT_AS_ROOT"  # learners' kernels as root: the tests' machine only
+UNSAFE_TRUSTED = "UNSAFE_EVERY_PARTICIPANT_TRUSTED"  # a room without a subdomain per server: nobody would attack
 UNSAFE_CHECKOUT = "UNSAFE_READABLE_CHECKOUT"  # a room whose learners can read the checkout: the tests' machine only
 LEARNER_PASSWORD_MIN = 8  # JupyterHub's own minimum for the shared learner password
 INSTRUCTOR_PASSWORD_MIN = 12
@@ -64,6 +67,9 @@ class HubSettings:
     account_prefix: str = ACCOUNT_PREFIX
     unsafe_shared_account: bool = False  # shared-account beyond loopback: every learner can read every workspace
     subdomain_host: str = ""  # e.g. https://hub.example.org: each learner's server on a subdomain of its own
+    unsafe_shared_account_as_root: bool = False  # shared-account in a root hub: every learner's code runs as root
+    unsafe_trusted: bool = False  # a room without subdomain_host: every learner's page runs on the hub's origin
+    max_learners: int = 40  # shared-password log-in: how many names may log in with the room's password
     unsafe_readable_checkout: bool = False  # learners may read the checkout (its solutions): for a test machine only
     mem_limit: str = "2G"
     threads: int = 2  # torch's threads per kernel: its default, one per core, oversubscribes a shared server
@@ -95,7 +101,10 @@ class HubSettings:
             state=Path(get("state", defaults.state)).resolve(), notebooks=Path(get("notebooks", defaults.notebooks)).resolve(),
             install=Path(get("install", defaults.install)).resolve(), account_prefix=get("account_prefix", ACCOUNT_PREFIX),
             unsafe_shared_account=_yes(PREFIX + UNSAFE_SHARED, get(UNSAFE_SHARED.lower(), "no")),
-            subdomain_host=get("subdomain_host", ""),
+            subdomain_host=get("subdomain_host", "").rstrip("/"),
+            unsafe_shared_account_as_root=_yes(PREFIX + UNSAFE_SHARED_ROOT, get(UNSAFE_SHARED_ROOT.lower(), "no")),
+            unsafe_trusted=_yes(PREFIX + UNSAFE_TRUSTED, get(UNSAFE_TRUSTED.lower(), "no")),
+            max_learners=_integer(PREFIX + "MAX_LEARNERS", get("max_learners", defaults.max_learners)),
             unsafe_readable_checkout=_yes(PREFIX + UNSAFE_CHECKOUT, get(UNSAFE_CHECKOUT.lower(), "no")),
             mem_limit=get("mem_limit", defaults.mem_limit),
             threads=_integer(PREFIX + "THREADS", get("threads", defaults.threads)),
@@ -119,6 +128,7 @@ class HubSettings:
             raise LabkitValueError(f"{PREFIX}SPAWNER={self.spawner!r}: choose one of {', '.join(SPAWNERS)}.")
         for name, value in (("THREADS", self.threads), ("CULL_AFTER_S", self.cull_after_s),
                             ("KERNEL_CULL_AFTER_S", self.kernel_cull_after_s), ("BOARD_PORT", self.board_port),
+                            ("MAX_LEARNERS", self.max_learners),
                             ("STUCK_ATTEMPTS", self.stuck_attempts), ("STUCK_MINUTES", self.stuck_minutes)):
             if value < 1:
                 raise LabkitValueError(f"{PREFIX}{name}={value}: give a whole number of at least 1.")
@@ -131,6 +141,22 @@ class HubSettings:
                                    "7 lowercase letters, digits or '-' (the default is labkit-).")
         self._validate_separation(euid)
         self._validate_passwords()
+        self._validate_subdomain_host()
+
+    def _validate_subdomain_host(self) -> None:
+        if not self.subdomain_host:
+            return
+        parts = urlsplit(self.subdomain_host)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query or parts.fragment:
+            raise LabkitValueError(
+                f"{PREFIX}SUBDOMAIN_HOST={self.subdomain_host!r}: give a scheme and a host name only, e.g. "
+                "https://hub.example.org (learner NAME's server is then https://NAME.hub.example.org)."
+            )
+        if parts.scheme == "http" and not (parts.hostname == "localhost" or parts.hostname.endswith(".localhost")):
+            raise LabkitValueError(
+                f"{PREFIX}SUBDOMAIN_HOST={self.subdomain_host!r}: a room's servers need https:// (passwords and cookies "
+                "would cross the room's network in the clear); http:// is for NAME.localhost names on this machine only."
+            )
 
     def _validate_separation(self, euid: int) -> None:
         if self.spawner == "system-users" and euid != 0:
@@ -173,6 +199,16 @@ class HubSettings:
         """
         scopes = ["admin-ui", "admin:users", "admin:servers", "list:users", "read:users"]
         return scopes + ["access:servers"] if self.subdomain_host else scopes
+
+    @property
+    def is_room(self) -> bool:
+        """Whether this hub is a room of people who may attack it: learners as their own accounts, or beyond loopback."""
+        return self.separated or not is_loopback(self.ip)
+
+    @property
+    def isolated_origins(self) -> bool:
+        """Whether each learner's server has an origin of its own (a subdomain), apart from the hub's and each other's."""
+        return bool(self.subdomain_host)
 
     @property
     def separated(self) -> bool:

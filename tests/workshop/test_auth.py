@@ -223,3 +223,104 @@ def test_instructors_are_approved_at_sign_up_without_being_admins(monkeypatch):
     assert authenticator.is_instructor("Teacher") and not authenticator.is_instructor("ada")
     assert authenticator.get_authed_users() == {"ada", "teacher"} and "teacher" not in authenticator.admin_users
     assert "at least 12 characters" in authenticator.password_problem("teacher", "only eleven")
+
+
+# --- log-in that cannot stall the hub -------------------------------------------------------------------------------
+
+
+def test_attempts_per_address_are_limited_per_minute():
+    limit = auth.AttemptLimit(3)
+    assert [limit.wait_s("10.0.0.1", now=t) for t in (0.0, 1.0, 2.0)] == [0.0, 0.0, 0.0]
+    assert limit.wait_s("10.0.0.1", now=3.0) == pytest.approx(57.0)
+    assert limit.wait_s("10.0.0.2", now=3.0) == 0.0, "another address is not held up"
+    assert limit.wait_s("10.0.0.1", now=60.5) == 0.0, "the first attempt left the window"
+    assert "wait 57 s and try again" in auth.AttemptLimit.message(57.0)
+
+
+def test_the_limit_remembers_a_bounded_number_of_addresses():
+    limit = auth.AttemptLimit(1, addresses=100)
+    for number in range(1000):
+        limit.wait_s(f"10.0.{number // 256}.{number % 256}", now=float(number))
+    assert len(limit._seen) <= 101
+
+
+class _SignUp:
+    """What NativeAuthenticator's table holds for one name (the fields authenticate reads)."""
+
+    def __init__(self, password: bytes, is_authorized: bool = True) -> None:
+        self.password, self.is_authorized, self.has_2fa = password, is_authorized, False
+
+
+def test_a_password_is_checked_off_the_event_loop(authenticator: auth.WorkshopAuthenticator, monkeypatch):
+    """While bcrypt checks a password (cost 12: about 0.2 s), the hub's event loop keeps running (it stood still)."""
+    import asyncio
+
+    import bcrypt
+
+    stored = bcrypt.hashpw(b"learner passphrase", bcrypt.gensalt(12))
+    monkeypatch.setattr(authenticator, "get_user", lambda name: _SignUp(stored) if name == "ada" else None)
+
+    async def check(password: str) -> tuple[str | None, int]:
+        ticks, done = 0, asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                await asyncio.sleep(0.005)
+                ticks += 1
+
+        running = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        try:
+            return await authenticator.authenticate(None, {"username": "ada", "password": password}), ticks
+        finally:
+            done.set()
+            await running
+
+    for password, expected in (("learner passphrase", "ada"), ("a wrong guess", None)):
+        name, ticks = asyncio.run(check(password))
+        assert name == expected
+        assert ticks >= 3, f"the event loop ran {ticks} times while bcrypt worked"
+    assert asyncio.run(check("x" * 73))[0] is None, "over bcrypt's 72 bytes: refused, never an error"
+
+
+def test_pending_sign_ups_are_capped_with_a_message(authenticator: auth.WorkshopAuthenticator, monkeypatch):
+    authenticator.max_pending_sign_ups = 2
+    monkeypatch.setattr(authenticator, "get_unauthed_amount", lambda: 2)
+    assert "2 sign-ups are already waiting for the instructor's approval" in authenticator.pending_problem("ada")
+    assert authenticator.pending_problem(ADMIN) is None, "the instructor still signs up"
+    monkeypatch.setattr(authenticator, "get_unauthed_amount", lambda: 1)
+    assert authenticator.pending_problem("ada") is None
+
+
+def test_the_shared_password_lets_in_at_most_max_learners_new_names():
+    import asyncio
+
+    from jupyterhub import orm
+
+    db = orm.new_session_factory("sqlite://")()
+    for name in ("ada", "grace", ADMIN):
+        db.add(orm.User(name=name, admin=name == ADMIN))
+    db.commit()
+
+    class Handler:
+        def __init__(self) -> None:
+            self.db = db
+
+        def find_user(self, name: str) -> object | None:
+            return db.query(orm.User).filter_by(name=name).first()
+
+    room = auth.RoomPasswordAuthenticator(user_password="the room's password", admin_password="a" * 32,
+                                          admin_users={ADMIN}, max_learners=2)
+
+    def log_in(name: str, password: str = "the room's password") -> object:
+        return asyncio.run(room.authenticate(Handler(), {"username": name, "password": password}))
+
+    assert log_in("ada")["name"] == "ada", "a name that logged in before keeps logging in"
+    with pytest.raises(web.HTTPError) as full:
+        log_in("mallory")
+    assert full.value.status_code == 403 and "The room is full: 2 learners" in full.value.log_message
+    assert log_in("mallory", "a wrong guess") is None
+    assert log_in(ADMIN, "a" * 32)["admin"] is True, "the instructor is never counted or refused"
+    room.max_learners = 3
+    assert log_in("mallory")["name"] == "mallory"

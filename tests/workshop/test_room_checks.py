@@ -18,6 +18,7 @@ from labkit.workshop.install import others_can_run
 from labkit.workshop.room import (
     INSTRUCTOR_CODE,
     RoomError,
+    check_isolation,
     check_room,
     instructor_sign_up_code,
     prepare_state,
@@ -169,3 +170,27 @@ def test_the_instructors_sign_up_code_is_made_once_and_private(tmp_path: Path):
     assert stat.S_IMODE((tmp_path / "state" / INSTRUCTOR_CODE).stat().st_mode) == 0o600
     (tmp_path / "state" / INSTRUCTOR_CODE).write_text("")  # a write cut short: never an empty code
     assert len(instructor_sign_up_code(settings)) >= 16
+
+
+# --- isolation: a room's learners never run as root, and never share the hub's origin -----------------------------
+
+
+def test_a_room_without_subdomains_is_refused_unless_every_participant_is_trusted():
+    for room in (HubSettings(), HubSettings(ip="0.0.0.0")):
+        with pytest.raises(RoomError, match="SUBDOMAIN_HOST=https://hub.example.org") as refused:
+            check_isolation(room, euid=0)
+        assert "UNSAFE_EVERY_PARTICIPANT_TRUSTED=yes" in str(refused.value)
+        check_isolation(dataclasses.replace(room, subdomain_host="https://hub.example.org"), euid=0)
+        check_isolation(dataclasses.replace(room, unsafe_trusted=True), euid=0)
+
+
+def test_a_non_root_hub_on_loopback_needs_no_subdomains():
+    check_isolation(HubSettings(spawner="shared-account"), euid=4242)
+
+
+def test_the_shared_account_is_refused_when_the_hub_runs_as_root():
+    for shared in (HubSettings(spawner="shared-account"), HubSettings(spawner="shared-account", unsafe_trusted=True),
+                   HubSettings(spawner="shared-account", subdomain_host="https://hub.example.org", unsafe_trusted=True)):
+        with pytest.raises(RoomError, match="every learner's kernel would run as root"):
+            check_isolation(shared, euid=0)
+    check_isolation(HubSettings(spawner="shared-account", unsafe_shared_account_as_root=True), euid=0)  # the tests' machine

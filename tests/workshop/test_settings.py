@@ -87,3 +87,37 @@ def test_defaults_are_loopback_core_track_and_no_shared_password():
     trusted = settings(LEARNER_UID)
     assert (trusted.ip, trusted.track, trusted.password, trusted.spawner) == ("127.0.0.1", "core", "", "shared-account")
     assert (trusted.threads, trusted.kernel_cull_after_s, trusted.mem_limit) == (2, 1800, "2G")
+
+
+@pytest.mark.parametrize("host, message", [
+    ("hub.example.org", "give a scheme and a host name only"),
+    ("https://hub.example.org/jupyter", "give a scheme and a host name only"),
+    ("ftp://hub.example.org", "give a scheme and a host name only"),
+    ("http://hub.example.org", "need https://"),
+])
+def test_a_subdomain_host_is_a_scheme_and_a_host(host: str, message: str):
+    with pytest.raises(LabkitValueError, match=message):
+        settings(subdomain_host=host)
+
+
+def test_subdomain_hosts_taken():
+    assert settings(subdomain_host="https://hub.example.org/").subdomain_host == "https://hub.example.org"
+    local = settings(subdomain_host="http://localhost:8000")
+    assert local.isolated_origins and "access:servers" in local.instructor_scopes
+    assert not settings().isolated_origins and "access:servers" not in settings().instructor_scopes
+
+
+def test_the_loud_settings_and_the_learner_cap():
+    assert settings(unsafe_every_participant_trusted="yes").unsafe_trusted
+    assert not settings().unsafe_trusted
+    assert (settings().max_learners, settings(max_learners="12").max_learners) == (40, 12)
+    with pytest.raises(LabkitValueError, match="MAX_LEARNERS=0: give a whole number of at least 1"):
+        settings(max_learners="0")
+    with pytest.raises(LabkitValueError, match="give yes or no"):
+        settings(unsafe_every_participant_trusted="sure")
+
+
+@pytest.mark.parametrize("spawner, ip, room", [("system-users", "127.0.0.1", True), ("shared-account", "127.0.0.1", False),
+                                               ("shared-account", "0.0.0.0", True)])
+def test_a_room_separates_learners_or_listens_beyond_loopback(spawner: str, ip: str, room: bool):
+    assert HubSettings(ip=ip, spawner=spawner).is_room is room

@@ -163,3 +163,13 @@ def test_resources_guarantee_no_more_than_they_limit(config):
 def _bytes(size: str) -> float:
     """KubeSpawner's sizes: a number and K, M, G or T (powers of 1024)."""
     return float(size[:-1]) * 1024 ** "KMGT".index(size[-1].upper()) * 1024
+
+
+def test_each_learners_server_is_on_a_subdomain_with_a_wildcard_certificate(config):
+    """A learner's page on the hub's origin would act as whoever opens it: every server has a subdomain of its own."""
+    subdomain_host = config["hub"]["config"]["JupyterHub"]["subdomain_host"]
+    assert subdomain_host.startswith("https://")
+    host = subdomain_host.removeprefix("https://")
+    https = config["proxy"]["https"]
+    assert https["enabled"] and https["type"] == "secret" and https["secret"]["name"]  # no wildcard from letsencrypt
+    assert https["hosts"] == [host, f"*.{host}"]
