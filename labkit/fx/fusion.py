@@ -12,6 +12,7 @@ rewrite and the arithmetic; :func:`fuse_conv_bn_library` is the library's
 from __future__ import annotations
 
 import copy
+import html
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -26,9 +27,11 @@ from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from labkit.core.copies import fresh_call, private_copy
 from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.random_state import kept_random_state
 from labkit.core.timing import SideBySide, compare
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.profile import trace
+from labkit.fx.tracing import TraceFailedError
 
 # The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
 TORCH_FUSE_PATTERNS = (
@@ -121,6 +124,69 @@ def _note_unfused(bn_node: torch.fx.Node, reason: str) -> None:
     warnings.warn(f"BatchNorm {bn_node.target!r} left unfused: {reason}.", FusionSkippedWarning, stacklevel=3)
 
 
+#: The hook dictionaries of a module: forward and backward hooks, with and without keyword inputs.
+HOOK_DICTS = (
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+)
+
+
+def as_the_user_runs_it(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` with its own parameters, buffers and attributes that keeps its hooks.
+
+    Why: a forward hook that changes an output, ``spectral_norm``'s and ``prune``'s
+    pre-hooks that recompute a weight are part of what ``model(x)`` computes, so a
+    fused model must be built from, and compared with, the model with them. The
+    hooks are the user's own functions, put on the copy's modules; the copy's
+    parameters are its own, so a forward writing them in place changes the copy.
+    """
+    copied = private_copy(model, share_parameters=False)
+    copies = dict(copied.named_modules(remove_duplicate=False))
+    for name, module in model.named_modules(remove_duplicate=False):
+        for hooks in HOOK_DICTS:
+            value = getattr(module, hooks, None)
+            if value:
+                setattr(copies[name], hooks, type(value)(value))
+    return copied
+
+
+def hooked_modules(model: nn.Module) -> dict[str, str]:
+    """``{module path: what it has}`` for every module with a hook or a parametrization ("" is the model itself)."""
+    found = {}
+    for name, module in model.named_modules():
+        kinds = [hooks.strip("_").replace("_", " ") for hooks in HOOK_DICTS if getattr(module, hooks, None)]
+        if nn.utils.parametrize.is_parametrized(module):
+            kinds.append("parametrizations")
+        if kinds:
+            found[name] = ", ".join(kinds)
+    return found
+
+
+def _hooked_pair(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node) -> str | None:
+    """Why folding would drop a hook or a parametrization of the layer or its BatchNorm, or None."""
+    for path in (_module_path(_layer_node(bn_node)), _module_path(bn_node)):
+        kinds = hooked_modules(graph_module.get_submodule(path)).get("")
+        if kinds:
+            return f"{path!r} has {kinds}, which the folded layer would lose"
+    return None
+
+
+def _refuse_root_hooks(model: nn.Module) -> None:
+    """symbolic_trace traces the model's ``forward``, not its ``__call__``: hooks on the model itself would be lost."""
+    kinds = hooked_modules(model).get("")
+    if kinds:
+        raise LabkitValueError(
+            f"The model itself has {kinds}, and a traced graph holds only its forward, so the fused model would "
+            "compute something else. Fuse the model without its hooks, or wrap it: "
+            "fuse_safely(nn.Sequential(model)) traces through the hooks of a submodule."
+        )
+
+
 def fold_bn_into_conv(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     """A new Conv2d computing ``bn(conv(x))`` in eval mode.
 
@@ -164,16 +230,20 @@ def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
     :class:`FusionSkippedWarning`. The rewrite: swap in the folded conv, point
     the BatchNorm's users at the conv node, erase the BatchNorm node.
     ``model`` is left unchanged: the trace is of a copy with its own weights
-    (:func:`~labkit.core.copies.private_copy`), without the model's hooks.
+    (:func:`as_the_user_runs_it`), with the model's hooks: a pair with a hook or a
+    parametrization stays unfused, and hooks on the model itself are refused
+    (a traced graph would drop them).
     """
     _require_eval_module(model)
-    graph_module = trace(private_copy(model, share_parameters=False))
+    _refuse_root_hooks(model)
+    graph_module = trace(as_the_user_runs_it(model))
     modules = dict(graph_module.named_modules())
     for node in list(graph_module.graph.nodes):
         if not matches_module_pattern((nn.Conv2d, nn.BatchNorm2d), node, modules):
             continue
         reason = (
-            _torch_fuse_skips(graph_module, node) or _shared_layer(graph_module, node) or _shared_batchnorm(graph_module, node)
+            _torch_fuse_skips(graph_module, node) or _shared_layer(graph_module, node)
+            or _shared_batchnorm(graph_module, node) or _hooked_pair(graph_module, node)
         )
         if reason is not None:
             _note_unfused(node, reason)
@@ -194,14 +264,15 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
     """``torch.fx.experimental.optimization.fuse`` on a copy of ``model`` (Conv+BN, Linear+BN).
 
     torch's ``fuse`` replaces a layer module even when another node also uses
-    it, which silently changes that other use; such a model raises
-    :class:`UnsafeFusionError` instead (:func:`fuse_safely` falls back to the
+    it, which silently changes that other use, and drops the hooks and parametrizations
+    of a pair it folds; such a model raises :class:`UnsafeFusionError` instead (:func:`fuse_safely` falls back to the
     teaching pass's safe rule). Pairs ``fuse`` leaves alone get a
     :class:`FusionSkippedWarning`. Both the check and ``fuse`` work on copies
-    (:func:`~labkit.core.copies.private_copy`): ``model``, its caches and hooks are left alone.
+    (:func:`as_the_user_runs_it`, hooks kept): ``model``, its caches and hooks are left alone.
     """
     _require_eval_module(model)
-    graph_module = trace(private_copy(model))  # a clear labkit error if the model cannot be traced
+    _refuse_root_hooks(model)
+    graph_module = trace(as_the_user_runs_it(model))  # a clear labkit error if the model cannot be traced
     modules = dict(graph_module.named_modules())
     unsafe = []
     for node in graph_module.graph.nodes:
@@ -212,13 +283,15 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
             _note_unfused(node, skipped)
         elif (shared := _shared_layer(graph_module, node)) is not None:
             unsafe.append(f"BatchNorm {node.target!r} after {shared}")
+        elif (hooked := _hooked_pair(graph_module, node)) is not None:
+            unsafe.append(f"BatchNorm {node.target!r}: {hooked}")
     if unsafe:
         raise UnsafeFusionError(
             "torch.fx.experimental.optimization.fuse would silently change this model's output: "
             + "; ".join(unsafe)
             + ". Use labkit.fx.fusion.fuse_conv_bn_teaching(model) (or fuse_safely), which leaves such pairs unfused."
         )
-    return cast(torch.fx.GraphModule, fuse(private_copy(model, share_parameters=False), inplace=True))
+    return cast(torch.fx.GraphModule, fuse(as_the_user_runs_it(model), inplace=True))
 
 
 def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
@@ -234,7 +307,8 @@ def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
             fused = fuse_conv_bn_library(model)
         except UnsafeFusionError:
             caught.clear()
-            notes.append("torch's fuse not used (it would change a layer used twice): only safe Conv2d+BatchNorm2d pairs folded")
+            notes.append("torch's fuse not used (it would change a layer used twice or drop a hook): "
+                         "only safe Conv2d+BatchNorm2d pairs folded")
             fused = fuse_conv_bn_teaching(model)
     notes += [str(w.message).removesuffix(".") for w in caught if issubclass(w.category, FusionSkippedWarning)]
     for w in caught:  # anything else is not ours to swallow
@@ -259,27 +333,40 @@ def count_nodes(model: nn.Module, op_type: type[nn.Module] | None = None) -> int
 
 @dataclass(frozen=True)
 class FusionVerification:
-    """Does a fused model compute what the original does?
+    """Does a fused model compute what the original does, as the user runs it (hooks included)?
 
     ``allclose`` holds when, for every tensor in the output (a tensor, tuple or
     dict), ``max|fused - original| <= rtol * max|original| + atol``: relative to
     the output's scale, since float32 rounding grows with the activations.
+    ``differs_at`` names the first output that differs ("" when none does);
+    ``hooked`` the original's modules with hooks or parametrizations, which a fused
+    model must keep. Node counts are None where the model cannot be traced (a
+    model fused in its exported graph).
     """
 
-    nodes_before: int
-    nodes_after: int
-    batchnorms_left: int
+    nodes_before: int | None
+    nodes_after: int | None
+    batchnorms_left: int | None
     max_abs_diff: float
     allclose: bool
     rtol: float
     atol: float
+    differs_at: str = ""
+    hooked: tuple[str, ...] = ()
 
     def to_text(self) -> str:
-        verdict = "same outputs" if self.allclose else "DIFFERENT outputs"
-        return (
-            f"{verdict} (max|fused - original| <= rtol * max|original| + atol, rtol={self.rtol:g}, atol={self.atol:g}); "
-            f"nodes {self.nodes_before} -> {self.nodes_after}, BatchNorm2d left: {self.batchnorms_left}"
+        verdict = "same outputs" if self.allclose else f"DIFFERENT outputs: {self.differs_at} differs by {self.max_abs_diff:.3g}"
+        text = (
+            f"{verdict} (max|fused - original| <= rtol * max|original| + atol, rtol={self.rtol:g}, atol={self.atol:g})"
         )
+        if self.nodes_before is not None and self.nodes_after is not None:
+            text += f"; nodes {self.nodes_before} -> {self.nodes_after}, BatchNorm2d left: {self.batchnorms_left}"
+        if not self.allclose and self.hooked:
+            text += (
+                f"; the original runs with hooks or parametrizations on {', '.join(self.hooked)}: "
+                "a fused model built without them computes something else"
+            )
+        return text
 
     def __str__(self) -> str:
         return self.to_text()
@@ -288,7 +375,7 @@ class FusionVerification:
         printer.text(self.to_text())
 
     def _repr_html_(self) -> str:
-        return f"<p>{self.to_text()}</p>"
+        return f"<p>{html.escape(self.to_text())}</p>"
 
 
 def validate_tolerance(name: str, value: Any) -> float:
@@ -313,6 +400,12 @@ def compare_outputs(
     ``max|actual - expected| <= rtol * max|expected| + atol``. Other leaves
     (ints, None) must be equal.
     """
+    largest, differs_at = _compare(expected, actual, rtol=rtol, atol=atol, actual_name=actual_name)
+    return largest, not differs_at
+
+
+def _compare(expected: Any, actual: Any, *, rtol: float, atol: float, actual_name: str) -> tuple[float, str]:
+    """``(largest |difference|, the first output that differs or "")``: :func:`compare_outputs`, naming where."""
     expected_leaves, expected_spec = tree_flatten_with_path(expected)
     actual_leaves, actual_spec = tree_flatten_with_path(actual)
     # Paths, not container types: a traced GraphModule returns a dict where the model returned an OrderedDict.
@@ -326,10 +419,11 @@ def compare_outputs(
             "The original model's output has no elements, so there is nothing to compare: "
             "pass inputs with a batch of at least one example."
         )
-    largest, same = 0.0, True
+    largest, differs_at = 0.0, ""
     for (path, a), (_, b) in zip(expected_leaves, actual_leaves, strict=True):  # same paths, checked above
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
-            same = same and type(a) is type(b) and a == b
+            if not (type(a) is type(b) and a == b):
+                differs_at = differs_at or f"output{keystr(path)}"
             continue
         if a.shape != b.shape:
             raise LabkitValueError(
@@ -342,8 +436,9 @@ def compare_outputs(
         a, b = a.detach().to("cpu", dtype), b.detach().to("cpu", dtype)
         diff = float((a - b).abs().max())
         largest = max(largest, diff) if not math.isnan(diff) else math.nan
-        same = same and diff <= rtol * float(a.abs().max()) + atol
-    return largest, same
+        if not diff <= rtol * float(a.abs().max()) + atol:
+            differs_at = differs_at or f"output{keystr(path)}"
+    return largest, differs_at
 
 
 def verify_fusion(
@@ -353,30 +448,48 @@ def verify_fusion(
     """Run both models on ``inputs`` (and keyword inputs ``kwargs``) and compare every output tensor relative to its
     scale (see :class:`FusionVerification`).
 
-    Both run as copies (:func:`~labkit.core.copies.private_copy`) on fresh clones
-    of ``inputs`` and ``kwargs``, so neither model nor the inputs change. Named "verify", not
+    The original runs as the user runs it, hooks and parametrizations included
+    (:func:`as_the_user_runs_it`: a copy with its own parameters), each model on
+    fresh clones of ``inputs`` and ``kwargs``, so neither model nor the inputs
+    change, nor Python's, NumPy's or torch's random state. Named "verify", not
     "check": in labkit a check is an exercise checker.
     """
     keywords = keyword_inputs("verify_fusion", kwargs, stray, ("kwargs", "rtol", "atol"))
     rtol, atol = validate_tolerance("rtol", rtol), validate_tolerance("atol", atol)
     if not inputs and not keywords:
         raise LabkitValueError("verify_fusion needs the example inputs to run both models on: verify_fusion(model, fused, x).")
+    if not isinstance(original, nn.Module) or not isinstance(fused, nn.Module):
+        raise LabkitTypeError(
+            f"verify_fusion(original, fused, x) needs two torch.nn.Modules, got {type(original).__name__} and "
+            f"{type(fused).__name__}."
+        )
     refuse_unknown_keywords(original, keywords, inputs)
-    with torch.no_grad():
+    with torch.no_grad(), kept_random_state():
         args, kwargs_copy = fresh_call(inputs, keywords)
-        expected = private_copy(original)(*args, **kwargs_copy)
+        expected = as_the_user_runs_it(original)(*args, **kwargs_copy)
         args, kwargs_copy = fresh_call(inputs, keywords)
-        actual = private_copy(fused)(*args, **kwargs_copy)
-    max_abs_diff, same = compare_outputs(expected, actual, rtol=rtol, atol=atol)
+        actual = as_the_user_runs_it(fused)(*args, **kwargs_copy)
+        nodes = (_nodes_or_none(original), _nodes_or_none(fused), _nodes_or_none(fused, nn.BatchNorm2d))  # traces run forward
+    max_abs_diff, differs_at = _compare(expected, actual, rtol=rtol, atol=atol, actual_name="the fused model")
     return FusionVerification(
-        nodes_before=count_nodes(original),
-        nodes_after=count_nodes(fused),
-        batchnorms_left=count_nodes(fused, nn.BatchNorm2d),
+        nodes_before=nodes[0],
+        nodes_after=nodes[1],
+        batchnorms_left=nodes[2],
         max_abs_diff=max_abs_diff,
-        allclose=same,
+        allclose=not differs_at,
         rtol=rtol,
         atol=atol,
+        differs_at=differs_at,
+        hooked=tuple(repr(name) if name else "the model" for name in hooked_modules(original)),
     )
+
+
+def _nodes_or_none(model: nn.Module, op_type: type[nn.Module] | None = None) -> int | None:
+    """:func:`count_nodes`, or None for a model symbolic_trace cannot trace (one fused in its exported graph)."""
+    try:
+        return count_nodes(model, op_type)
+    except TraceFailedError:
+        return None
 
 
 @dataclass(frozen=True, repr=False)

@@ -5,6 +5,7 @@ import pytest
 import torch
 from torch import nn
 from torch.fx.experimental.optimization import fuse
+from torch.nn.utils import prune
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
@@ -53,7 +54,7 @@ def test_fused_model_matches_and_has_no_batchnorm(fuser):
     verdict = verify_fusion(model, fused, X)
     assert verdict.allclose and verdict.max_abs_diff < 1e-5
     assert (verdict.nodes_before, verdict.nodes_after, verdict.batchnorms_left) == (5, 4, 0)
-    assert "same outputs" in str(verdict) and "5 -> 4" in verdict._repr_html_()
+    assert "same outputs" in str(verdict) and "5 -&gt; 4" in verdict._repr_html_()
 
 
 def test_the_original_model_is_left_unchanged():
@@ -282,3 +283,70 @@ def test_verify_fusion_rejects_bad_tolerances():
     for bad in (-1.0, float("nan"), "1e-4"):
         with pytest.raises((LabkitValueError, LabkitTypeError), match="rtol"):
             verify_fusion(conv_bn(), conv_bn(), X, rtol=bad)
+
+
+def _doubling_hook(module, args, output):
+    return output * 2
+
+
+def test_a_hook_that_changes_an_output_is_kept_in_the_fused_model():
+    model = conv_bn()
+    model[2].register_forward_hook(_doubling_hook)  # an adapter on the ReLU: part of what model(x) computes
+    for fuser in (fuse_conv_bn_teaching, fuse_conv_bn_library, lambda m: fuse_safely(m)[0]):
+        fused = fuser(model)
+        torch.testing.assert_close(fused(X), model(X), rtol=1e-4, atol=1e-5)
+        assert verify_fusion(model, fused, X).allclose
+
+
+def test_verify_fusion_compares_with_the_model_as_the_user_runs_it():
+    model = conv_bn()
+    fused = fuse(conv_bn())  # fused before the user added the hook
+    model[2].register_forward_hook(_doubling_hook)
+    verdict = verify_fusion(model, fused, X)
+    assert not verdict.allclose and verdict.max_abs_diff > 0.1
+    assert verdict.differs_at == "output"
+    assert "DIFFERENT outputs: output differs by" in str(verdict) and "'2'" in str(verdict)
+
+
+def test_a_pair_with_spectral_norm_or_pruning_is_left_unfused_and_computes_what_the_model_does():
+    for wrap in (nn.utils.spectral_norm, lambda conv: prune.l1_unstructured(conv, "weight", amount=0.5)):
+        model = conv_bn()
+        wrap(model[0])
+        if hasattr(model[0], "weight_orig"):
+            with torch.no_grad():
+                model[0].weight_orig.mul_(3)  # changed since its last forward: only the pre-hook gives the weight used
+        fused, note = fuse_safely(model)  # fuse_safely puts what it left unfused in its note
+        assert "'0' has forward pre hooks, which the folded layer would lose" in note
+        torch.testing.assert_close(fused(X), model(X))
+        assert verify_fusion(model, fused, X).allclose
+
+
+def test_hooks_on_the_model_itself_are_refused_with_what_to_do():
+    model = conv_bn()
+    model.register_forward_hook(_doubling_hook)
+    with pytest.raises(LabkitValueError, match=r"nn.Sequential\(model\)"):
+        fuse_conv_bn_teaching(model)
+    fused = fuse_conv_bn_teaching(nn.Sequential(model))
+    torch.testing.assert_close(fused(X), model(X))
+
+
+class DrawsRandomNumbers(nn.Module):
+    def forward(self, x):
+        import random
+
+        import numpy as np
+
+        return x + random.random() * 0 + float(np.random.rand()) * 0 + torch.rand(()) * 0
+
+
+def test_verify_fusion_leaves_every_random_state_as_it_was():
+    import random
+
+    import numpy as np
+
+    model = DrawsRandomNumbers()
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    expected = (random.random(), float(np.random.rand()), float(torch.rand(())))
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    verify_fusion(model, DrawsRandomNumbers(), X)
+    assert (random.random(), float(np.random.rand()), float(torch.rand(()))) == expected
