@@ -10,14 +10,15 @@ import os
 import sys
 from pathlib import Path
 
-from labkit.i18n import notebooks
+from labkit.core.errors import LabkitError, LabkitValueError
+from labkit.i18n import LANGS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("update", "build", "check"),
                         help="update: English notebooks -> catalogues; build: catalogues -> notebooks/<lang>/ (executed); "
                              "check: fail on anything missing, fuzzy, stale, off-glossary or structurally different")
-    parser.add_argument("--lang", action="append", choices=notebooks.LANGS,
+    parser.add_argument("--lang", action="append", choices=LANGS,
                         help="one language (repeat for more); default: all")
     parser.add_argument("--notebooks-dir", type=Path, default=Path("notebooks"), help="the English notebooks' folder")
     parser.add_argument("--no-execute", action="store_true", help="build only: keep the English outputs, run nothing")
@@ -25,8 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    langs = tuple(args.lang or notebooks.LANGS)
+    try:  # polib and markdown-it-py come with the dev extra: --help works without them
+        from labkit.i18n import notebooks
+    except ImportError as exc:
+        raise LabkitError(f"needs {exc.name}, which labkit's dev extra installs: pip install -e '.[dev]'.") from None
+    langs = tuple(args.lang or LANGS)
     root = args.notebooks_dir
+    if not notebooks.english_notebooks(root):
+        raise LabkitValueError(f"{root} holds no English notebooks (0*.ipynb): run this in a checkout of labkit's "
+                               "repository, or pass --notebooks-dir.")
     if args.action == "update":
         changes = notebooks.update(root, langs)
         print("\n".join(changes) if changes else "catalogues already match the English notebooks")

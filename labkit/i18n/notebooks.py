@@ -20,10 +20,9 @@ import polib  # type: ignore[import-untyped]  # no types published; not in the m
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
-from labkit.i18n import glossary, markdown
+from labkit.i18n import LANGS, glossary, markdown
 from labkit.tools.nbrun import execute_notebook, read_notebook
 
-LANGS = ("zh", "ru")
 METADATA_KEY = "labkit_i18n"
 LANGUAGE_NAMES = {"zh": "Simplified Chinese", "ru": "Russian"}
 

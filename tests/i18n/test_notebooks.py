@@ -199,6 +199,11 @@ def test_the_cli_check_exits_1_and_names_the_cell(lab: Path, capsys: pytest.Capt
     assert "09_tiny.ipynb [zh], cell intro" in capsys.readouterr().err
 
 
+def test_the_cli_outside_a_checkout_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["i18n", "check", "--notebooks-dir", str(tmp_path)]) == 2
+    assert "holds no English notebooks (0*.ipynb): run this in a checkout" in capsys.readouterr().err
+
+
 def test_a_changed_sentence_in_a_copy_of_the_repository_fails_the_check(tmp_path: Path) -> None:
     root = tmp_path / "notebooks"
     shutil.copytree(REPO_NOTEBOOKS, root, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
