@@ -11,10 +11,15 @@ instructor's view polls ``api/grid`` every ``POLL_S`` seconds with the instructo
 *latency* runs from the start of its post to the first grid that shows it (the learner's last activity
 reaching the event's time); the page itself polls every ``board.app.POLL_MS``, which adds at most that
 much to what the instructor sees. It also samples the board process's CPU seconds and peak RSS.
+
+``hostile`` more learners flood meanwhile: each posts full posts of ``board.app.MAX_EVENTS`` events, one
+after the other, as fast as the board answers, from a few seconds before the clock starts; the
+instructor's grid latency (each ``api/grid`` answer's time) is what they cost the room.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
@@ -33,11 +38,12 @@ from labkit.core.errors import LabkitError
 from labkit.core.files import write_text
 from labkit.core.machine import cpu_model
 from labkit.progress.events import Event
-from labkit.workshop.board.app import POLL_MS
+from labkit.workshop.board.app import MAX_EVENTS, POLL_MS
 from labkit.workshop.board_service import PREFIX as BOARD
 from labkit.workshop.load import ROOT, Hub, HubError, PeakSampler, cpu_seconds, request, workshop_hub
 
 POLL_S = 0.25
+FLOOD_HEAD_START_S = 5.0  # the flooders reach the board's limits before the honest learners start
 INSTRUCTOR = "instructor"
 EXERCISES = ("1.1", "1.2", "2.1", "2.2", "3.1", "3.2", "3.3", "4.1")
 
@@ -47,6 +53,7 @@ class BoardLoadReport:
     """What the board did under ``learners`` posting every ``interval_s`` for ``seconds``."""
 
     learners: int
+    hostile: int
     interval_s: float
     seconds: float
     posts: int
@@ -60,12 +67,21 @@ class BoardLoadReport:
     board_cpu_s: float
     board_cpu_percent: float  # of one core, over the run
     board_peak_rss_mib: float
+    grid_ms_median: float  # the instructor's api/grid, while everyone posts
+    grid_ms_p95: float
+    grid_ms_max: float
+    hostile_posts: int
+    hostile_stored: int  # events of the hostile learners the board kept
     cpu_model: str
 
     def to_text(self) -> str:
         return "\n".join([
             f"room board: {self.learners} learners, one event each every {self.interval_s:g} s for {self.seconds:g} s "
             f"({self.posts} posts, {self.failed_posts} failed), on {self.cpu_model}",
+            f"{self.hostile} hostile learners flooding: {self.hostile_posts} posts of {MAX_EVENTS} events, "
+            f"{self.hostile_stored} events kept",
+            f"instructor's grid: median {self.grid_ms_median:.0f} ms, p95 {self.grid_ms_p95:.0f} ms, "
+            f"max {self.grid_ms_max:.0f} ms",
             f"post: median {self.post_ms_median:.0f} ms, p95 {self.post_ms_p95:.0f} ms",
             f"on the grid after: median {self.latency_s_median:.2f} s, p95 {self.latency_s_p95:.2f} s, "
             f"max {self.latency_s_max:.2f} s (the page polls every {self.page_poll_s:g} s on top)",
@@ -125,14 +141,25 @@ def _learner(url: str, name: str, token: str, interval: float, until: float, pen
         time.sleep(max(0.0, interval - (time.monotonic() - started)))
 
 
-def _poll(url: str, token: str, until: float, pending: _Pending) -> None:
+def _flood(url: str, name: str, token: str, until: float, posts: list[int]) -> None:
+    """A hostile learner: full posts, back to back, until ``until`` (a refused post is simply sent again)."""
     while time.monotonic() < until:
+        events = [json.loads(Event(name, "check", "1.1", "not solved", "1.1/other").to_json()) for _ in range(MAX_EVENTS)]
+        with contextlib.suppress(OSError):
+            request(url, "POST", {"events": events}, token)
+        posts.append(1)
+
+
+def _poll(url: str, token: str, until: float, pending: _Pending, grid_ms: list[float]) -> None:
+    while time.monotonic() < until:
+        started = time.monotonic()
         try:
             grid = request(url, token=token)
         except OSError:
             time.sleep(POLL_S)
             continue
         now = time.monotonic()
+        grid_ms.append((now - started) * 1000)
         for row in grid["rows"]:
             if row["last_activity"] is not None:
                 pending.seen(row["learner"], row["last_activity"], now)
@@ -146,52 +173,62 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def run_board_load(learners: int, interval: float, seconds: float, folder: Path) -> BoardLoadReport:
-    """Start the hub in ``folder`` and load its board; the figures."""
+def run_board_load(learners: int, interval: float, seconds: float, folder: Path, hostile: int = 0) -> BoardLoadReport:
+    """Start the hub in ``folder`` and load its board (``hostile`` learners flooding it); the figures."""
     names = [f"learner{index:02d}" for index in range(learners)]
+    floods = [f"flooder{index:02d}" for index in range(hostile)]
     with workshop_hub(folder, settings={"LABKIT_WORKSHOP_SPAWNER": "shared-account"}) as hub:
-        hub.api("users", "POST", {"usernames": [*names, INSTRUCTOR]})
-        tokens = {name: hub.learner_token(name) for name in [*names, INSTRUCTOR]}
+        hub.api("users", "POST", {"usernames": [*names, *floods, INSTRUCTOR]})
+        tokens = {name: hub.learner_token(name) for name in [*names, *floods, INSTRUCTOR]}
         board = board_process(hub)
         events_url, grid_url = f"{hub.url}{BOARD}api/events", f"{hub.url}{BOARD}api/grid"
         request(grid_url, token=tokens[INSTRUCTOR])  # the board answers before the clock starts
-        pending, post_ms, failures = _Pending(), list[float](), list[str]()
+        pending, post_ms, failures, grid_ms, flood_posts = _Pending(), list[float](), list[str](), list[float](), list[int]()
         cpu_before = cpu_seconds(board, tree=False)
         start = time.monotonic()
         until = start + seconds
+        flooders = [threading.Thread(target=_flood, args=(events_url, name, tokens[name], until, flood_posts))
+                    for name in floods]
+        for thread in flooders:
+            thread.start()
+        time.sleep(FLOOD_HEAD_START_S if floods else 0)
         threads = [threading.Thread(target=_learner, args=(events_url, name, tokens[name], interval, until, pending,
                                                           post_ms, failures)) for name in names]
-        threads.append(threading.Thread(target=_poll, args=(grid_url, tokens[INSTRUCTOR], until + 5, pending)))
+        threads.append(threading.Thread(target=_poll, args=(grid_url, tokens[INSTRUCTOR], until + 5, pending, grid_ms)))
         with PeakSampler() as sampler:
             sampler.watch("board", board)
             for thread in threads:
                 thread.start()
-            for thread in threads:
+            for thread in [*threads, *flooders]:
                 thread.join()
             peak = sampler.forget("board")
         cpu = cpu_seconds(board, tree=False) - cpu_before
         elapsed = time.monotonic() - start
+        stored = sum(len(request(f"{hub.url}{BOARD}api/me", token=tokens[name])["events"]) for name in floods)
     latencies = pending.latencies
     return BoardLoadReport(
-        learners, interval, seconds, len(post_ms), len(failures), statistics.median(post_ms) if post_ms else float("nan"),
-        _percentile(post_ms, 0.95), statistics.median(latencies) if latencies else float("nan"),
-        _percentile(latencies, 0.95), max(latencies, default=float("nan")), POLL_MS / 1000, cpu, 100 * cpu / elapsed,
-        peak / 2**20, cpu_model())
+        learners, hostile, interval, seconds, len(post_ms), len(failures),
+        statistics.median(post_ms) if post_ms else float("nan"), _percentile(post_ms, 0.95),
+        statistics.median(latencies) if latencies else float("nan"), _percentile(latencies, 0.95),
+        max(latencies, default=float("nan")), POLL_MS / 1000, cpu, 100 * cpu / elapsed, peak / 2**20,
+        statistics.median(grid_ms) if grid_ms else float("nan"), _percentile(grid_ms, 0.95),
+        max(grid_ms, default=float("nan")), len(flood_posts), stored, cpu_model())
 
 
 def main(argv: list[str] | None = None, run: Callable[..., BoardLoadReport] = run_board_load) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.workshop.board_load", description=__doc__.split("\n")[0])
     parser.add_argument("--learners", "-n", type=int, default=30, help="simulated learners (default 30)")
+    parser.add_argument("--hostile", type=int, default=0, help="learners flooding the board meanwhile (default 0)")
     parser.add_argument("--interval", type=float, default=3.0, help="seconds between one learner's events (default 3)")
     parser.add_argument("--seconds", type=float, default=180.0, help="how long they post (default 180)")
     parser.add_argument("--json", type=Path, default=ROOT / "build" / "workshop-board-loadtest.json",
                         help="where to write the figures (default build/workshop-board-loadtest.json)")
     args = parser.parse_args(argv)
-    if args.learners < 1 or args.interval <= 0 or args.seconds <= 0:
-        parser.error("give at least one learner, and a positive interval and duration")
+    if args.learners < 1 or args.hostile < 0 or args.interval <= 0 or args.seconds <= 0:
+        parser.error("give at least one learner, no negative number of hostile ones, and a positive interval and duration")
     try:
         with tempfile.TemporaryDirectory(prefix="labkit-board-load-") as folder:
-            report = run(args.learners, args.interval, args.seconds, Path(folder))
+            report = run(args.learners, args.interval, args.seconds, Path(folder), hostile=args.hostile)
     except LabkitError as exc:
         print(f"workshop-board-loadtest: {exc}", file=sys.stderr)
         return 2

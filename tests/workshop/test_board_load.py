@@ -18,8 +18,19 @@ def test_an_event_counts_once_from_its_post_to_the_first_grid_that_shows_it():
 
 
 def test_the_command_prints_and_writes_the_figures(tmp_path: Path, capsys: object):
-    report = BoardLoadReport(30, 3.0, 180.0, 1800, 0, 12.0, 30.0, 0.4, 0.8, 1.2, 2.0, 9.5, 5.3, 60.0, "a CPU")
+    report = BoardLoadReport(30, 2, 3.0, 180.0, 1800, 0, 12.0, 30.0, 0.4, 0.8, 1.2, 2.0, 9.5, 5.3, 60.0, 8.0, 15.0, 40.0, 900,
+                             400, "a CPU")
     target = tmp_path / "board.json"
-    assert main(["--json", str(target)], run=lambda *args: report) == 0
-    assert json.loads(target.read_text())["latency_s_p95"] == 0.8
-    assert "30 learners" in capsys.readouterr().out  # type: ignore[attr-defined]
+    asked: list[dict[str, int]] = []
+
+    def run(*args: object, **options: int) -> BoardLoadReport:
+        asked.append(options)
+        return report
+    assert main(["--json", str(target), "--hostile", "2"], run=run) == 0
+    assert asked == [{"hostile": 2}]
+    figures = json.loads(target.read_text())
+    assert (figures["latency_s_p95"], figures["grid_ms_p95"], figures["hostile_stored"]) == (0.8, 15.0, 400)
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "30 learners" in out
+    assert "2 hostile learners flooding: 900 posts of 200 events, 400 events kept" in out
+    assert "instructor's grid: median 8 ms, p95 15 ms, max 40 ms" in out

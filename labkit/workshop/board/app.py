@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import time
 from collections.abc import Callable
@@ -32,8 +33,9 @@ from tornado import web
 
 from labkit.progress.events import parse_event
 from labkit.workshop.board.export import grid_csv, mistakes_csv
-from labkit.workshop.board.grid import Grid, Rules, build_grid, exercises_seen, learner_row
+from labkit.workshop.board.grid import Grid, LearnerPart, Rules, exercises_seen, grid_of, in_order, learner_part, learner_row
 from labkit.workshop.board.hub import Directory
+from labkit.workshop.board.rate import EventRate
 from labkit.workshop.board.settings import BoardSettings
 from labkit.workshop.board.store import EventStore, Received
 
@@ -41,20 +43,38 @@ HERE = Path(__file__).resolve().parent
 INSTRUCTORS_GROUP = "instructors"
 MAX_EVENTS = 200  # per post: what the sender sends at once (labkit.progress.sender.BATCH)
 MAX_BODY = 256 * 1024
-MAX_EVENTS_PER_LEARNER = 20_000  # a day's workshop is a few hundred; more is a learner filling the board's disk
+MAX_EVENTS_PER_LEARNER = 2_000  # a day's workshop is a few hundred; more is a learner filling the board's disk
+EVENTS_PER_MINUTE = 120  # an honest learner sends a few a minute; a loop in a cell, thousands a second
 POLL_MS = 2000
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
 
 @dataclass
+class _Cached:
+    """One learner's events and grid part, as of their store version (the part made for ``columns``)."""
+
+    version: int
+    events: list[Received]
+    seen: tuple[str, ...]
+    columns: tuple[str, ...] = ()
+    part: LearnerPart | None = None
+
+
+@dataclass
 class Board:
-    """What every handler shares: the settings, the events, the hub's directory, and the clock."""
+    """What every handler shares: the settings, the events, the hub's directory, the clock, the posting rate.
+
+    The grid is kept per learner (:class:`_Cached`): a poll recomputes only the learners whose events
+    changed since, so one learner posting a lot costs the instructor's grid their own part, not everyone's.
+    """
 
     settings: BoardSettings
     store: EventStore
     directory: Directory
     clock: Callable[[], float] = field(default=time.time)
+    rate: EventRate = field(default_factory=lambda: EventRate(EVENTS_PER_MINUTE, MAX_EVENTS))
+    _cache: dict[str, _Cached] = field(default_factory=dict)
 
     async def is_instructor(self, model: dict[str, Any]) -> bool:
         """Whether the hub user ``model`` may see the board."""
@@ -68,11 +88,28 @@ class Board:
         users = await self.directory.users()
         instructors = set(self.settings.instructors) | await self.directory.group_members(INSTRUCTORS_GROUP)
         instructors |= {user["name"] for user in users or () if user.get("admin")}
-        events = self.store.events()
+        stored = self.store.learners()
+        names = (stored if users is None else {user["name"] for user in users}) - instructors
+        cached = {name: self._learner(name) for name in stored | names}
+        columns = self.settings.exercises or in_order({exercise for item in cached.values() for exercise in item.seen})
+        parts = {}
+        for name in names:
+            item = cached[name]
+            if item.part is None or item.columns != columns:
+                item.part, item.columns = learner_part(name, item.events, columns), columns
+            parts[name] = item.part
         rules = Rules(self.settings.stuck_attempts, self.settings.stuck_minutes)
-        learners = None if users is None else [user["name"] for user in users]
-        grid = build_grid(events, self.settings.exercises, self.clock(), rules, learners=learners, instructors=instructors)
-        return grid, events
+        events = [event for item in cached.values() for event in item.events]
+        return grid_of(parts, columns, self.clock(), rules), events
+
+    def _learner(self, name: str) -> _Cached:
+        """``name``'s cached events, read again only when the store says they changed."""
+        version = self.store.version(name)
+        item = self._cache.get(name)
+        if item is None or item.version != version:
+            events = self.store.events(name) if name in self.store.learners() else []
+            item = self._cache[name] = _Cached(version, events, exercises_seen(events))
+        return item
 
     def server_link(self, learner: str) -> tuple[str, str]:
         """Where "open this learner's server" goes, and the link's title."""
@@ -199,6 +236,7 @@ class EventsHandler(web.RequestHandler):
     def initialize(self, board: Board, hub_auth: HubOAuth) -> None:
         self.board = board
         self.hub_auth = hub_auth
+        self.retry_after = 0  # seconds, on a 429 for posting too fast
 
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")
@@ -206,6 +244,8 @@ class EventsHandler(web.RequestHandler):
 
     async def post(self) -> None:
         learner = await self._learner()
+        if self.board.rate.left(learner) < 1:  # refused before its body is even read: a flood costs little
+            self._too_fast(60 / EVENTS_PER_MINUTE)
         if len(self.request.body) > MAX_BODY:
             raise web.HTTPError(413, f"A post holds at most {MAX_BODY // 1024} KiB of events.")
         try:
@@ -226,6 +266,9 @@ class EventsHandler(web.RequestHandler):
             raise web.HTTPError(403, "A learner posting for another learner is refused; nothing was stored.")
         if self.board.store.count(learner) + len(events) > MAX_EVENTS_PER_LEARNER:
             raise web.HTTPError(429, f"The board keeps at most {MAX_EVENTS_PER_LEARNER} events per learner.")
+        wait = self.board.rate.take(learner, len(events))
+        if wait:
+            self._too_fast(wait)
         self.write({"stored": self.board.store.add(events, received=self.board.clock())})
 
     async def _learner(self) -> str:
@@ -242,7 +285,14 @@ class EventsHandler(web.RequestHandler):
             raise web.HTTPError(403, "This token may not use the board (it needs access:services!service=labkit-board).")
         return str(model["name"])
 
+    def _too_fast(self, wait: float) -> None:
+        self.retry_after = math.ceil(wait)
+        raise web.HTTPError(429, f"At most {EVENTS_PER_MINUTE} events a minute per learner: your kernel sends these "
+                                 f"again later.")
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
+        if self.retry_after:
+            self.set_header("Retry-After", str(self.retry_after))
         self.finish({"error": _message(kwargs, self._reason, status_code)})
 
 

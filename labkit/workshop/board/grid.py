@@ -111,20 +111,52 @@ def build_grid(events: Iterable[Received], exercises: Sequence[str], now: float,
 
     ``exercises`` empty: the exercises seen in the events, in numeric order.
     """
-    events = sorted(events, key=lambda item: (item.when, item.received, item.event.id))
-    names = {item.event.learner for item in events} if learners is None else set(learners)
-    names -= set(instructors)
+    events = list(events)
     columns = tuple(exercises) or exercises_seen(events)
-    by_learner: dict[str, list[Received]] = {name: [] for name in names}
+    by_learner: dict[str, list[Received]] = {}
     for item in events:
-        if item.event.learner in by_learner:
-            by_learner[item.event.learner].append(item)
-    rows = [learner_row(name, by_learner[name], columns) for name in sorted(names)]
+        by_learner.setdefault(item.event.learner, []).append(item)
+    names = set(by_learner) if learners is None else set(learners)
+    parts = {name: learner_part(name, by_learner.get(name, []), columns) for name in names - set(instructors)}
+    return grid_of(parts, columns, now, rules)
+
+
+@dataclass(frozen=True)
+class LearnerPart:
+    """What one learner adds to the grid, from their own events alone: so a board recomputes only who posted.
+
+    ``row`` is not yet judged stuck (that needs the clock and the others); ``mistakes`` counts, per
+    exercise, how many of their verdicts named each mistake.
+    """
+
+    row: Row
+    mistakes: dict[str, dict[str, int]]
+
+
+def learner_part(learner: str, events: Iterable[Received], exercises: Sequence[str]) -> LearnerPart:
+    """``learner``'s part of the grid with one column per exercise in ``exercises``."""
+    events = list(events)
+    return LearnerPart(learner_row(learner, events, exercises), mistake_tally(events))
+
+
+def mistake_tally(events: Iterable[Received]) -> dict[str, dict[str, int]]:
+    """Per exercise, how many of ``events``' verdicts named each mistake."""
+    tally: dict[str, dict[str, int]] = {}
+    for item in events:
+        event = item.event
+        if event.kind == "check" and event.mistake:
+            named = tally.setdefault(event.exercise, {})
+            named[event.mistake] = named.get(event.mistake, 0) + 1
+    return tally
+
+
+def grid_of(parts: dict[str, LearnerPart], columns: tuple[str, ...], now: float, rules: Rules) -> Grid:
+    """The grid at ``now`` of the learners in ``parts`` (each made with ``columns``)."""
+    rows = [parts[name].row for name in sorted(parts)]
     since = now - rules.minutes * 60
     active = {row.learner for row in rows if row.last_activity is not None and row.last_activity >= since}
     rows = [replace(row, stuck=stuck_reasons(row, len(active - {row.learner}), now, rules)) for row in rows]
-    counted = [item for row in rows for item in by_learner[row.learner]]
-    summaries = tuple(exercise_summary(exercise, rows, counted) for exercise in columns)
+    summaries = tuple(exercise_summary(exercise, rows, list(parts.values())) for exercise in columns)
     return Grid(columns, tuple(rows), summaries, now, rules)
 
 
@@ -156,31 +188,43 @@ def stuck_reasons(row: Row, others_active: int, now: float, rules: Rules) -> tup
     return tuple(reasons)
 
 
-def exercise_summary(exercise: str, rows: Sequence[Row], events: Iterable[Received]) -> ExerciseSummary:
-    """``exercise`` across ``rows`` (``events``: theirs): solved by how many, its most frequent mistakes, hints used."""
+def exercise_summary(exercise: str, rows: Sequence[Row], parts: Iterable[LearnerPart]) -> ExerciseSummary:
+    """``exercise`` across ``rows`` (``parts``: theirs): solved by how many, its most frequent mistakes, hints used."""
     cells = [cell for row in rows for cell in row.cells if cell.exercise == exercise]
     return ExerciseSummary(exercise, solved=sum(cell.state == SOLVED for cell in cells), learners=len(rows),
                            hints=sum(cell.hints for cell in cells),
-                           mistakes=tuple(mistake_counts(events, exercise)[:TOP_MISTAKES]))
+                           mistakes=tuple(ranked_mistakes([part.mistakes for part in parts], exercise)[:TOP_MISTAKES]))
 
 
 def mistake_counts(events: Iterable[Received], exercise: str) -> list[MistakeCount]:
     """Every mistake verdicts named on ``exercise``: by how many learners made it, then how often, then id."""
-    who: dict[str, set[str]] = {}
-    times: dict[str, int] = {}
+    by_learner: dict[str, list[Received]] = {}
     for item in events:
-        event = item.event
-        if event.kind == "check" and event.exercise == exercise and event.mistake:
-            who.setdefault(event.mistake, set()).add(event.learner)
-            times[event.mistake] = times.get(event.mistake, 0) + 1
-    counts = [MistakeCount(mistake, len(who[mistake]), times[mistake]) for mistake in who]
+        by_learner.setdefault(item.event.learner, []).append(item)
+    return ranked_mistakes([mistake_tally(mine) for mine in by_learner.values()], exercise)
+
+
+def ranked_mistakes(tallies: Iterable[dict[str, dict[str, int]]], exercise: str) -> list[MistakeCount]:
+    """The mistakes on ``exercise`` in learners' ``tallies`` (one per learner), ranked as :func:`mistake_counts` says."""
+    learners: dict[str, int] = {}
+    times: dict[str, int] = {}
+    for tally in tallies:
+        for mistake, named in tally.get(exercise, {}).items():
+            learners[mistake] = learners.get(mistake, 0) + 1
+            times[mistake] = times.get(mistake, 0) + named
+    counts = [MistakeCount(mistake, learners[mistake], times[mistake]) for mistake in learners]
     return sorted(counts, key=lambda count: (-count.learners, -count.times, count.mistake))
 
 
 def exercises_seen(events: Iterable[Received]) -> tuple[str, ...]:
     """The exercise ids in ``events``, in numeric order (1.2 before 1.10)."""
-    seen = {item.event.exercise for item in events if item.event.exercise != PREFLIGHT}
-    return tuple(sorted((e for e in seen if EXERCISE_PATTERN.fullmatch(e)), key=lambda e: tuple(map(int, e.split(".")))))
+    return in_order({item.event.exercise for item in events})
+
+
+def in_order(exercises: Iterable[str]) -> tuple[str, ...]:
+    """The exercise ids among ``exercises`` (not the preflight), once each, in numeric order (1.2 before 1.10)."""
+    ids = {e for e in exercises if e != PREFLIGHT and EXERCISE_PATTERN.fullmatch(e)}
+    return tuple(sorted(ids, key=lambda e: tuple(map(int, e.split(".")))))
 
 
 def _cell_json(cell: Cell) -> dict[str, Any]:

@@ -65,6 +65,8 @@ class EventStore:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
+        self._counts = dict(self._db.execute("SELECT learner, COUNT(*) FROM events GROUP BY learner").fetchall())
+        self._versions: dict[str, int] = {}  # bumped when a learner's events change, so a grid recomputes theirs alone
 
     def add(self, events: Iterable[Event], received: float) -> int:
         """Store each event not stored yet (by id), all or none; how many were new."""
@@ -79,12 +81,31 @@ class EventStore:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
-            return self._db.total_changes - before
+            added = self._db.total_changes - before
+            if added:
+                learners = {row[1] for row in rows}
+                for learner in learners:
+                    self._versions[learner] = self._versions.get(learner, 0) + 1
+                    self._counts[learner] = self._count(learner) if len(learners) > 1 else self._counts.get(learner, 0) + added
+            return added
 
     def count(self, learner: str) -> int:
         """How many events of ``learner`` are stored."""
         with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM events WHERE learner = ?", (learner,)).fetchone()[0])
+            return self._counts.get(learner, 0)
+
+    def learners(self) -> set[str]:
+        """Everyone with a stored event."""
+        with self._lock:
+            return set(self._counts)
+
+    def version(self, learner: str) -> int:
+        """A number that changes whenever ``learner``'s events do (in this process)."""
+        with self._lock:
+            return self._versions.get(learner, 0)
+
+    def _count(self, learner: str) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM events WHERE learner = ?", (learner,)).fetchone()[0])
 
     def events(self, learner: str | None = None) -> list[Received]:
         """Every stored event (of ``learner`` only, when given), oldest first."""

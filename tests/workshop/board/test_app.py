@@ -12,6 +12,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from unittest.mock import ANY
 
 from tornado import web
 from tornado.testing import AsyncHTTPTestCase
@@ -19,6 +20,8 @@ from tornado.testing import AsyncHTTPTestCase
 from labkit.progress import mistakes
 from labkit.workshop.board import app as board_app
 from labkit.workshop.board.app import make_app
+from labkit.workshop.board.grid import Rules, build_grid
+from labkit.workshop.board.rate import EventRate
 from tests.workshop.board.support import (
     COOKIE_SECRET,
     PREFIX,
@@ -139,6 +142,55 @@ class BoardTest(AsyncHTTPTestCase):
         finally:
             board_app.MAX_EVENTS_PER_LEARNER = board_app_limit
         assert len(self.stored()) == 3
+
+    def test_the_cap_is_2000_events_per_learner(self):
+        assert board_app.MAX_EVENTS_PER_LEARNER == 2000  # 20,000 let one learner cost the grid a second per poll
+
+    def test_a_flood_is_refused_past_one_full_post_and_the_others_still_post(self):
+        self.board.rate = EventRate(per_minute=120, burst=200, clock=lambda: 0.0)  # a flood within one instant
+        assert self.post_events([event("ada") for _ in range(200)]).code == 200  # a kernel's whole backlog at once
+        for _ in range(20):
+            reply = self.post_events([event("ada")])
+            assert reply.code == 429
+            assert "120 events a minute" in json.loads(reply.body)["error"]
+            assert reply.headers["Retry-After"] == "1"
+        assert self.post_events([event("bob")], token="bob-token").code == 200
+        assert len(self.stored()) == 201
+
+    def test_the_rate_refills_at_120_a_minute(self):
+        now = [0.0]
+        self.board.rate = EventRate(per_minute=120, burst=200, clock=lambda: now[0])
+        assert self.post_events([event("ada") for _ in range(200)]).code == 200
+        now[0] = 30.0  # 60 events later
+        assert self.post_events([event("ada") for _ in range(61)]).code == 429
+        assert self.post_events([event("ada") for _ in range(60)]).code == 200
+        assert len(self.stored()) == 260
+
+    def test_a_poll_recomputes_only_the_learners_who_posted(self):
+        made = []
+        real = board_app.learner_part
+
+        def counting(name, events, columns):
+            made.append(name)
+            return real(name, events, columns)
+        self.post_events([event("ada")])
+        self.post_events([event("bob", status="not solved")], token="bob-token")
+        board_app.learner_part = counting
+        try:
+            first = json.loads(self.get("api/grid", token="teacher-token").body)
+            self.post_events([event("ada", "1.1", "not solved", at=T0 + 5)])
+            second = json.loads(self.get("api/grid", token="teacher-token").body)
+            third = json.loads(self.get("api/grid", token="teacher-token").body)
+        finally:
+            board_app.learner_part = real
+        assert sorted(made) == sorted(["ada", "bob", EVIL, "ada"])  # everyone once, then ada alone, then nobody
+        assert first["summaries"][0]["mistakes"][0]["learners"] == 1
+        assert second["summaries"][0]["mistakes"][0]["learners"] == 2  # ada's new mistake, counted from her new part
+        assert second == third
+        settings = self.board.settings
+        fresh = build_grid(self.stored(), settings.exercises, T0 + 60, Rules(settings.stuck_attempts, settings.stuck_minutes),
+                           learners=["ada", "bob", EVIL, "root"], instructors={"root", "teacher", "helper"})
+        assert second["rows"] == [row.to_json() | {"server_url": ANY, "server_title": ANY} for row in fresh.rows]
 
     # no state change on GET, and one POST
     def test_the_only_post_is_api_events_and_no_get_changes_anything(self):

@@ -36,6 +36,22 @@ def test_one_learner_s_events_and_counts(tmp_path):
     assert {item.event.learner for item in store.events("ada")} == {"ada"}
 
 
+def test_a_learner_s_version_changes_only_with_their_new_events_and_counts_survive_a_restart(tmp_path):
+    store = EventStore(tmp_path / "board.sqlite")
+    first = event("ada")
+    store.add([first, event("bob")], received=T0)
+    ada, bob = store.version("ada"), store.version("bob")
+    store.add([first], received=T0 + 1)  # sent again: nothing new
+    assert (store.version("ada"), store.version("bob")) == (ada, bob)
+    store.add([event("ada", "1.2")], received=T0 + 2)
+    assert store.version("ada") != ada and store.version("bob") == bob
+    assert store.learners() == {"ada", "bob"} and store.count("ada") == 2
+    store.close()
+    reopened = EventStore(tmp_path / "board.sqlite")
+    assert (reopened.learners(), reopened.count("ada"), reopened.count("bob")) == ({"ada", "bob"}, 2, 1)
+    reopened.close()
+
+
 def test_the_file_is_0600_and_in_wal_mode(tmp_path):
     path = tmp_path / "board.sqlite"
     path.write_bytes(b"")
