@@ -34,7 +34,7 @@ help:
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
 	@echo "make workshop-remove-accounts  (root) after the workshop: remove every learner account and its home"
 	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
-	@echo "make workshop-board-loadtest LEARNERS=30  the room board under load: its latency, CPU and memory (build/)"
+	@echo "make workshop-board-loadtest LEARNERS=30 HOSTILE=6  the room board under load, HOSTILE learners flooding it: latency, CPU, memory (build/)"
 	@echo "make test       create the venv if missing, run every test (i18n-check first, unit, strict nbval, browser UI)"
 	@echo "make i18n-update  English notebooks -> the zh/ru catalogues (notebooks/i18n/; changed cells become fuzzy)"
 	@echo "make i18n-build   catalogues -> notebooks/zh/, notebooks/ru/, executed (I18N_ARGS='--lang zh --no-execute')"
@@ -101,9 +101,10 @@ workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 	$(INSTALL_IF_ROOT)
 	$(PY) -m labkit.workshop.load --learners $(or $(N),8) --json build/workshop-loadtest.json
 
-# the room board under load (a benchmark): LEARNERS simulated learners post an event every few seconds
+# the room board under load (a benchmark): LEARNERS simulated learners post an event every few seconds,
+# while HOSTILE more flood it as fast as it answers
 workshop-board-loadtest: $(WORKSHOP_STAMP) $(PROXY)
-	$(PY) -m labkit.workshop.board_load --learners $(or $(LEARNERS),30) --json build/workshop-board-loadtest.json
+	$(PY) -m labkit.workshop.board_load --learners $(or $(LEARNERS),30) --hostile $(or $(HOSTILE),0) --json build/workshop-board-loadtest.json
 
 test: $(STAMP)
 	$(PY) -m pytest $(TEST_ARGS)
