@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one language (repeat for more); default: all")
     parser.add_argument("--notebooks-dir", type=Path, default=Path("notebooks"), help="the English notebooks' folder")
     parser.add_argument("--no-execute", action="store_true", help="build only: keep the English outputs, run nothing")
+    parser.add_argument("--force", action="store_true",
+                        help="build only: rebuild every notebook, also those built from today's English and catalogue "
+                             "(after make notebooks changed the English outputs)")
     parser.add_argument("--timeout", type=int, default=600, help="build only: seconds per cell")
 
 
@@ -42,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "build":
         os.environ.setdefault("LABKIT_PROGRESS", "off")  # as make notebooks: the solved labs' verdicts are nobody's progress
         failed = 0
-        for line in notebooks.build(root, langs, execute=not args.no_execute, timeout=args.timeout):
+        for line in notebooks.build(root, langs, execute=not args.no_execute, timeout=args.timeout,
+                                     force=args.force):
             failed += line.startswith("skipped")
             print(line, flush=True)
         return 1 if failed else 0

@@ -167,11 +167,14 @@ def translate(notebook: nbformat.NotebookNode, po: polib.POFile, lang: str, name
     return result
 
 
-def build(root: Path, langs: Iterable[str] = LANGS, *, execute: bool = True, timeout: int = 600) -> Iterator[str]:
+def build(root: Path, langs: Iterable[str] = LANGS, *, execute: bool = True, timeout: int = 600,
+          force: bool = False) -> Iterator[str]:
     """Write ``root/<lang>/<name>.ipynb`` for each English notebook whose catalogue is finished; yield one line each.
 
     Without ``execute`` the English outputs stay (the code is the same); with it each notebook is run as
     ``make notebooks`` runs the English ones, in its own folder, where ``solutions`` links to ``../solutions``.
+    A notebook already built from today's English and catalogue is left alone unless ``force`` (after
+    ``make notebooks``, whose new outputs no hash here sees, build with ``force``).
     """
     for lang in langs:
         folder = root / lang
@@ -186,12 +189,22 @@ def build(root: Path, langs: Iterable[str] = LANGS, *, execute: bool = True, tim
             except LabkitError as exc:
                 yield f"skipped {translated_path(root, lang, path)}: {exc}"
                 continue
+            target = translated_path(root, lang, path)
+            if not force and target.exists() and _made_from(target) == translated.metadata[METADATA_KEY]:
+                yield f"up to date {target}"
+                continue
             folder.mkdir(exist_ok=True)
             _link_solutions(root, folder)
-            target = translated_path(root, lang, path)
             write_text(target, nbformat.writes(translated) + "\n")  # as nbformat.write ends a file
             seconds = execute_notebook(target, timeout=timeout) if execute else None
             yield f"ok {target}" + (f" {seconds:.1f} s" if seconds is not None else " (not executed)")
+
+
+def _made_from(path: Path) -> object:
+    try:
+        return read_notebook(path, write=False).metadata.get(METADATA_KEY)
+    except LabkitValueError:
+        return None
 
 
 def _link_solutions(root: Path, folder: Path) -> None:

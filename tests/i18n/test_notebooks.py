@@ -113,6 +113,11 @@ def test_generated_notebook_keeps_code_cells_byte_identical_and_says_what_it_cam
     assert (lab / "zh" / "solutions").is_symlink() is False  # no solutions/ folder here, so no link
 
 
+def test_build_leaves_an_up_to_date_notebook_alone_unless_forced(lab: Path) -> None:
+    assert list(build(lab, ["zh"], execute=False)) == [f"up to date {lab / 'zh' / '09_tiny.ipynb'}"]
+    assert list(build(lab, ["zh"], execute=False, force=True)) == [f"ok {lab / 'zh' / '09_tiny.ipynb'} (not executed)"]
+
+
 def test_a_changed_english_sentence_makes_the_entry_fuzzy_and_the_check_fail(lab: Path) -> None:
     changed = INTRO.replace("A **tensor** has", "Every **tensor** has")
     english(lab, intro=changed)
