@@ -30,6 +30,18 @@ REPOSITORY_URL: str | None = None
 REPOSITORY_BRANCH = "main"
 NOTEBOOK_PATTERN = re.compile(r"^\d\d_[\w-]+\.ipynb$")
 
+
+def in_checkout() -> bool:
+    """Whether this labkit runs from a checkout of its repository: an installed wheel has no ``notebooks/`` beside it."""
+    return NOTEBOOKS_DIR.is_dir()
+
+
+def checkout_needed(command: str, needs: str) -> LabkitValueError:
+    """The error of an author's command run from an installed labkit: what it needs, and where to run it instead."""
+    return LabkitValueError(f"`labkit {command}` works in a checkout of labkit's repository ({needs}), and this labkit "
+                            f"is installed without one (from a wheel). Run it in a clone of the repository, or in its "
+                            f"unpacked sdist, after `python -m pip install -e .` there.")
+
 Kind = Literal["intro", "lab", "capstone"]
 
 #: The most a lab notebook may take top to bottom on a 2-core CPU, unless its entry says otherwise.

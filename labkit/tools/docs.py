@@ -29,7 +29,7 @@ from pathlib import Path
 import nbformat
 
 from labkit.core.errors import LabkitError
-from labkit.labs import find_notebooks
+from labkit.labs import checkout_needed, find_notebooks
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.output_folder import OutputFolder
 
@@ -95,16 +95,17 @@ def require_executed(path: Path, notebook: nbformat.NotebookNode) -> None:
 
 
 def require_sphinx() -> None:
-    """Sphinx and MyST-NB come with the ``docs`` extra, which ``make docs`` installs."""
+    """The site's Sphinx project is in a checkout (an installed wheel has none); Sphinx and MyST-NB come with the
+    ``docs`` extra, which ``make docs`` installs there."""
+    if not (DOCS_SOURCE / "conf.py").is_file():
+        raise checkout_needed("docs", "the site's Sphinx project, docs/, and the executed notebooks")
     missing = [name for name in ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx_togglebutton")
                if importlib.util.find_spec(name) is None]
     if missing:
         raise LabkitError(
-            f"The docs site needs {', '.join(missing)}, which this environment lacks: "
+            f"The docs site needs {', '.join(missing)}, which this environment lacks: in the checkout, "
             "run `python -m pip install -e '.[docs]'` (make docs does it for you)."
         )
-    if not (DOCS_SOURCE / "conf.py").is_file():
-        raise LabkitError(f"No Sphinx project at {DOCS_SOURCE}: build the site from a clone of labkit, with `make docs`.")
 
 
 def sphinx_source(notebooks: list[Path], folder: Path) -> Path:

@@ -82,6 +82,8 @@ MODES: tuple[Mode, ...] = ("isolated", "in-process", "image")
 # Generous: all probes run at once, and importing torchvision alone took 30 s on a busy 2-core machine.
 DEFAULT_TIMEOUT_S = 120.0
 _RESULT_MARK = "@@labkit-doctor-result@@ "
+#: The version of ``labkit doctor --json``'s keys (:meth:`DoctorReport.to_dict`).
+JSON_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,17 @@ class DoctorReport:
             lines.append(self.note)
         lines.append(self.verdict())
         return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as ``labkit doctor --json`` prints it: keys that stay, for provisioning scripts.
+
+        ``format`` changes only when a key changes meaning. Each probe's ``status`` is ``ok``, ``warning``
+        (passed, with something to know) or ``problem`` (with the ``fix`` command).
+        """
+        probes = [{"name": p.name, "status": "problem" if not p.ok else "warning" if p.warning else "ok",
+                   "detail": p.detail, "fix": p.fix, "warning": p.warning} for p in self.probes]
+        return {"format": JSON_FORMAT, "ready": self.ok, "verdict": self.verdict(), "problems": [p.name for p in self.problems],
+                "warnings": [p.name for p in self.warnings], "note": self.note, "probes": probes}
 
     def __str__(self) -> str:
         return self.to_text()
@@ -421,7 +434,9 @@ def _version_tools() -> tuple[dict[str, str], Callable[[str, str], bool]]:
     from packaging.specifiers import SpecifierSet
 
     try:
-        declared = metadata.requires("labkit") or []
+        from labkit.labs import DISTRIBUTION  # pyproject's name, not the import name
+
+        declared = metadata.requires(DISTRIBUTION) or []
     except metadata.PackageNotFoundError:  # run from a checkout that is not installed
         declared = []
     specs = {}
@@ -597,17 +612,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
                         help=f"how long one probe may take before it counts as hanging "
                              f"(default: ${TIMEOUT_ENV}, else {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument("--json", action="store_true",
+                        help="print the report as JSON (keys: format, ready, verdict, problems, warnings, note, probes), "
+                             "for provisioning scripts; the exit code is the same")
+
+
+def _failed(verdict: str, as_json: bool) -> None:
+    """A verdict without a report (interrupted, or the doctor itself failed), as text or as ``--json`` prints one."""
+    print(json.dumps({"format": JSON_FORMAT, "ready": False, "verdict": verdict, "problems": [], "warnings": [],
+                      "note": "", "probes": []}, indent=2) if as_json else verdict)
 
 
 def run(args: argparse.Namespace) -> int:
+    as_json = args.json
     try:
         report = run_preflight(timeout=args.timeout, record=False, mode="isolated")
     except KeyboardInterrupt:
-        print("doctor: NOT READY - interrupted before every probe had finished; run it again.")
+        _failed("doctor: NOT READY - interrupted before every probe had finished; run it again.", as_json)
         return 128 + signal.SIGINT
     except Exception as exc:  # noqa: BLE001 - the doctor must still end with a verdict
-        print(f"doctor: NOT READY - the doctor itself failed ({type(exc).__name__}: {exc}). "
-              "Please report this with the line above.")
+        _failed(f"doctor: NOT READY - the doctor itself failed ({type(exc).__name__}: {exc}). "
+                "Please report this with the line above.", as_json)
         return 1
-    print(report.to_text())
+    print(json.dumps(report.to_dict(), indent=2) if as_json else report.to_text())
     return 0 if report.ok else 1

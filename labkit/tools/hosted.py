@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
-from labkit.labs import DISTRIBUTION, NOTEBOOKS_DIR, REPOSITORY_BRANCH, REPOSITORY_URL, find_notebooks
+from labkit.labs import DISTRIBUTION, NOTEBOOKS_DIR, REPOSITORY_BRANCH, REPOSITORY_URL, checkout_needed, find_notebooks
 from labkit.tools.doctor import TESTED_RANGE
 
 if TYPE_CHECKING:
@@ -224,9 +224,8 @@ def run(args: argparse.Namespace) -> int:
         labs = find_notebooks(NOTEBOOKS_DIR) if NOTEBOOKS_DIR.is_dir() else []
         paths = args.paths or [*labs, README]
         if not labs and not args.paths:
-            raise LabkitValueError("it works in a checkout of labkit's repository (it writes the install lines into "
-                                   "notebooks/ and README.md there), and this labkit is installed without one: run it in "
-                                   "a checkout, or give the notebooks (and README.md) to check or write.")
+            raise checkout_needed("hosted", "it checks the install lines of notebooks/ and README.md there; or give it "
+                                            "the notebooks and README to check")
         names = [path.name for path in labs]
         planned = {path: planned_text(path, names) for path in paths}  # every file checked before one is written
         changes = {path: text for path, text in planned.items() if text is not None}

@@ -1,4 +1,5 @@
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,51 @@ def test_cli_doctor_is_ready_here():
     for name in ALL_PROBES:
         assert f"ok      {name}" in result.stdout
     assert result.stdout.strip().splitlines()[-1].startswith("doctor: READY - all 16 probes passed")
+
+
+@pytest.mark.slow
+def test_cli_doctor_json_is_machine_readable_with_the_same_exit_code():
+    result = subprocess.run([sys.executable, "-m", "labkit", "doctor", "--json"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)  # nothing but the JSON on stdout
+    assert list(report) == ["format", "ready", "verdict", "problems", "warnings", "note", "probes"]
+    assert report["format"] == doctor.JSON_FORMAT and report["ready"] is True and report["problems"] == []
+    assert report["verdict"].startswith("doctor: READY - all 16 probes passed")
+    assert [probe["name"].split(" (")[0] for probe in report["probes"]] == list(ALL_PROBES)
+    assert all(set(probe) == {"name", "status", "detail", "fix", "warning"} for probe in report["probes"])
+
+
+def test_json_names_each_problem_and_warning_with_its_fix_and_exits_as_the_text_does(monkeypatch, capsys):
+    probes = [doctor.Probe("python", True, "3.11"), doctor.Probe("torch", True, "2.99", warning="newer than tested"),
+              doctor.Probe("tabulate", False, "missing", fix="pip install tabulate")]
+    monkeypatch.setattr(doctor, "run_preflight", lambda **kwargs: doctor.DoctorReport(probes))
+    assert doctor.run(argparse.Namespace(timeout=None, json=False)) == 1
+    text = capsys.readouterr().out
+    assert doctor.run(argparse.Namespace(timeout=None, json=True)) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ready"] is False and report["problems"] == ["tabulate"] and report["warnings"] == ["torch"]
+    assert report["verdict"] == text.strip().splitlines()[-1]
+    assert [(p["name"], p["status"], p["fix"]) for p in report["probes"]] == [
+        ("python", "ok", ""), ("torch", "warning", ""), ("tabulate", "problem", "pip install tabulate")]
+
+    def broken(**kwargs):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(doctor, "run_preflight", broken)
+    assert doctor.run(argparse.Namespace(timeout=None, json=True)) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ready"] is False and report["verdict"].startswith("doctor: NOT READY - the doctor itself failed")
+
+
+def test_the_versions_checked_are_the_ones_the_installed_distribution_declares():
+    """pyproject's name is torch-labkit, not the import name: read under the other, the checks would silently vanish."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    specs, satisfies = doctor._version_tools()
+    torch = next(Requirement(r) for r in pyproject["project"]["dependencies"] if r.startswith("torch>"))
+    assert specs["torch"] == str(torch.specifier) and not satisfies("2.0.0", specs["torch"])
 
 
 def _fake_packages(folder: Path) -> None:
@@ -133,7 +179,7 @@ def test_the_verdict_line_is_printed_even_when_the_doctor_itself_fails(monkeypat
         raise RuntimeError("bug")
 
     monkeypatch.setattr(doctor, "run_preflight", broken)
-    assert doctor.run(argparse.Namespace(timeout=None)) == 1
+    assert doctor.run(argparse.Namespace(timeout=None, json=False)) == 1
     assert capsys.readouterr().out.startswith("doctor: NOT READY - the doctor itself failed (RuntimeError: bug)")
 
 
@@ -270,5 +316,5 @@ def test_the_command_line_doctor_always_isolates_its_probes(monkeypatch, capsys)
         return doctor.DoctorReport([doctor.Probe("python", True, "3.11")])
 
     monkeypatch.setattr(doctor, "run_preflight", preflight)
-    assert doctor.run(argparse.Namespace(timeout=None)) == 0
+    assert doctor.run(argparse.Namespace(timeout=None, json=False)) == 0
     assert seen["mode"] == "isolated" and seen["record"] is False
