@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 
 from labkit.core.errors import LabkitError, LabkitValueError
-from labkit.labs import find_notebooks
+from labkit.labs import checkout_needed, find_notebooks, in_checkout
 from labkit.tools.docs import describe_notebook
 from labkit.tools.nbrun import read_notebook
 from labkit.tools.output_folder import MANIFEST, OutputFolder
@@ -319,6 +319,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if not args.notebooks.is_dir() and not in_checkout():
+            raise checkout_needed("student-copy", "the solved notebooks/ and notebooks/solutions/; or give --notebooks")
         written = make_student_copy(
             args.notebooks, args.out_dir, with_solutions=args.with_solutions, force=args.force, track=args.track
         )
