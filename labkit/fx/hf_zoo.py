@@ -26,7 +26,7 @@ labkit does not offer them.
   plus ``use_cache=False`` for every model whose ``forward`` takes it (a cache
   object is output a profile does not need).
 
-transformers is an optional extra (``pip install 'labkit[hf]'``); this module
+transformers is an optional extra (``pip install 'torch-labkit[hf]'``); this module
 imports it only to build, so the list (:func:`registry`) works without it.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ import torch
 
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 
-MIN_TRANSFORMERS = (4, 45)  # pyproject's labkit[hf] floor: every type below, attn_implementation= on the config
+MIN_TRANSFORMERS = (4, 45)  # pyproject's torch-labkit[hf] floor: every type below, attn_implementation= on the config
 #: For a torch older than transformers 5 takes: 4.45's models all export on torch 2.4.1 (4.51's decoders slice their
 #: layer list, 4.53+ build masks with vmap there, neither of which torch 2.4's export follows: they fall back to hooks).
 OLD_TORCH_TRANSFORMERS = "'transformers>=4.45,<4.46'"
@@ -199,13 +199,13 @@ def transformers_module() -> ModuleType:
     except ImportError as exc:
         raise TransformersUnavailableError(
             f"Hugging Face models need the transformers package, which cannot be imported ({exc}). "
-            "Install labkit's extra for it: pip install 'labkit[hf]'"
+            "Install labkit's extra for it: pip install 'torch-labkit[hf]'"
         ) from None
     found = str(getattr(transformers, "__version__", "0"))
     if _version(found) < MIN_TRANSFORMERS:
         raise TransformersUnavailableError(
             f"transformers {found} is older than {floor}, the oldest labkit builds models with. "
-            "Upgrade it: pip install -U 'labkit[hf]'"
+            "Upgrade it: pip install -U 'torch-labkit[hf]'"
         )
     if not transformers.utils.is_torch_available():
         raise TransformersUnavailableError(
@@ -222,7 +222,7 @@ def _class(transformers: ModuleType, class_name: str) -> Any:
     found = getattr(transformers, class_name, None)
     if found is None:
         raise TransformersUnavailableError(
-            f"transformers {transformers.__version__} has no {class_name}. Upgrade it: pip install -U 'labkit[hf]'"
+            f"transformers {transformers.__version__} has no {class_name}. Upgrade it: pip install -U 'torch-labkit[hf]'"
         )
     return found
 

@@ -9,7 +9,7 @@ come from :func:`labkit.fx.profile.profile_model`, which falls back to timing
 the model's layers when torch.fx cannot trace it, and says why. ``--hf TYPE``
 profiles a Hugging Face transformers base model instead, built from a small
 config with seeded random weights and given keyword inputs
-(:mod:`labkit.fx.hf_zoo`; needs ``pip install 'labkit[hf]'``).
+(:mod:`labkit.fx.hf_zoo`; needs ``pip install 'torch-labkit[hf]'``).
 
 Examples::
 
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", nargs="?",
                         help="a torchvision model name, any case, e.g. resnet18, ViT_B_16, ssdlite320_mobilenet_v3_large")
     parser.add_argument("--hf", metavar="TYPE", help="a Hugging Face model type instead, e.g. bert, gpt2, llama, whisper: "
-                                                     "small config, random weights, no download (pip install 'labkit[hf]')")
+                                                     "small config, random weights, no download (pip install 'torch-labkit[hf]')")
     parser.add_argument("--list", action="store_true", help="list every model by kind, with its default input, and exit")
     parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     parser.add_argument("--size", type=int, default=None, help="image height and width (default: the model's, see --list)")
@@ -141,7 +141,7 @@ def hf_catalog_text() -> str:
     rows = [[entry.name, entry.kind, entry.model_class, entry.config_text(), entry.input_text()]
             for entry in registry().values()]
     title = (f"Hugging Face types, --hf TYPE ({len(rows)}; small configs, random weights, attn_implementation="
-             f"{ATTENTION!r}; pip install 'labkit[hf]')")
+             f"{ATTENTION!r}; pip install 'torch-labkit[hf]')")
     return Table(["type", "kind", "model class", "small config", "keyword inputs (batch 1)"], rows, title=title).to_text()
 
 

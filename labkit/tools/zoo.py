@@ -521,7 +521,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                                                    "(repeatable)")
     parser.add_argument("--hf", action="append", default=[], metavar="TYPE",
                         help="a Hugging Face model type from a small config, random weights, no download, e.g. bert; "
-                             "repeatable or a comma list (bert,gpt2); 'all' for every type (needs pip install 'labkit[hf]')")
+                             "repeatable or a comma list (bert,gpt2); 'all' for every type "
+                             "(needs pip install 'torch-labkit[hf]')")
     parser.add_argument("--list", action="store_true", help="list every torchvision model and Hugging Face type, and exit")
     parser.add_argument("--size", type=int, default=None, help="image side for every torchvision model (default: each "
                                                                "model's own); a Hugging Face type's inputs are its config's")

@@ -75,7 +75,7 @@ def test_transformers_missing_is_a_labkit_error_naming_the_extra(monkeypatch):
     with pytest.raises(hf_zoo.TransformersUnavailableError) as info:
         hf_zoo.build_model("bert")
     assert isinstance(info.value, LabkitError) and isinstance(info.value, ImportError)
-    assert str(info.value).endswith("Install labkit's extra for it: pip install 'labkit[hf]'")
+    assert str(info.value).endswith("Install labkit's extra for it: pip install 'torch-labkit[hf]'")
 
 
 def test_a_torch_too_old_for_transformers_names_both_versions(monkeypatch):

@@ -251,4 +251,4 @@ def test_profile_hf_without_transformers_names_the_extra(capsys, monkeypatch):
     assert main(["profile", "--hf", "bert"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: Hugging Face models need the transformers package") and err.count("\n") == 1
-    assert err.endswith("pip install 'labkit[hf]'\n")
+    assert err.endswith("pip install 'torch-labkit[hf]'\n")

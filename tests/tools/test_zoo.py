@@ -272,9 +272,9 @@ def test_transformers_missing_is_one_line_naming_the_extra(capsys, monkeypatch):
     assert main(["zoo", "--hf", "bert"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: Hugging Face models need the transformers package") and err.count("\n") == 1
-    assert err.endswith("pip install 'labkit[hf]'\n")
+    assert err.endswith("pip install 'torch-labkit[hf]'\n")
     row = zoo.measure_hf_model("bert")  # the child alone: a failed row that says the same
-    assert row.outcome == "failed" and row.why.endswith("pip install 'labkit[hf]'")
+    assert row.outcome == "failed" and row.why.endswith("pip install 'torch-labkit[hf]'")
 
 
 def test_list_shows_the_hf_types_without_transformers(capsys, monkeypatch):
