@@ -43,7 +43,7 @@ it (``--edition DIR``), under the same rules. A room's README (``--room``)
 names no path outside the workspace: the solutions appear in its own
 ``solutions/`` when the instructor hands them out.
 
-An installed labkit (a wheel, ``pip install "labkit @ git+URL"``, Colab) has no
+An installed labkit (a wheel, ``pip install torch-labkit``, Colab) has no
 ``notebooks/``: its build (:mod:`labkit.tools.build_labs`) wrote the learner
 edition of each track into the package (``labkit/_labs/<track>/``, an edition as
 above, with an installed labkit's README), and the workspace is made from it
