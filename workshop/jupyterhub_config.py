@@ -51,6 +51,9 @@ if settings.password:
 else:
     c.JupyterHub.authenticator_class = "labkit.workshop.auth.WorkshopAuthenticator"  # NativeAuthenticator, hardened
     c.WorkshopAuthenticator.instructors = {settings.admin}  # approved at sign-up, 12+ characters
+    c.WorkshopAuthenticator.attempts_per_minute = settings.login_attempts_per_minute  # per client address, then 429
+    c.WorkshopAuthenticator.max_pending_sign_ups = settings.max_pending_sign_ups  # waiting for approval, at most
+    c.WorkshopAuthenticator.proxies_in_front = settings.proxies_in_front  # whose X-Forwarded-For names the client
     # Nobody takes the instructor's name first: signing up with it needs this code, printed here only.
     c.WorkshopAuthenticator.instructor_code = instructor_sign_up_code(settings)
     print(f"labkit: sign up as '{settings.admin}' at /hub/signup with the instructor's sign-up code "

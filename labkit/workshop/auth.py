@@ -98,14 +98,20 @@ from nativeauthenticator.orm import UserInfo
 from tornado import web
 from traitlets import Bool, Integer, Set, Unicode
 
-from labkit.workshop.settings import INSTRUCTOR_PASSWORD_MIN, LEARNER_PASSWORD_MIN, USERNAME_PATTERN, USERNAME_RULE
+from labkit.workshop.settings import (
+    INSTRUCTOR_PASSWORD_MIN,
+    LEARNER_PASSWORD_MIN,
+    USERNAME_PATTERN,
+    USERNAME_RULE,
+    HubSettings,
+)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LEARNER_MINIMUM = LEARNER_PASSWORD_MIN
 ADMIN_MINIMUM = INSTRUCTOR_PASSWORD_MIN  # the instructor's account opens every learner's server
 BCRYPT_MAX_BYTES = 72  # bcrypt 5 refuses a longer password (older releases silently ignored the rest)
-ATTEMPTS_PER_MINUTE = 30  # log-in and sign-up POSTs per client address: a room behind one NAT address logs in at once
-MAX_PENDING_SIGN_UPS = 60  # sign-ups waiting for approval: a room's worth, never an endless approval page
+ATTEMPTS_PER_MINUTE = HubSettings.login_attempts_per_minute  # per client address (LABKIT_WORKSHOP_*: settings.py)
+MAX_PENDING_SIGN_UPS = HubSettings.max_pending_sign_ups  # a room's worth, never an endless approval page
 HASHING_THREADS = 2  # bcrypt releases the GIL: two threads hash while the event loop keeps serving
 admin_only = needs_scope("admin:users")  # as NativeAuthenticator guards its admin pages
 _hashing = ThreadPoolExecutor(HASHING_THREADS, thread_name_prefix="labkit-bcrypt")
@@ -169,6 +175,7 @@ class WorkshopAuthenticator(NativeAuthenticator):
     instructor_code = Unicode("", config=True, help="What signing up under an instructor's name asks for.")
     instructors = Set(Unicode(), config=True, help="Names approved at sign-up, with the instructor's password rule.")
     attempts_per_minute = Integer(ATTEMPTS_PER_MINUTE, config=True, help="Log-in and sign-up POSTs per client address.")
+    proxies_in_front = Integer(0, config=True, help="Reverse proxies before the hub's own, each adding X-Forwarded-For.")
     max_pending_sign_ups = Integer(MAX_PENDING_SIGN_UPS, config=True, help="Sign-ups waiting for approval at most.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -195,6 +202,18 @@ class WorkshopAuthenticator(NativeAuthenticator):
         if 0 < len(encoded) <= BCRYPT_MAX_BYTES:
             hashed = await off_the_loop(bcrypt.hashpw, encoded, bcrypt.gensalt())
             self._hashed[(self.normalize_username(username), password)] = hashed
+
+    def client_address(self, request: Any) -> str:
+        """The address a request came from: before the hub's proxy and ``proxies_in_front`` trusted ones.
+
+        Each proxy appends the address it was reached from to X-Forwarded-For,
+        so the entries counted from the right are the trusted ones; anything
+        further left is what the client sent, and may be made up.
+        """
+        chain = [entry.strip() for entry in request.headers.get("X-Forwarded-For", "").split(",") if entry.strip()]
+        if len(chain) > self.proxies_in_front:
+            return str(chain[-1 - self.proxies_in_front])
+        return str(request.remote_ip or "")
 
     def pending_problem(self, username: str) -> str | None:
         """Why one more sign-up cannot wait for approval now, or None."""
@@ -322,7 +341,7 @@ class LogIn(_LabkitTemplates, LoginHandler):
     """``/hub/login`` on labkit's ``native-login.html``; too many attempts from one address get 429 and a wait."""
 
     async def post(self) -> None:
-        wait_s = self.authenticator.attempts.wait_s(self.request.remote_ip or "")
+        wait_s = self.authenticator.attempts.wait_s(self.authenticator.client_address(self.request))
         if wait_s:
             self.set_status(429)
             self.finish(await self._render(login_error=AttemptLimit.message(wait_s),
@@ -342,7 +361,7 @@ class SignUp(_LabkitTemplates, SignUpHandler):
         authenticator = self.authenticator
         username = self.get_body_argument("username", "", strip=False)
         password = self.get_body_argument("signup_password", "", strip=False)
-        wait_s = authenticator.attempts.wait_s(self.request.remote_ip or "")
+        wait_s = authenticator.attempts.wait_s(authenticator.client_address(self.request))
         if wait_s:
             self.set_status(429)
         problem = ((AttemptLimit.message(wait_s) if wait_s else None)

@@ -70,6 +70,9 @@ class HubSettings:
     unsafe_shared_account_as_root: bool = False  # shared-account in a root hub: every learner's code runs as root
     unsafe_trusted: bool = False  # a room without subdomain_host: every learner's page runs on the hub's origin
     max_learners: int = 40  # shared-password log-in: how many names may log in with the room's password
+    login_attempts_per_minute: int = 30  # log-in and sign-up POSTs per client address (a room behind one NAT: more)
+    max_pending_sign_ups: int = 60  # sign-ups waiting for the instructor's approval at once
+    proxies_in_front: int = 0  # reverse proxies before the hub's own (an HTTPS one: 1), for the client's address
     unsafe_readable_checkout: bool = False  # learners may read the checkout (its solutions): for a test machine only
     mem_limit: str = "2G"
     threads: int = 2  # torch's threads per kernel: its default, one per core, oversubscribes a shared server
@@ -105,6 +108,11 @@ class HubSettings:
             unsafe_shared_account_as_root=_yes(PREFIX + UNSAFE_SHARED_ROOT, get(UNSAFE_SHARED_ROOT.lower(), "no")),
             unsafe_trusted=_yes(PREFIX + UNSAFE_TRUSTED, get(UNSAFE_TRUSTED.lower(), "no")),
             max_learners=_integer(PREFIX + "MAX_LEARNERS", get("max_learners", defaults.max_learners)),
+            login_attempts_per_minute=_integer(PREFIX + "LOGIN_ATTEMPTS_PER_MINUTE",
+                                               get("login_attempts_per_minute", defaults.login_attempts_per_minute)),
+            max_pending_sign_ups=_integer(PREFIX + "MAX_PENDING_SIGN_UPS",
+                                          get("max_pending_sign_ups", defaults.max_pending_sign_ups)),
+            proxies_in_front=_integer(PREFIX + "PROXIES_IN_FRONT", get("proxies_in_front", defaults.proxies_in_front)),
             unsafe_readable_checkout=_yes(PREFIX + UNSAFE_CHECKOUT, get(UNSAFE_CHECKOUT.lower(), "no")),
             mem_limit=get("mem_limit", defaults.mem_limit),
             threads=_integer(PREFIX + "THREADS", get("threads", defaults.threads)),
@@ -128,10 +136,14 @@ class HubSettings:
             raise LabkitValueError(f"{PREFIX}SPAWNER={self.spawner!r}: choose one of {', '.join(SPAWNERS)}.")
         for name, value in (("THREADS", self.threads), ("CULL_AFTER_S", self.cull_after_s),
                             ("KERNEL_CULL_AFTER_S", self.kernel_cull_after_s), ("BOARD_PORT", self.board_port),
-                            ("MAX_LEARNERS", self.max_learners),
+                            ("MAX_LEARNERS", self.max_learners), ("LOGIN_ATTEMPTS_PER_MINUTE", self.login_attempts_per_minute),
+                            ("MAX_PENDING_SIGN_UPS", self.max_pending_sign_ups),
                             ("STUCK_ATTEMPTS", self.stuck_attempts), ("STUCK_MINUTES", self.stuck_minutes)):
             if value < 1:
                 raise LabkitValueError(f"{PREFIX}{name}={value}: give a whole number of at least 1.")
+        if self.proxies_in_front < 0:
+            raise LabkitValueError(f"{PREFIX}PROXIES_IN_FRONT={self.proxies_in_front}: give 0, or how many reverse proxies "
+                                   "stand before the hub (an HTTPS proxy in front: 1).")
         if self.board_port > 65535 or self.board_port == self.port:
             raise LabkitValueError(f"{PREFIX}BOARD_PORT={self.board_port}: give a free port other than the hub's ({self.port}).")
         if not re.fullmatch(USERNAME_PATTERN, self.admin):

@@ -324,3 +324,18 @@ def test_the_shared_password_lets_in_at_most_max_learners_new_names():
     assert log_in(ADMIN, "a" * 32)["admin"] is True, "the instructor is never counted or refused"
     room.max_learners = 3
     assert log_in("mallory")["name"] == "mallory"
+
+
+@pytest.mark.parametrize("forwarded, in_front, address", [
+    ("", 0, "127.0.0.1"),  # straight to the hub's proxy: tornado's own reading
+    ("203.0.113.5, 127.0.0.1", 1, "203.0.113.5"),  # an HTTPS proxy in front named the client
+    ("6.6.6.6, 203.0.113.5, 127.0.0.1", 1, "203.0.113.5"),  # what the client made up stays to the left
+    ("6.6.6.6, 127.0.0.1", 0, "127.0.0.1"),  # no proxy in front: a made-up entry is never read
+])
+def test_the_client_address_counts_trusted_proxies_from_the_right(forwarded: str, in_front: int, address: str):
+    from tornado.httputil import HTTPHeaders, HTTPServerRequest
+
+    request = HTTPServerRequest(method="POST", uri="/hub/login", headers=HTTPHeaders({"X-Forwarded-For": forwarded}))
+    request.remote_ip = "127.0.0.1"
+    authenticator = auth.WorkshopAuthenticator(add_new_table=False, proxies_in_front=in_front)
+    assert authenticator.client_address(request) == address
