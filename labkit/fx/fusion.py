@@ -50,7 +50,7 @@ class UnsafeFusionError(LabkitValueError):
     """torch's ``fuse`` would silently change the model's output (a layer used by more than one node)."""
 
 
-def _require_eval_module(model: Any) -> None:
+def require_eval_module(model: Any) -> None:
     """Refuse a model with a BatchNorm in training mode: only there would folding change what the model computes.
 
     Why only BatchNorms: a ``GraphModule``'s containers, or a model's own
@@ -234,7 +234,7 @@ def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
     parametrization stays unfused, and hooks on the model itself are refused
     (a traced graph would drop them).
     """
-    _require_eval_module(model)
+    require_eval_module(model)
     _refuse_root_hooks(model)
     graph_module = trace(as_the_user_runs_it(model))
     modules = dict(graph_module.named_modules())
@@ -270,7 +270,7 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
     :class:`FusionSkippedWarning`. Both the check and ``fuse`` work on copies
     (:func:`as_the_user_runs_it`, hooks kept): ``model``, its caches and hooks are left alone.
     """
-    _require_eval_module(model)
+    require_eval_module(model)
     _refuse_root_hooks(model)
     graph_module = trace(as_the_user_runs_it(model))  # a clear labkit error if the model cannot be traced
     modules = dict(graph_module.named_modules())
@@ -294,11 +294,15 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
     return cast(torch.fx.GraphModule, fuse(as_the_user_runs_it(model), inplace=True))
 
 
-def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
+def fuse_safely(
+    model: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | None = None
+) -> tuple[torch.fx.GraphModule, str]:
     """Fuse with torch's ``fuse`` where that is safe, else with the teaching pass's safe rule.
 
-    Returns the fused copy and a note naming what was left unfused ("" when
-    nothing was), so a caller can show it instead of a warning.
+    A model ``symbolic_trace`` cannot trace is fused in the ATen graph ``torch.export``
+    captures (:func:`labkit.fx.aten_fusion.fuse_exported`), which needs the example
+    ``inputs`` (and ``kwargs``). Returns the fused copy and a note naming what was
+    left unfused ("" when nothing was), so a caller can show it instead of a warning.
     """
     notes = []
     with warnings.catch_warnings(record=True) as caught:
@@ -307,9 +311,22 @@ def fuse_safely(model: nn.Module) -> tuple[torch.fx.GraphModule, str]:
             fused = fuse_conv_bn_library(model)
         except UnsafeFusionError:
             caught.clear()
-            notes.append("torch's fuse not used (it would change a layer used twice or drop a hook): "
-                         "only safe Conv2d+BatchNorm2d pairs folded")
+            notes.append(
+                "torch's fuse not used (it would change a layer used twice or drop a hook): "
+                "only safe Conv2d+BatchNorm2d pairs folded"
+            )
             fused = fuse_conv_bn_teaching(model)
+        except TraceFailedError as exc:
+            if not inputs and not kwargs:
+                raise LabkitValueError(
+                    f"{exc}\nTo fuse in the graph torch.export captures instead, pass example inputs: "
+                    "fuse_safely(model, x)."
+                ) from exc
+            from labkit.fx.aten_fusion import fuse_exported  # it builds on this module
+
+            caught.clear()
+            notes.append("symbolic_trace failed: fused in the graph torch.export captured")
+            fused = fuse_exported(model, *inputs, kwargs=kwargs)
     notes += [str(w.message).removesuffix(".") for w in caught if issubclass(w.category, FusionSkippedWarning)]
     for w in caught:  # anything else is not ours to swallow
         if not issubclass(w.category, FusionSkippedWarning):
