@@ -163,3 +163,40 @@ def test_the_link_form_accepts_docs_and_tutorials_and_rejects_the_rest():
     found = [PYTORCH_ORG_URL.findall(url) for url in bad]
     assert all(len(urls) == 1 for urls in found)
     assert not any(PYTORCH_ORG_FORM.fullmatch(urls[0]) for urls in found)
+
+
+# --- links to labkit's own repository: none that cannot work -------------------------------------------------------
+ROOT = NOTEBOOKS_DIR.parent
+# What users read: the README, the docs site's sources, the notebooks (and their translations), the other READMEs.
+READ_BY_USERS = ("README.md", "INSTRUCTORS.md", "CONTRIBUTING.md", "environment.yml", "postBuild", "docs/**/*.md",
+                 "docs/_ext/*.py", "notebooks/**/*.ipynb", "notebooks/**/*.md", "workshop/**/*.md")
+PLACEHOLDER = re.compile(r"\bOWNER/|/OWNER\b|github\.com/(?:USER|YOU|NAME|your)", re.IGNORECASE)
+HOSTED_URL = re.compile(r"https://(?:colab\.research\.google\.com|mybinder\.org)/[^\s)\]>\"'`]+")
+
+
+def files_read_by_users() -> list[Path]:
+    found = {path for pattern in READ_BY_USERS for path in ROOT.glob(pattern) if path.is_file()}
+    return sorted(path for path in found if not {".ipynb_checkpoints", "node_modules", "_build"} & set(path.parts))
+
+
+def test_no_placeholder_address_reaches_the_readme_a_notebook_or_a_page():
+    placeholders = {str(path.relative_to(ROOT)): PLACEHOLDER.findall(path.read_text(encoding="utf-8"))
+                    for path in files_read_by_users()}
+    assert not {name: found for name, found in placeholders.items() if found}
+
+
+def test_every_colab_and_binder_link_is_one_the_configured_repository_makes():
+    """None while labkit.labs.REPOSITORY_URL is None; once it is set, only the ones labkit.tools.hosted generates."""
+    from labkit.tools import hosted
+
+    made = {hosted.colab_url(path.name) for path in NOTEBOOKS_DIR.glob("0*.ipynb")} | {hosted.binder_url()}
+    for path in files_read_by_users():
+        unknown = set(HOSTED_URL.findall(path.read_text(encoding="utf-8"))) - made
+        assert not unknown, f"{path.relative_to(ROOT)} links {sorted(unknown)}, which labkit.tools.hosted does not make"
+
+
+def test_the_placeholder_check_catches_the_old_links():
+    old = ("pip install \"labkit @ git+https://github.com/OWNER/labkit\"",
+           "https://mybinder.org/v2/gh/OWNER/labkit/HEAD", "https://colab.research.google.com/github/OWNER/labkit/blob/main/x")
+    assert all(PLACEHOLDER.search(text) for text in old)
+    assert not PLACEHOLDER.search("https://github.com/pytorch/pytorch and the repository's owner")

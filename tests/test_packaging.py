@@ -1,5 +1,7 @@
 """Packaging invariants: one source of truth, and a cheap headless import."""
+import ast
 import json
+import re
 import subprocess
 import sys
 from importlib import metadata
@@ -21,9 +23,74 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    declared = [line for line in pip_section if not line.startswith("-e")]
+    declared = [line for line in pip_section if not line.startswith("-")]  # pip's options: -e ., --extra-index-url
     assert _normalized(declared) == _normalized(pyproject["project"]["dependencies"])
     assert "-e ." in pip_section, "environment.yml must install labkit itself from the checkout"
+    # the labs run on a CPU: the environment takes torch's CPU build, not PyPI's CUDA one (3.2 GB of CUDA libraries)
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in pip_section
+
+
+def test_the_distribution_is_torch_labkit_wherever_a_user_types_its_name():
+    """`labkit` on PyPI is an unrelated package: `pip install labkit` or `labkit[hf]` would install that one."""
+    from labkit.labs import DISTRIBUTION
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["name"] == DISTRIBUTION == "torch-labkit"
+    assert pyproject["project"]["scripts"] == {"labkit": "labkit.__main__:main"}  # the command keeps its name
+    assert metadata.version(DISTRIBUTION) == __import__("labkit").__version__, "reinstall: pip install -e '.[dev]'"
+    old_name = re.compile(r"""(?<![\w-])labkit(?:\[\w,]+\]| @ git\+)|pip install (?:-U )?['"]?labkit(?![\w-])""")
+    typed = [ROOT / "README.md", ROOT / "INSTRUCTORS.md", ROOT / "CONTRIBUTING.md", ROOT / "environment.yml",
+             ROOT / "pyproject.toml", *(ROOT / "docs").rglob("*.md"), *(ROOT / "labkit").rglob("*.py"),
+             *(ROOT / "workshop").rglob("*.md"), *(ROOT / "notebooks").glob("*.ipynb")]
+    found = {str(path.relative_to(ROOT)): old_name.findall(path.read_text(encoding="utf-8")) for path in typed}
+    assert not {name: hits for name, hits in found.items() if hits}
+    assert old_name.search("pip install 'labkit[hf]'") and old_name.search('pip install "labkit @ git+https://x/y"')
+    assert not old_name.search("pip install 'torch-labkit[hf]' and python -m labkit lab")
+
+
+def _top_level_imports(folder):
+    """Each top-level module that a file of ``folder`` imports, outside the standard library and labkit."""
+    found = {}
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "labkit":
+                    found.setdefault(top, path.relative_to(ROOT).as_posix())
+    return found
+
+
+def test_every_package_labkit_imports_is_declared():
+    """A dependency that only arrives through another one can leave with it (packaging, once, was only jupyterlab's)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    lines = [*pyproject["project"]["dependencies"], *pyproject["build-system"]["requires"],  # build_labs: the build's
+             *(line for extra in pyproject["project"]["optional-dependencies"].values() for line in extra)]
+    declared = {Requirement(line).name.lower().replace("_", "-") for line in lines}
+    distributions = metadata.packages_distributions()
+    undeclared = {module: where for module, where in _top_level_imports(ROOT / "labkit").items()
+                  if not {name.lower().replace("_", "-") for name in distributions.get(module, [module])} & declared}
+    assert not undeclared, f"imported but not declared in pyproject.toml: {undeclared}"
+
+
+def test_the_package_metadata_names_its_authors_and_audience_and_no_address_that_cannot_work():
+    from labkit.labs import REPOSITORY_URL
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["authors"] and project["license"] == "BSD-3-Clause"
+    assert {"Intended Audience :: Education", "Framework :: Jupyter"} <= set(project["classifiers"])
+    urls = project.get("urls", {})
+    assert all(REPOSITORY_URL and url.startswith(REPOSITORY_URL) for url in urls.values()), urls
+    assert "OWNER" not in json.dumps(project)
+
+
+def test_the_long_description_has_no_relative_link():
+    """README.md is also the package's page on PyPI, where a relative link leads nowhere."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)", readme) + re.findall(r"<(?:a|img)\b[^>]*(?:href|src)=\"([^\"]+)", readme)
+    relative = [target for target in targets if not re.match(r"https?://|#|mailto:", target)]
+    assert not relative, f"README.md links {relative}: make them absolute (https://...), or name the file in `code`"
 
 
 def test_import_labkit_is_headless_and_light():
