@@ -1,26 +1,34 @@
-"""Private copies of what the learner handed labkit: a model's own buffers and attributes, fresh input tensors.
+"""Private copies of what the learner handed labkit: a model's own buffers and attributes, fresh inputs.
 
-Why in core: profiling (labkit.fx), the format benchmark (labkit.memory_format) and verify_jvp
-(labkit.forward_ad) all run the learner's model and must change nothing the learner created:
-not a BatchNorm's running statistics, a call counter or a cache filled in ``forward``, not
-the caller's input tensors, and the learner's hooks must not run.
+Why in core: profiling (labkit.fx), the format benchmark (labkit.memory_format) and the forward-AD
+helpers (labkit.forward_ad) all run the learner's model and must compute what ``model(*args)``
+computes while changing nothing the learner created: not a BatchNorm's running statistics, a call
+counter or a cache filled in ``forward``, not a parameter a forward clamps in place, not the caller's
+input tensors or a cache object passed in.
 
-- :func:`private_copy` gives a copy of the model that shares its parameters but owns its
-  buffers and Python attributes and has none of its hooks;
-- :func:`fresh_inputs` (and :func:`fresh_call`, with keyword inputs) clones the input tensors
-  for one run, so a model that changes its input in place changes a copy.
+- :func:`private_copy` gives a copy of the model that owns its buffers and Python attributes and
+  keeps its hooks and parametrizations (they are part of what it computes); parameters are shared
+  unless ``share_parameters=False``;
+- :func:`parameters_written` tells whether a forward writes a parameter in place (``nn.Embedding(max_norm=...)``,
+  a WGAN clamp), without letting the write happen, so the caller can give its copy its own parameters;
+- :func:`hooks_reaching_out` names the hooks whose closures hold the learner's objects: a copy shares them;
+- :func:`fresh_inputs` (and :func:`fresh_call`, with keyword inputs) clones the input tensors and deep-copies
+  any other mutable input object for one run.
 """
 from __future__ import annotations
 
 import copy
+import enum
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
 
-from labkit.core.errors import LabkitError
+from labkit.core.errors import LabkitError, LabkitValueError
 
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 
@@ -31,16 +39,8 @@ class UncopyableModelError(LabkitError):
 
 #: What ``nn.Module.__init__`` puts in every module's ``__dict__``: torch's bookkeeping, not the model's own attributes.
 _MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
-#: The hook dictionaries the copy starts without: the learner's hooks are neither run nor copied.
-_HOOK_DICTS = (
-    "_forward_hooks",
-    "_forward_hooks_with_kwargs",
-    "_forward_hooks_always_called",
-    "_forward_pre_hooks",
-    "_forward_pre_hooks_with_kwargs",
-    "_backward_hooks",
-    "_backward_pre_hooks",
-)
+#: The hook dictionaries of a module whose hooks run in forward (and backward): the copy keeps them.
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 #: Locks are shared with the copy, not copied (deepcopy cannot): they guard something outside the model.
 _SHARED_TYPES = (type(threading.Lock()), type(threading.RLock()))
 
@@ -54,14 +54,9 @@ def _own_attributes(module: torch.nn.Module) -> Iterator[tuple[str, str, Any]]:
 
 
 def _copy_memo(module: torch.nn.Module, share_parameters: bool) -> dict[int, Any]:
-    """What ``copy.deepcopy`` must not copy as it is: parameters (shared), hooks (left out), locks (shared),
-    and tensors computed from parameters in a cache (a detached clone: deepcopy refuses non-leaf tensors)."""
+    """What ``copy.deepcopy`` must not copy as it is: parameters (shared), locks (shared), and tensors
+    computed from parameters in a cache (a detached clone: deepcopy refuses non-leaf tensors)."""
     memo: dict[int, Any] = {id(p): p for p in module.parameters()} if share_parameters else {}
-    for sub in module.modules():
-        for hooks in _HOOK_DICTS:
-            value = getattr(sub, hooks, None)
-            if value:
-                memo[id(value)] = type(value)()
     for _, _, value in _own_attributes(module):
         for leaf in tree_leaves(value):
             if isinstance(leaf, _SHARED_TYPES):
@@ -89,17 +84,21 @@ def _uncopyable_message(module: torch.nn.Module, share_parameters: bool, exc: Ex
 
 
 def private_copy(module: ModuleT, *, share_parameters: bool = True) -> ModuleT:
-    """A copy of ``module`` that owns its buffers and Python attributes and has none of its hooks.
+    """A copy of ``module`` that owns its buffers and Python attributes and keeps its hooks and parametrizations.
 
-    Why: profiling must change nothing the learner created. A forward can update
-    a buffer (a train-mode BatchNorm's running statistics, even under
-    ``no_grad``; a call counter), a Python attribute (``self.n_calls += 1``) or a
-    cache (``self.cache[key] = ...``, which tracing would fill with fx Proxies
-    that break every later trace); the learner's forward hooks must not run
-    either. All of that happens on this copy. Parameters are shared by default
-    (no copy of large weights); ``share_parameters=False`` copies them too, for
-    a result the learner keeps (a fused model). Raises
-    :class:`UncopyableModelError` naming an attribute ``copy.deepcopy`` cannot copy.
+    Why: a helper must compute what ``model(*args)`` computes and change nothing
+    the learner created. A forward can update a buffer (a train-mode BatchNorm's
+    running statistics, even under ``no_grad``; a call counter), a Python
+    attribute (``self.n_calls += 1``) or a cache (``self.cache[key] = ...``, which
+    tracing would fill with fx Proxies that break every later trace): all of that
+    happens on this copy. Hooks (an adapter's forward hook, ``spectral_norm``'s and
+    ``prune``'s pre-hooks) and parametrizations are part of the model and are copied
+    with it; a hook that closes over the learner's objects still reaches them (see
+    :func:`hooks_reaching_out`). Parameters are shared by default (no copy of large
+    weights); ``share_parameters=False`` copies them too, for a forward that writes
+    them in place (:func:`parameters_written`) or a result the learner keeps (a
+    fused model). Raises :class:`UncopyableModelError` naming an attribute
+    ``copy.deepcopy`` cannot copy.
     """
     try:
         return copy.deepcopy(module, _copy_memo(module, share_parameters))
@@ -107,19 +106,119 @@ def private_copy(module: ModuleT, *, share_parameters: bool = True) -> ModuleT:
         raise UncopyableModelError(_uncopyable_message(module, share_parameters, exc)) from exc
 
 
+class _ParameterWrite(BaseException):
+    """Raised inside the dispatcher before an operator writes a watched parameter's memory.
+
+    A ``BaseException``, like ``KeyboardInterrupt``: a model's own ``except Exception`` must not swallow it."""
+
+
+class _ParameterWatch(TorchDispatchMode):
+    """Stops the first operator that would write into a parameter's memory (``aten.clamp_``, ``aten.embedding_renorm_``)."""
+
+    def __init__(self, storages: Mapping[int, str]) -> None:
+        super().__init__()
+        self.storages = storages
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func._schema.is_mutable:
+            named = dict(zip((a.name for a in func._schema.arguments), args, strict=False)) | kwargs
+            for argument in func._schema.arguments:
+                value = named.get(argument.name)
+                written = argument.alias_info is not None and argument.alias_info.is_write
+                if written and isinstance(value, torch.Tensor) and _storage(value) in self.storages:
+                    raise _ParameterWrite(self.storages[_storage(value)])
+        return func(*args, **kwargs)
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage().data_ptr()
+
+
+def parameters_written(copy_: torch.nn.Module, run: Callable[[], Any]) -> tuple[str, ...]:
+    """Call ``run()`` (a forward of ``copy_``, a copy sharing the learner's parameters); say if it writes one in place.
+
+    Returns ``()`` when the run wrote no parameter, else the name of the first one written, **stopped
+    before the write**: the learner's parameter is unchanged, and the caller runs again on a copy with
+    its own parameters (``private_copy(model, share_parameters=False)``). Why not compare version
+    counters after the run: by then the learner's weights would already have changed.
+    """
+    storages = {_storage(p): name for name, p in copy_.named_parameters() if p.device.type != "meta" and _storage(p)}
+    try:
+        with _ParameterWatch(storages):
+            run()
+    except _ParameterWrite as write:
+        return (str(write),)
+    return ()
+
+
+#: Values a hook's closure can hold without reaching anything the learner could see change.
+_IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), type, enum.Enum, torch.dtype, torch.device,
+              types.FunctionType, types.BuiltinFunctionType, types.MethodType, range, slice, frozenset)
+
+
+def _reaches_out(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return any(_reaches_out(item) for item in value)
+    return not isinstance(value, _IMMUTABLE)
+
+
+def hooks_reaching_out(module: torch.nn.Module) -> list[str]:
+    """``"model.a's forward hook log_output (closes over outputs, a list)"`` for each hook whose closure holds a
+    mutable object: the private copy shares it, so the hook's side effects reach the learner's objects."""
+    found = []
+    for name, sub in module.named_modules():
+        for hooks in _HOOK_DICTS:
+            for hook in getattr(sub, hooks, {}).values():
+                function = getattr(hook, "__func__", hook)
+                closure = getattr(function, "__closure__", None) or ()
+                names = getattr(getattr(function, "__code__", None), "co_freevars", ())
+                held = [(n, c.cell_contents) for n, c in zip(names, closure, strict=False) if _filled(c)]
+                outward = [f"{n}, a {type(v).__name__}" for n, v in held if _reaches_out(v)]
+                if outward:
+                    kind = hooks.strip("_").replace("_", " ").removesuffix("s")
+                    found.append(
+                        f"{'model.' + name if name else 'model'}'s {kind} {getattr(function, '__qualname__', hook)!s} "
+                        f"(closes over {'; '.join(outward)})"
+                    )
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+#: Input values passed as they are: nothing a run could change in them.
+_PASSED_AS_IS = (*_IMMUTABLE, torch.Size, torch.memory_format, torch.layout)
+
+
 def _clone(value: Any) -> Any:
-    if not isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor):
+        cloned = value.detach().clone()
+        return cloned.requires_grad_() if value.requires_grad else cloned
+    if isinstance(value, _PASSED_AS_IS):
         return value
-    cloned = value.detach().clone()
-    return cloned.requires_grad_() if value.requires_grad else cloned
+    try:  # a cache object, a config: a forward may change it, so each run gets its own
+        return copy.deepcopy(value)
+    except Exception as exc:  # noqa: BLE001 - deepcopy raises TypeError, RuntimeError, a class's own errors...
+        raise LabkitValueError(
+            f"An input is a {type(value).__name__}, which labkit copies for every run so that the model cannot "
+            f"change yours, but copy.deepcopy fails on it: {type(exc).__name__}: {exc}. Pass its tensors instead "
+            "(as a tensor, a list, a tuple or a dict), or give its class a __deepcopy__."
+        ) from exc
 
 
 def fresh_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
-    """``inputs`` with every tensor (also one in a list or dict) cloned, other values as they are.
+    """``inputs`` with every tensor (also one in a list or dict) cloned and every other mutable object deep-copied.
 
-    Why: a model that changes its input in place (``x.add_(1)``) would otherwise
-    change the caller's tensor once per profiled run, and each run would see a
-    different input. Cloning happens before a run's clock starts.
+    Why: a model that changes its input in place (``x.add_(1)``, ``cache.append(...)``)
+    would otherwise change the caller's tensor or object once per profiled run, and
+    each run would see a different input. Numbers, strings, dtypes and functions are
+    passed as they are. Copying happens before a run's clock starts.
     """
     return tuple(tree_map(_clone, list(inputs)))
 

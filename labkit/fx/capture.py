@@ -22,8 +22,12 @@ one asked for, and returns a :class:`CapturedGraph`: a flat ``GraphModule``
 way, which capture made it, and why the earlier one failed. When none works it
 raises :class:`CaptureFailedError` with every reason; profiling then falls back
 to forward hooks (``mode="modules"``, :mod:`labkit.fx.module_hooks`), which need
-no graph. Everything is captured from a :func:`~labkit.core.copies.private_copy`,
-so the graph's buffers are the copy's, never the model's.
+no graph. Everything is captured from a :func:`~labkit.core.copies.private_copy`
+(hooks and parametrizations included), so the graph's buffers are the copy's, never
+the model's. Given the model's own first run (:class:`~labkit.fx.runs.EagerRun`), each
+capture is run once and compared with it: a graph that computes something else, or
+fails where the model ran, is that capture's failure (:class:`CaptureMismatchError`),
+never a silent profile.
 """
 from __future__ import annotations
 
@@ -38,12 +42,13 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_leaves
 
-from labkit.core.copies import private_copy
+from labkit.core.copies import fresh_call, fresh_inputs, private_copy
 from labkit.core.errors import LabkitError, LabkitValueError
+from labkit.core.random_state import kept_random_state
 from labkit.fx.model_inputs import KeywordsIntoVarKeywordError
-from labkit.fx.runs import model_device, preserved_rng
+from labkit.fx.runs import EagerRun
 from labkit.fx.tracing import LeafModules, TraceFailedError, call_arguments, describe_failure_site, failure_site, trace
 
 #: What ``capture=`` accepts: ``"auto"`` tries symbolic_trace, then export.
@@ -70,6 +75,14 @@ class CaptureFailedError(TraceFailedError):
 
 class ExportFailedError(CaptureFailedError):
     """``torch.export`` could not capture the model, was not tried (symbolic_trace's options), or needs a newer torch."""
+
+
+class CaptureMismatchError(TraceFailedError):
+    """A traced graph computes something else than the model on the same inputs, or fails where the model ran."""
+
+
+class ExportMismatchError(ExportFailedError):
+    """An exported graph computes something else than the model on the same inputs, or fails where the model ran."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +119,14 @@ def capture_graph(
     concrete_args: dict[str, Any] | None = None,
     leaf_modules: LeafModules = (),
     tracer: Any = None,
+    eager: EagerRun | None = None,
 ) -> CapturedGraph:
     """The graph of ``model(*inputs, **kwargs)`` by ``capture`` (``"auto"``: symbolic_trace, then export).
+
+    With ``eager`` (the model's own first run, :func:`labkit.fx.runs.run_eager_once`), each graph
+    is captured from a copy with its own parameters when forward writes them, and is run once and
+    compared with the model's output: a mismatch or a failure is a :class:`CaptureMismatchError`
+    (symbolic_trace) or :class:`ExportMismatchError` (export), so ``"auto"`` moves on.
 
     ``concrete_args``, ``leaf_modules`` and ``tracer`` are symbolic_trace's options
     (:func:`labkit.fx.tracing.trace`); torch.export has none of them, so with any of
@@ -129,7 +148,7 @@ def capture_graph(
     failures: dict[str, LabkitError] = {}
     if capture != "export":
         try:
-            return _symbolic_trace(model, inputs, kwargs, concrete_args, leaf_modules, tracer)
+            return _checked(_symbolic_trace(model, inputs, kwargs, concrete_args, leaf_modules, tracer, eager), model, eager)
         except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
             if capture == "symbolic_trace":
                 raise
@@ -137,7 +156,7 @@ def capture_graph(
     try:
         if symbolic_options:
             raise ExportFailedError(f"torch.export was not tried: {', '.join(symbolic_options)} are symbolic_trace's options.")
-        return _export(model, inputs, kwargs, tuple(str(error) for error in failures.values()))
+        return _checked(_export(model, inputs, kwargs, tuple(str(error) for error in failures.values()), eager), model, eager)
     except ExportFailedError as exc:
         if capture == "export":
             raise
@@ -156,12 +175,13 @@ def _name(model: Any) -> str:
 
 def _symbolic_trace(
     model: Any, inputs: Sequence[Any], kwargs: Mapping[str, Any], concrete_args: dict[str, Any] | None,
-    leaf_modules: LeafModules, tracer: Any,
+    leaf_modules: LeafModules, tracer: Any, eager: EagerRun | None,
 ) -> CapturedGraph:
     call_args = call_arguments(model, inputs, concrete_args, kwargs)
-    own = private_copy(model) if isinstance(model, torch.nn.Module) else model
+    own = _own_copy(model, eager) if isinstance(model, torch.nn.Module) else model
     buffers = _buffer_snapshot(own)
-    graph_module = trace(own, concrete_args, leaf_modules=leaf_modules, tracer=tracer)
+    with kept_random_state():  # tracing runs forward's Python: a random.random() there draws
+        graph_module = trace(own, concrete_args, leaf_modules=leaf_modules, tracer=tracer)
     _refuse_lost_buffer_updates(own, buffers)
     nodes = [n for n in graph_module.graph.nodes if n.op not in ("placeholder", "output")]
     training = isinstance(model, torch.nn.Module) and (
@@ -215,10 +235,115 @@ def _traced_stack(node: torch.fx.Node) -> ModuleStack:
     return ()
 
 
+def _own_copy(model: torch.nn.Module, eager: EagerRun | None) -> torch.nn.Module:
+    """The private copy a capture works on: with its own parameters when forward writes them in place."""
+    return private_copy(model, share_parameters=eager is None or eager.share_parameters)
+
+
+# ------------------------------------------------------------------------------ checked against eager
+
+#: Outputs agree when every element is within this much of the model's, relative to the output's largest value:
+#: an exported graph's decomposed operators round differently, a wrong graph differs by far more.
+_RELATIVE_TOLERANCE = 1e-3
+
+
+def _checked(captured: CapturedGraph, model: Any, eager: EagerRun | None) -> CapturedGraph:
+    """``captured`` once it computed what the model computed on the same inputs (no check without ``eager``)."""
+    if eager is None:
+        return captured
+    error = CaptureMismatchError if captured.capture == "symbolic_trace" else ExportMismatchError
+    kind = "traced" if captured.capture == "symbolic_trace" else "exported"
+    try:
+        with _quiet(), kept_random_state(), torch.no_grad():  # a failing GraphModule prints fx's traceback to stderr
+            got = captured.graph_module(*fresh_inputs(captured.inputs))
+    except Exception as exc:  # noqa: BLE001 - any failure of the graph is this capture's failure
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        raise error(
+            f"The {kind} graph of {_name(model)} fails where the model itself ran: {type(exc).__name__}: {first_line}. "
+            "A captured graph fixes every Python value forward read (a default such as mask=None, a branch taken); "
+            "this input needs another path. Pass the argument, fix it with concrete_args, or let capture='auto' try "
+            "the next capture."
+        ) from exc
+    difference = _difference(eager.output, got)
+    if difference is None:
+        return captured
+    where = _first_differing_module(model, captured, eager) if captured.capture == "symbolic_trace" else ""
+    raise error(
+        f"The {kind} graph of {_name(model)} computes something else than the model on the same inputs: {difference}"
+        f"{where}. Something forward does is not in the graph (a hook holding outside state, a Python value read "
+        "while capturing, a global). labkit does not time a different model: fix that, or profile module by module "
+        "(mode='modules')."
+    )
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    return [leaf for leaf in tree_leaves(value) if isinstance(leaf, torch.Tensor)]
+
+
+def _difference(expected: Any, got: Any) -> str | None:
+    """How the graph's output differs from the model's (``None`` if it does not): the first output that differs."""
+    want, have = _tensors(expected), _tensors(got)
+    if len(want) != len(have):
+        return f"the model returns {len(want)} tensors, the graph {len(have)}"
+    for index, (a, b) in enumerate(zip(want, have, strict=True)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {index} is {tuple(a.shape)} {a.dtype} in the model, {tuple(b.shape)} {b.dtype} in the graph"
+        if not (a.is_floating_point() or a.is_complex()):
+            if not torch.equal(a, b):
+                return f"output {index} differs in {int((a != b).sum())} of {a.numel()} elements"
+            continue
+        a, b = a.detach().double(), b.detach().double().to(a.device)
+        scale = float(a.abs().nan_to_num(0, 0, 0).max()) if a.numel() else 0.0
+        gap = (a - b).abs().nan_to_num(0.0, float("inf"), float("inf"))
+        gap[a.isnan() != b.isnan()] = float("inf")
+        if a.numel() and float(gap.max()) > _RELATIVE_TOLERANCE * max(scale, 1.0):
+            return f"output {index} differs by up to {float(gap.max()):.3g} (its largest value is {scale:.3g})"
+    return None
+
+
+def _first_differing_module(model: Any, captured: CapturedGraph, eager: EagerRun) -> str:
+    """``" (first at node 'a', a Linear)"``: the first module node whose output differs from the module's in an
+    eager run of a fresh copy; ``""`` when none does (the difference is in the model's own code or a root hook)."""
+    if not isinstance(model, torch.nn.Module):
+        return ""
+    own = _own_copy(model, eager)
+    recorded: dict[str, Any] = {}
+    handles = [
+        module.register_forward_hook(lambda _m, _i, out, name=name: recorded.setdefault(name, out))
+        for name, module in own.named_modules() if name
+    ]
+    seen: dict[str, Any] = {}
+
+    class _Recorder(torch.fx.Interpreter):
+        def run_node(self, n: torch.fx.Node) -> Any:
+            result = super().run_node(n)
+            if n.op == "call_module":
+                seen.setdefault(str(n.target), (n, result))
+            return result
+
+    try:
+        with _quiet(), kept_random_state(), torch.no_grad():
+            args, keywords = fresh_call(captured.inputs, {})
+            own(*args)
+            _Recorder(captured.graph_module).run(*fresh_inputs(captured.inputs))
+    except Exception:  # noqa: BLE001 - locating is a courtesy; the mismatch itself is reported anyway
+        return ""
+    finally:
+        for handle in handles:
+            handle.remove()
+    for target, (node, result) in seen.items():
+        if target in recorded and _difference(recorded[target], result) is not None:
+            module = captured.graph_module.get_submodule(target)
+            return f" (first at node {node.name!r}, module {target!r}, a {type(module).__name__})"
+    return " (no module's output differs: the difference is in forward's own code or a hook of the model itself)"
+
+
 # --------------------------------------------------------------------------------------- export
 
 
-def _export(model: Any, inputs: Sequence[Any], kwargs: Mapping[str, Any], reasons: tuple[str, ...]) -> CapturedGraph:
+def _export(
+    model: Any, inputs: Sequence[Any], kwargs: Mapping[str, Any], reasons: tuple[str, ...], eager: EagerRun | None
+) -> CapturedGraph:
     if not isinstance(model, torch.nn.Module):
         raise ExportFailedError(
             f"torch.export captures a torch.nn.Module, and {_name(model)} is a {type(model).__name__}: wrap it in a "
@@ -230,11 +355,11 @@ def _export(model: Any, inputs: Sequence[Any], kwargs: Mapping[str, Any], reason
             "upgrade torch for graph profiles of models symbolic_trace cannot trace, or profile module by module "
             "(mode='modules')."
         )
-    own = private_copy(model)
+    own = _own_copy(model, eager)
     args, keywords = tuple(inputs), dict(kwargs)
     try:
-        with _quiet(), preserved_rng(model_device(own) or torch.device("cpu")):
-            program = torch.export.export(own, args, keywords, strict=False)
+        with _quiet(), kept_random_state():
+            program = torch.export.export(own, *fresh_call(args, keywords), strict=False)
     except Exception as exc:  # noqa: BLE001 - export raises many types; each is explained by its message
         raise ExportFailedError(_explain_export_failure(exc)) from exc
     flat_inputs, spec = tree_flatten((args, keywords))
@@ -388,8 +513,10 @@ __all__ = [
     "EXPORT_MIN_TORCH",
     "BufferUpdatesLostError",
     "CaptureFailedError",
+    "CaptureMismatchError",
     "CapturedGraph",
     "ExportFailedError",
+    "ExportMismatchError",
     "ModuleStack",
     "capture_graph",
     "check_capture",

@@ -29,9 +29,10 @@ functional code between them. A module called twice gets two rows (``relu`` and
   the attention stays one row, and the block's residual adds are not left outside.
 
 ``ModuleProfiler(..., units=False)`` hooks leaves only, as labkit did before units.
-The hooks go on a private copy of the model (:func:`~labkit.core.copies.private_copy`), which
-starts without the learner's own hooks: the learner's model never carries labkit's hooks, not
-even after an error, and the learner's hooks never run while profiling.
+The hooks go on a private copy of the model (:func:`~labkit.core.copies.private_copy`): the
+learner's model never carries labkit's hooks, not even after an error. The copy keeps the
+learner's own hooks, since they are part of what the model computes; labkit's clock starts
+before a module's pre-hooks and stops after its hooks, so their time is the module's.
 """
 from __future__ import annotations
 
@@ -147,7 +148,7 @@ def hooked_leaves(
             if hooked.kind in ("leaf", "unit")]
 
 
-_OPTIONS = ("kwargs", "leaf_modules", "units", "fallback_reason", "traceable_children")
+_OPTIONS = ("kwargs", "leaf_modules", "units", "fallback_reason", "traceable_children", "share_parameters", "notes")
 
 
 class ModuleProfiler(Profiler):
@@ -170,6 +171,8 @@ class ModuleProfiler(Profiler):
         units: bool = True,
         fallback_reason: str = "",
         traceable_children: tuple[tuple[str, int], ...] = (),
+        share_parameters: bool = True,
+        notes: tuple[str, ...] = (),
         **stray: Any,
     ) -> None:
         keywords = keyword_inputs("ModuleProfiler", kwargs, stray, _OPTIONS)
@@ -180,7 +183,8 @@ class ModuleProfiler(Profiler):
             )
         super().__init__(fallback_reason, traceable_children)
         refuse_unknown_keywords(model, keywords, inputs)
-        self.module = private_copy(model)
+        self.notes = notes
+        self.module = private_copy(model, share_parameters=share_parameters)  # with the model's own hooks
         self.device = check_input_devices(self.module, [*inputs, *keywords.values()])
         self.inputs = inputs
         self.kwargs = keywords
@@ -199,7 +203,8 @@ class ModuleProfiler(Profiler):
         self._last_children: dict[str, float] = {}
         self._described: dict[str, tuple[str, str, str, str, str]] = {}
         for hooked in self.plan:
-            hooked.module.register_forward_pre_hook(self._enter_hook(hooked))
+            # the clock starts before the model's own pre-hooks and stops after its hooks: they are part of the call
+            hooked.module.register_forward_pre_hook(self._enter_hook(hooked), prepend=True)
             hooked.module.register_forward_hook(self._exit_hook(hooked))
 
     def _clock(self) -> float:

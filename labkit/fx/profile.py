@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import re
 import statistics
 import time
@@ -44,12 +45,15 @@ import torch.fx
 from labkit.core.copies import fresh_inputs, private_copy
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
+from labkit.core.random_state import kept_random_state
 from labkit.core.timing import RunStats
 from labkit.fx.capture import (
     CAPTURES,
     CapturedGraph,
     CaptureFailedError,
+    CaptureMismatchError,
     ExportFailedError,
+    ExportMismatchError,
     capture_graph,
     check_capture,
 )
@@ -388,7 +392,9 @@ class NodeProfiler(Profiler):
     ``model``, its caches and the caller's tensors are left as they were.
     ``kwargs`` are the model's keyword inputs; the graph gets them by position
     (a traced graph's placeholders follow ``forward``'s parameters, an exported
-    one's the pytree leaves of ``(inputs, kwargs)``).
+    one's the pytree leaves of ``(inputs, kwargs)``). ``captured`` is a graph
+    :func:`~labkit.fx.capture.capture_graph` already made (then ``model`` and the
+    capture options are not used again): :func:`make_profiler` hands it over.
     """
 
     def __init__(
@@ -401,14 +407,17 @@ class NodeProfiler(Profiler):
         concrete_args: dict[str, Any] | None = None,
         leaf_modules: LeafModules = (),
         tracer: Any = None,
+        captured: CapturedGraph | None = None,
         **stray: Any,
     ) -> None:
         keywords = keyword_inputs("NodeProfiler", kwargs, stray, ("kwargs", *_TRACE_OPTIONS))
         if _check_mode(mode) == "modules":
             raise LabkitValueError("NodeProfiler times a captured graph; for mode='modules' use labkit.fx.ModuleProfiler.")
-        captured = capture_graph(
-            model, inputs, keywords, capture=capture, concrete_args=concrete_args, leaf_modules=leaf_modules, tracer=tracer
-        )
+        if captured is None:
+            captured = capture_graph(
+                model, inputs, keywords, capture=capture, concrete_args=concrete_args, leaf_modules=leaf_modules,
+                tracer=tracer,
+            )
         super().__init__(fallback_reason=captured.fallback_reason)
         self.captured = captured
         self.capture = captured.capture
@@ -491,27 +500,63 @@ def make_profiler(
     check_capture(capture)
     model = eager_model(model, stacklevel=stacklevel)
     refuse_unknown_keywords(model, keywords, None if concrete_args else inputs)
+    keywords, notes = without_cache(model, keywords)
     leaves = [leaf_modules] if isinstance(leaf_modules, (str, type)) else list(leaf_modules)
     # With concrete_args every input goes by position (as the graph gets them); else as the caller gave them.
     call_args, call_kwargs = (call_arguments(model, inputs, concrete_args, keywords), {}) if concrete_args else (inputs, keywords)
-    run_eager_once(model, call_args, call_kwargs)
+    eager = run_eager_once(model, call_args, call_kwargs, stacklevel=stacklevel + 1)  # 1. the model itself
+    if eager.parameters_written:
+        notes += (f"forward writes parameter {eager.parameters_written[0]} in place, so the profiled copy has its own "
+                  "parameters and yours are unchanged.",)
+    share = eager.share_parameters
     if mode == "modules":  # asked for: every leaf module, as the notebook teaches; a fallback times blocks as units
-        return ModuleProfiler(model, *call_args, kwargs=call_kwargs, leaf_modules=leaves, units=False)
-    try:
-        return NodeProfiler(
-            model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args, leaf_modules=leaves,
-            tracer=tracer,
+        return ModuleProfiler(
+            model, *call_args, kwargs=call_kwargs, leaf_modules=leaves, units=False, share_parameters=share, notes=notes
+        )
+    try:  # 2. a graph of it, checked against that run
+        captured = capture_graph(
+            model, inputs, keywords, capture=capture, concrete_args=concrete_args, leaf_modules=leaves, tracer=tracer,
+            eager=eager,
         )
     except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
         if not fallback or not isinstance(model, torch.nn.Module):
             raise
         failures = exc.failures if isinstance(exc, CaptureFailedError) else {"symbolic_trace": exc}
-        children = traceable_children(private_copy(model))
+        with kept_random_state():
+            children = traceable_children(private_copy(model))
         warnings.warn(_fallback_warning(type(model).__name__, failures, children), TraceFallbackWarning, stacklevel=stacklevel)
         return ModuleProfiler(
             model, *call_args, kwargs=call_kwargs, leaf_modules=leaves,
             fallback_reason="\n".join(str(error) for error in failures.values()), traceable_children=children,
+            share_parameters=share, notes=notes,
         )
+    profiler = NodeProfiler(model, *inputs, kwargs=keywords, mode=mode, captured=captured)  # 3. timed
+    profiler.notes = notes
+    return profiler
+
+
+def without_cache(model: Any, keywords: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``keywords`` with ``use_cache=False`` for a model whose config has ``use_cache`` and the caller did not set it.
+
+    Why: a Hugging Face decoder otherwise returns its key/value cache, which torch.export cannot flatten,
+    and one forward pass needs no cache; the profile then is a graph's, not the weaker hooked one. The
+    note says so in the report.
+    """
+    config = getattr(model, "config", None)
+    if getattr(config, "use_cache", None) is None or "use_cache" in keywords or not _takes_keyword(model, "use_cache"):
+        return dict(keywords), ()
+    return {**keywords, "use_cache": False}, (
+        "use_cache=False was passed (the model's config has use_cache): one forward pass needs no key/value "
+        "cache, and torch.export cannot capture one. Pass kwargs={'use_cache': True} to profile with it.",
+    )
+
+
+def _takes_keyword(model: Any, name: str) -> bool:
+    try:
+        parameters = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _fallback_warning(name: str, failures: Mapping[str, Exception], children: tuple[tuple[str, int], ...]) -> str:
@@ -519,14 +564,20 @@ def _fallback_warning(name: str, failures: Mapping[str, Exception], children: tu
     said, details = [], []
     traced = failures.get("symbolic_trace")
     if traced is not None:
-        said.append(f"torch.fx could not trace {name}" if isinstance(traced, TraceFailedError)
-                    else f"A traced graph of {name} cannot take these keyword inputs")
+        if isinstance(traced, CaptureMismatchError):
+            said.append(f"torch.fx's graph of {name} does not compute what {name} does")
+        else:
+            said.append(f"torch.fx could not trace {name}" if isinstance(traced, TraceFailedError)
+                        else f"A traced graph of {name} cannot take these keyword inputs")
         lines = str(traced).splitlines()
         details.append(lines[1] if len(lines) > 1 else lines[0])
     exported = failures.get("export")
     if exported is not None:
         lines = str(exported).splitlines()
-        if lines[0].startswith("torch.export could not"):
+        if isinstance(exported, ExportMismatchError):
+            said.append("torch.export's graph does not either" if said else f"torch.export's graph of {name} does not")
+            details.append(lines[0])
+        elif lines[0].startswith("torch.export could not"):
             said.append(f"torch.export could not capture {'it' if said else name}")
             details.append("torch.export: " + (lines[1] if len(lines) > 1 else lines[0].split(": ", 1)[-1]))
         else:  # not tried, or not on this torch
@@ -593,8 +644,11 @@ def profile_model(
     functions) and, where that fails, ``torch.export`` (nodes are ATen operators
     such as ``aten.linear``, each with its module: see
     :meth:`ProfileReport.by_module`); ``"symbolic_trace"`` or ``"export"`` tries
-    only that one. A Hugging Face decoder exports with ``kwargs`` holding
-    ``use_cache=False`` (its cache is no output torch.export can flatten). If no
+    only that one. A model whose config has ``use_cache`` (a Hugging Face decoder)
+    gets ``use_cache=False`` unless ``kwargs`` sets it, with a note in
+    ``report.notes``: its cache is no output torch.export can flatten. Each graph
+    is run once and compared with the model's own output; one that differs is not
+    timed (the next capture is tried). If no
     graph can be captured, a graph mode falls back to ``"modules"`` with a
     :class:`TraceFallbackWarning`; ``report.capture`` says which capture ran
     (``"symbolic_trace"``, ``"export"`` or ``"hooks"``), ``report.mode`` the
@@ -615,10 +669,11 @@ def profile_model(
     The first, untimed run is the model itself: if it fails, the
     :class:`ModelRunError` carries the model's own message. Runs happen under
     ``torch.no_grad()`` on a :func:`~labkit.core.copies.private_copy` (shared
-    parameters; its own buffers, attributes and caches; none of the model's
-    hooks), each on fresh clones of the input tensors, and the global RNG is
-    restored afterwards, so ``model``, the inputs and later random numbers are
-    left unchanged. A train-mode model is profiled as it is, with a :class:`TrainModeWarning`.
+    parameters, or its own where forward writes them in place; its own buffers,
+    attributes and caches; the model's hooks and parametrizations, which are part
+    of what it computes), each on fresh copies of the inputs, and Python's, NumPy's
+    and torch's random states are restored afterwards, so ``model``, the inputs
+    and later random numbers are left unchanged. A train-mode model is profiled as it is, with a :class:`TrainModeWarning`.
 
     ``on_run(report)``, if given, is called after each timed run with the report
     of the runs so far (its ``runs`` grows 1, 2, ... ``runs``), so a widget can
@@ -666,6 +721,7 @@ __all__ = [
     "UnknownKeywordInputError",
     "make_profiler",
     "profile_model",
+    "without_cache",
     "require_count",
     "require_profilable",
     "trace",

@@ -210,6 +210,7 @@ class ProfileReport(ShowsAsTable):
     outside: RunStats | None = None  # a graph profile's time outside its nodes, run by run
     # a hooked profile: the model's largest children by their whole time, (name, class, median seconds, % of total)
     largest_children: tuple[tuple[str, str, float, float], ...] = ()
+    notes: tuple[str, ...] = ()  # what labkit chose for the learner: use_cache=False, the copy's own parameters
 
     def __post_init__(self) -> None:
         if not self.capture:  # a report built by hand, or by a profiler that does not say
@@ -340,13 +341,14 @@ class ProfileReport(ShowsAsTable):
                            for name, cls, seconds, pct in self.largest_children)
         return f"Largest children of the model (whole time, median per run): {listed}"
 
+    def _notes(self) -> list[str]:
+        return [note for note in (self.children_note(), *(f"Note: {note}" for note in self.notes)) if note]
+
     def to_text(self) -> str:
-        note = self.children_note()
-        return self.table().to_text() + (f"\n{note}" if note else "")
+        return "\n".join([self.table().to_text(), *self._notes()])
 
     def _repr_html_(self) -> str:
-        note = self.children_note()
-        return self.table().to_html() + (f"\n<p>{html.escape(note)}</p>" if note else "")
+        return "\n".join([self.table().to_html(), *(f"<p>{html.escape(note)}</p>" for note in self._notes())])
 
     def _capture_note(self) -> str:
         if self.capture == "export":
@@ -377,7 +379,7 @@ class ProfileReport(ShowsAsTable):
 
     def to_json(self, path: str | Path) -> Path:
         """``{"mode", "capture", "warmup", "total", "nodes": [...], "fallback_reason", "traceable_children", "outside",
-        "largest_children"}``.
+        "largest_children", "notes"}``.
 
         Returns the path written (as :meth:`to_csv`).
         """
@@ -394,6 +396,7 @@ class ProfileReport(ShowsAsTable):
                 {"name": name, "class": cls, "median_s": seconds, "pct_total": pct}
                 for name, cls, seconds, pct in self.largest_children
             ],
+            "notes": list(self.notes),
         }
         return write_text(path, json.dumps(payload, indent=2))
 

@@ -6,12 +6,14 @@ run is timed; the rest is the same and lives here once:
 
 - :class:`Profiler` records runs (``warmup``, ``run_once``) and builds the
   :class:`~labkit.fx.report.ProfileReport`;
-- :meth:`Profiler.session` restores the global RNG afterwards and warns about a
-  model in train mode;
+- :meth:`Profiler.session` restores every random state afterwards (Python's, NumPy's,
+  torch's) and warns about a model in train mode;
 - every run is of a private copy of the model on fresh clones of the inputs
   (:mod:`labkit.core.copies`), so the learner's model and tensors never change;
 - :func:`run_eager_once` runs the model once before any tracing, so a wrong
-  input is reported as the model's own error, not as a traced graph's;
+  input is reported as the model's own error, not as a traced graph's; its
+  :class:`EagerRun` (the output, whether forward writes a parameter) is what the
+  capture is checked against and how it copies the model;
 - :func:`watch_runs` lets a checker see the timed runs really happen, rather
   than trust the count a report object states.
 """
@@ -33,8 +35,9 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from labkit.core.context import bound
-from labkit.core.copies import fresh_call, private_copy
+from labkit.core.copies import fresh_call, hooks_reaching_out, parameters_written, private_copy
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
+from labkit.core.random_state import kept_random_state
 from labkit.core.timing import RunStats
 from labkit.fx.report import NodeTiming, ProfileReport
 
@@ -49,6 +52,23 @@ class ModelRunError(LabkitError):
 
 class TrainModeWarning(UserWarning):
     """The profiled model is in train mode: Dropout and BatchNorm then do training work."""
+
+
+class HookSideEffectWarning(UserWarning):
+    """A hook of the model holds one of the learner's objects: every profiled run's call of it reaches that object."""
+
+
+@dataclass(frozen=True)
+class EagerRun:
+    """What the model's own first run showed: its output (what a captured graph must compute) and the parameter
+    its forward writes in place, if any (then every later copy gets its own parameters)."""
+
+    output: Any
+    parameters_written: tuple[str, ...] = ()
+
+    @property
+    def share_parameters(self) -> bool:
+        return not self.parameters_written
 
 
 def model_device(module: torch.nn.Module) -> torch.device | None:
@@ -73,15 +93,12 @@ def check_input_devices(module: torch.nn.Module, inputs: Sequence[Any]) -> torch
 
 
 @contextlib.contextmanager
-def preserved_rng(device: torch.device) -> Iterator[None]:
-    """Restore the global RNG (CPU, and ``device`` if it has its own) when the block ends."""
-    if device.type in ("cpu", "meta"):
-        devices, device_type = [], "cpu"
-    else:
-        device_module = torch.get_device_module(device.type)
-        devices = [device.index if device.index is not None else device_module.current_device()]
-        device_type = device.type
-    with torch.random.fork_rng(devices=devices, device_type=device_type):
+def preserved_rng(device: torch.device | None = None) -> Iterator[None]:
+    """Restore every random state (Python's, NumPy's, torch's CPU and GPU ones) when the block ends.
+
+    ``device`` is accepted for the callers that name the device in use; every initialised one is kept anyway.
+    """
+    with kept_random_state():
         yield
 
 
@@ -110,25 +127,48 @@ def _raised_in(exc: BaseException) -> str:
     return f" (raised in {Path(frame.filename).name}, line {frame.lineno}: `{(frame.line or '').strip()}`)"
 
 
-def run_eager_once(model: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> None:
+def run_eager_once(
+    model: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any] | None = None, *, stacklevel: int = 2
+) -> EagerRun:
     """Run ``model(*call_args, **kwargs)`` once under ``no_grad``; a failure is a :class:`ModelRunError` with the model's message.
 
     Why first: a traced graph that fails on a wrong input reports it at a fx node
     (``Expected 224 but got Proxy(getitem_2)``), a dozen frames deep. The model's
     own message says it plainly (``Expected 224 but got 64``). A module runs as
-    a :func:`~labkit.core.copies.private_copy` on :func:`~labkit.core.copies.fresh_call`, and the global RNG is
-    restored, so the run leaves no trace.
+    a :func:`~labkit.core.copies.private_copy` (with its hooks) on :func:`~labkit.core.copies.fresh_call`,
+    and every random state is restored, so the run leaves no trace. A forward that would write a
+    parameter in place is stopped before the write and run again on a copy with its own parameters;
+    the :class:`EagerRun` says so. A hook holding the learner's objects gets a :class:`HookSideEffectWarning`.
     """
     if not callable(model):
-        return  # trace() says what to pass instead
+        return EagerRun(None)  # trace() says what to pass instead
     kwargs = kwargs or {}
     every_input = [*call_args, *kwargs.values()]
-    device = check_input_devices(model, every_input) if isinstance(model, torch.nn.Module) else torch.device("cpu")
-    runnable = private_copy(model) if isinstance(model, torch.nn.Module) else model
+    if not isinstance(model, torch.nn.Module):
+        return EagerRun(_run(model, model, call_args, kwargs))
+    check_input_devices(model, every_input)
+    reaching = hooks_reaching_out(model)
+    if reaching:
+        warnings.warn(
+            f"{'; '.join(reaching)}: labkit runs the model's hooks on its private copy, since they are part of what "
+            "the model computes, but this hook holds your object, so each profiled run's call reaches it. Make the "
+            "hook keep its state on the module (self.attribute), or remove it before profiling if it only records.",
+            HookSideEffectWarning,
+            stacklevel=stacklevel + 1,
+        )
+    own = private_copy(model)
+    output: list[Any] = []
+    written = parameters_written(own, lambda: output.append(_run(model, own, call_args, kwargs)))
+    if written:
+        return EagerRun(_run(model, private_copy(model, share_parameters=False), call_args, kwargs), written)
+    return EagerRun(output[0])
+
+
+def _run(model: Any, runnable: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    args, keywords = fresh_call(call_args, kwargs)  # an input it cannot copy is labkit's error, not the model's
     try:
-        with preserved_rng(device), torch.no_grad():
-            args, keywords = fresh_call(call_args, kwargs)
-            runnable(*args, **keywords)
+        with kept_random_state(), torch.no_grad():
+            return runnable(*args, **keywords)
     except Exception as exc:  # noqa: BLE001 - whatever the model raises is reported the same way
         raise ModelRunError(_eager_failure_message(model, call_args, kwargs, exc)) from exc
 
@@ -225,6 +265,8 @@ class Profiler:
         self.samples: dict[str, list[float]] = {}
         self.fallback_reason = fallback_reason
         self.traceable_children = traceable_children
+        #: What labkit chose for the learner (use_cache=False, own parameters), said in the report.
+        self.notes: tuple[str, ...] = ()
         self._prepared: tuple[tuple[Any, ...], dict[str, Any]] | None = None
 
     def prepare_run(self) -> None:
@@ -255,7 +297,7 @@ class Profiler:
 
     @contextlib.contextmanager
     def session(self, stacklevel: int = 3) -> Iterator[None]:
-        """Wrap a series of runs: the global RNG (CPU and the device in use) is restored afterwards.
+        """Wrap a series of runs: every random state (Python, NumPy, torch CPU and GPU) is restored afterwards.
 
         A train-mode Dropout draws random numbers on every run, so without the
         fork profiling would change what the learner's next random call returns.
@@ -268,7 +310,7 @@ class Profiler:
                 TrainModeWarning,
                 stacklevel=stacklevel,  # 3: the line with the ``with``
             )
-        with preserved_rng(self.device):
+        with kept_random_state():
             yield
 
     def warmup(self, runs: int = 2) -> None:
@@ -299,7 +341,8 @@ class Profiler:
             share = stats.median / total.median * 100 if total.median > 0 else 0.0  # medians: one disturbed run moves a mean
             rows.append(NodeTiming(op, name, target, op_type, stats, share, module_class))
         report = self._completed(ProfileReport(
-            rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children
+            rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children,
+            notes=self.notes,
         ))
         watch = _watch.get()
         if watch is not None:
@@ -308,6 +351,8 @@ class Profiler:
 
 
 __all__ = [
+    "EagerRun",
+    "HookSideEffectWarning",
     "ModelRunError",
     "NotRunYetError",
     "Profiler",

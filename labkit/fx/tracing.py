@@ -10,7 +10,9 @@ suggested for node-level detail.
 """
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 import inspect
 import linecache
 import os
@@ -132,6 +134,32 @@ def torch_nn_layer(cls: type[torch.nn.Module]) -> type[torch.nn.Module] | None:
     return base
 
 
+def has_forward_hooks(module: torch.nn.Module) -> bool:
+    """Whether ``module`` itself has forward hooks or forward pre-hooks (kwargs variants included)."""
+    return bool(module._forward_hooks or module._forward_pre_hooks)
+
+
+_THROUGH_CALL = "_labkit_call_with_hooks"
+
+
+def _called_through_hooks(root: torch.nn.Module) -> torch.nn.Module:
+    """A shallow copy of ``root`` whose class has a method with ``forward``'s signature that calls it with its hooks.
+
+    fx reads the traced method's parameters through ``__wrapped__`` (forward's) and calls it with
+    Proxies; ``Module.__call__`` then runs the root's pre-hooks, forward and hooks, which fx records.
+    The copy shares every submodule, parameter, buffer and hook with ``root``; ``root`` is unchanged.
+    """
+    cls = type(root)
+
+    @functools.wraps(cls.forward)
+    def call_with_hooks(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        return torch.nn.Module.__call__(self, *args, **kwargs)  # looked up now: fx patches __call__ while tracing
+
+    hooked = copy.copy(root)
+    hooked.__class__ = type(cls.__name__, (cls,), {_THROUGH_CALL: call_with_hooks, "__module__": cls.__module__})
+    return hooked
+
+
 class _Tracer(torch.fx.Tracer):
     """fx's default tracer, plus: a subclass of a torch.nn layer that keeps the layer's ``forward`` is a leaf,
     and so is every module named in ``leaf_modules``.
@@ -148,6 +176,21 @@ class _Tracer(torch.fx.Tracer):
         super().__init__()
         self.leaf_names = {leaf for leaf in leaf_modules if isinstance(leaf, str)}
         self.leaf_classes = tuple(leaf for leaf in leaf_modules if isinstance(leaf, type))
+
+    def trace(self, root: Any, concrete_args: dict[str, Any] | None = None) -> torch.fx.Graph:
+        """fx's trace, except that the root's own forward hooks and pre-hooks are traced too.
+
+        Why: fx traces ``type(root).forward`` directly, so a hook on the model itself (an adapter that
+        scales the output) was silently left out of the graph; hooks of submodules run through
+        ``Module.__call__`` and are kept by fx already.
+        """
+        if not (isinstance(root, torch.nn.Module) and has_forward_hooks(root)) or self.is_leaf_module(root, ""):
+            return super().trace(root, concrete_args)
+        previous, self.traced_func_name = self.traced_func_name, _THROUGH_CALL
+        try:
+            return super().trace(_called_through_hooks(root), concrete_args)
+        finally:
+            self.traced_func_name = previous
 
     def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
         if module_qualified_name in self.leaf_names or type(m).__name__ in self.leaf_names:

@@ -374,16 +374,27 @@ def test_a_hugging_face_model_is_profiled_by_export_with_its_blocks_timed(transf
     assert all(torch.equal(given[k], v) if isinstance(v, torch.Tensor) else given[k] == v for k, v in kwargs.items())
 
 
-def test_a_hugging_face_cache_output_names_use_cache_false(transformers):
+def test_a_hugging_face_decoder_exports_by_default_with_use_cache_false_and_a_note(transformers):
     model, kwargs = _hf_model(transformers, "gpt2")
     del kwargs["use_cache"]  # GPT-2 returns its DynamicCache by default
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TraceFallbackWarning)
+        report = profile_model(model.eval(), kwargs=kwargs, warmup=0, runs=1)
+    assert report.capture == "export" and "use_cache" not in kwargs
+    assert any("use_cache=False was passed" in note for note in report.notes)
+    assert "use_cache=False was passed" in report.to_text()
+
+
+def test_a_hugging_face_cache_output_asked_for_names_use_cache_false(transformers):
+    model, kwargs = _hf_model(transformers, "gpt2")
+    kwargs["use_cache"] = True  # asked for: labkit does not override it
     with torch.no_grad():
         cache = model.eval()(**kwargs).past_key_values
     if isinstance(cache, tuple):  # transformers 4.45 (the one for torch < 2.6) returns tuples, which export flattens
         pytest.skip(f"transformers {transformers.__version__}'s GPT-2 returns its cache as tuples, not a cache object")
     with pytest.warns(TraceFallbackWarning, match=r"torch.export: The model returns a DynamicCache.*use_cache=False"):
         report = profile_model(model.eval(), kwargs=kwargs, warmup=0, runs=1)
-    assert report.capture == "hooks" and "use_cache=False" in report.fallback_reason
+    assert report.capture == "hooks" and "use_cache=False" in report.fallback_reason and not report.notes
     with pytest.raises(ExportFailedError, match="Pass use_cache=False in kwargs"):
         profile_model(model, kwargs=kwargs, capture="export", fallback=False)
 
