@@ -117,3 +117,10 @@ def test_private_folders_are_bounded_tmpfs_seen_by_the_child_alone():
     assert lines[1] != "0" and "No space left" in result.stderr  # 2 MiB do not fit in 1 MiB
     assert lines[2:] == [str(2**20), str(2**20)]
     assert not Path(f"/tmp/{marker}").exists() and not Path(f"/dev/shm/{marker}").exists()
+
+
+def test_on_cgroup_v2_the_whole_group_is_killed_at_once(tmp_path: Path):
+    (tmp_path / "cgroup.kill").write_text("")
+    (tmp_path / "cgroup.procs").write_text("")  # the kernel empties it once every process is gone
+    assert end_processes(tmp_path, seconds=1) == []
+    assert (tmp_path / "cgroup.kill").read_text() == "1"
