@@ -16,16 +16,22 @@ under the prefix, and :func:`learner_environment` points the loader at the
 copy's ``libpython`` (a pyenv build finds it by a run path under ``/root``).
 ``--if-stale`` (what ``make workshop`` runs) skips a venv already made from
 the same labkit source and ``pyproject.toml``.
+
+pip can take many minutes (torch is gigabytes): its lines go to stderr as it
+writes them, each prefixed ``pip:``, so the instructor sees what it is doing.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import shutil
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import TextIO
 
 from labkit.core.errors import LabkitError
 from labkit.workshop.settings import ROOT
@@ -76,7 +82,7 @@ def install(prefix: Path, *, if_stale: bool = False) -> str:
     if _venv_home(venv) != python.parent:
         shutil.rmtree(venv, ignore_errors=True)
         _run([str(python), "-m", "venv", str(venv)])
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--upgrade", f"{ROOT}[workshop]"])
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off", "--upgrade", f"{ROOT}[workshop]"])
     _drop_write_for_others(prefix)
     (prefix / STAMP).write_text(source_digest() + "\n")
     (prefix / STAMP).chmod(0o644)
@@ -120,12 +126,34 @@ def _has_venv(python: Path) -> bool:
     return subprocess.run([str(python), "-c", "import venv, ensurepip"], capture_output=True, timeout=60).returncode == 0
 
 
-def _run(command: list[str]) -> None:
+def _run(command: list[str], progress: TextIO | None = None, timeout: float = PIP_SECONDS) -> None:
+    """Run ``command``, writing each line of its output to ``progress`` (stderr) as it comes; its last lines on failure."""
+    progress = sys.stderr if progress is None else progress
+    label = command[2] if command[1:2] == ["-m"] else Path(command[0]).name  # "pip" for python -m pip
+    tail: collections.deque[str] = collections.deque(maxlen=5)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, umask=0o022)
+    stalled = threading.Event()
+
+    def stop() -> None:  # pip stalled on the network: give up rather than wait for ever
+        stalled.set()
+        process.kill()
+
+    timer = threading.Timer(timeout, stop)
+    timer.start()
     try:
-        subprocess.run(command, check=True, capture_output=True, text=True, timeout=PIP_SECONDS, umask=0o022)
-    except subprocess.CalledProcessError as exc:
-        tail = (exc.stderr or exc.stdout).strip().splitlines()[-5:]
-        raise InstallError(f"{' '.join(command[:4])} ... failed:\n" + "\n".join(tail)) from None
+        assert process.stdout is not None
+        for line in process.stdout:
+            tail.append(line.rstrip())
+            print(f"  {label}: {line.rstrip()}", file=progress, flush=True)
+        returncode = process.wait()
+    finally:
+        timer.cancel()
+        if process.poll() is None:  # interrupted (Ctrl-C): leave no pip behind
+            process.kill()
+            process.wait()
+    if returncode != 0:
+        why = f"stopped after {timeout:g} s" if stalled.is_set() else "failed"
+        raise InstallError(f"{' '.join(command[:4])} ... {why}:\n" + "\n".join(tail))
 
 
 def _drop_write_for_others(prefix: Path) -> None:
