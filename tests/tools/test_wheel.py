@@ -52,7 +52,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
-SOURCE_FILES = ("pyproject.toml", "MANIFEST.in", "README.md", "LICENSE")
+SOURCE_FILES = ("pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "environment.yml")
 SECONDS = 600  # a notebook on two busy cores, or pip
 PACKAGED = f"labkit/{workspace.PACKAGED_LABS.name}"
 
@@ -112,6 +112,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc")
     shutil.copytree(ROOT / "labkit", source / "labkit", ignore=ignore)
     shutil.copytree(NOTEBOOKS, source / "notebooks", ignore=ignore)
+    # as in a checkout: the sdist must leave it out
+    shutil.copytree(ROOT / "tests", source / "tests", ignore=shutil.ignore_patterns("__pycache__", "node_modules", "*.pyc"))
     for name in SOURCE_FILES:
         shutil.copy2(ROOT / name, source / name)
     env = {**os.environ, "TMPDIR": str(folder), "HOME": str(folder / "home")}
@@ -120,7 +122,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                          source, env).strip().splitlines()[-1]
     run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-cache-dir",
          "-w", folder / "wheels", sdist], folder, env)
-    [wheel] = (folder / "wheels").glob("labkit-*.whl")
+    [wheel] = (folder / "wheels").glob("torch_labkit-*.whl")  # the distribution's name (labkit's is taken on PyPI)
     return sdist, wheel
 
 
@@ -177,10 +179,14 @@ def test_the_sdist_holds_the_solved_labs_and_the_wheel_only_the_learner_edition(
     labs = find_notebooks(NOTEBOOKS)
     assert {f"notebooks/{path.name}" for path in labs} <= in_sdist
     assert {f"notebooks/solutions/{name.removeprefix('solutions/')}" for name in real_solutions()} <= in_sdist
+    assert {"CHANGELOG.md", "environment.yml", "LICENSE", "README.md"} <= in_sdist
+    assert not [name for name in in_sdist if name.startswith("tests/")], "a partial tests/ that cannot run from the sdist"
     with zipfile.ZipFile(wheel) as archive:
         in_wheel = set(archive.namelist())
         files = {name: archive.read(name).decode() for name in in_wheel if name.startswith(PACKAGED + "/")}
-    assert not [name for name in in_wheel if "solutions" in name or name.startswith("notebooks/")]
+    # no solutions folder and no solution file (notebooks/solutions/02_1_<slug>.py); labkit.progress.solutions is code
+    solution_files = [name for name in in_wheel if "/solutions/" in f"/{name}" or re.search(r"(^|/)\d\d_\d+_\w+\.py$", name)]
+    assert not solution_files and not [name for name in in_wheel if name.startswith("notebooks/")], solution_files
     solutions = real_solutions()
     for track in TRACKS:
         names = {name.removeprefix(f"{PACKAGED}/{track}/") for name in files if name.startswith(f"{PACKAGED}/{track}/")}
@@ -203,6 +209,19 @@ def test_the_installed_labkit_is_the_wheels_and_says_its_version_and_the_doctor_
     assert run([folder / "bin" / "python", "-m", "labkit", "--version"], here, env) == f"labkit {labkit.__version__}\n"
     report = run([folder / "bin" / "labkit", "doctor"], here, env)
     assert report.rstrip().splitlines()[-1].startswith("doctor: READY"), report
+    as_json = json.loads(run([folder / "bin" / "labkit", "doctor", "--json"], here, env))
+    assert as_json["ready"] is True and as_json["problems"] == [] and as_json["verdict"].startswith("doctor: READY")
+
+
+@pytest.mark.parametrize("command", [["docs", "site"], ["student-copy", "student"], ["hosted"]])
+def test_the_authors_commands_say_they_need_a_checkout(venv: tuple[Path, dict[str, str]], command: list[str]) -> None:
+    folder, env = venv
+    done = subprocess.run([str(folder / "bin" / "labkit"), *command], cwd=elsewhere(folder), env=env, capture_output=True,
+                          text=True, timeout=SECONDS)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.startswith(f"{command[0]}: `labkit {command[0]}` works in a checkout of labkit's repository (")
+    assert "Traceback" not in done.stderr and "-e '.[docs]'" not in done.stderr
+    assert not (elsewhere(folder) / command[-1]).exists()
 
 
 def test_labkit_workspace_gives_what_make_lab_gives_and_a_notebook_runs_there_with_stubs_not_yet_solved(
