@@ -102,6 +102,10 @@ class Board:
         events = [event for item in cached.values() for event in item.events]
         return grid_of(parts, columns, self.clock(), rules), events
 
+    def events_of(self, name: str) -> list[Received]:
+        """``name``'s events, oldest first, from the cache (read again only when they changed)."""
+        return self._learner(name).events
+
     def _learner(self, name: str) -> _Cached:
         """``name``'s cached events, read again only when the store says they changed."""
         version = self.store.version(name)
@@ -211,7 +215,7 @@ class MeHandler(_Handler):
 
     async def get(self) -> None:
         name = self.who()["name"]
-        events = self.board.store.events(name)
+        events = self.board.events_of(name)
         row = learner_row(name, events, self.board.settings.exercises or exercises_seen(events))
         data = row.to_json()
         del data["stuck"]

@@ -318,6 +318,17 @@ class BoardTest(AsyncHTTPTestCase):
         assert self.get("api/me").code == 403
         assert self.get("api/me", token="service-token").code == 403
 
+    def test_a_learner_polling_their_own_rows_reads_the_store_only_after_a_change(self):
+        reads = []
+        real = self.board.store.events
+        self.board.store.events = lambda learner=None: reads.append(learner) or real(learner)
+        self.post_events([event("ada")])
+        for _ in range(5):
+            assert self.get("api/me", token="ada-token").code == 200
+        self.post_events([event("ada", "1.2")])
+        assert len(json.loads(self.get("api/me", token="ada-token").body)["events"]) == 2
+        assert reads == ["ada", "ada"]
+
     # the exports
     def test_the_exports_are_csv_with_formulas_made_inert(self):
         self.directory.users_list = [{"name": "=1+2", "admin": False}, {"name": "ada", "admin": False}]
