@@ -78,6 +78,11 @@ def test_describe_notebook_reads_title_and_goals(two_notebooks: Path) -> None:
 def test_site_has_the_learning_path_a_page_per_notebook_and_the_api(built_site: Path) -> None:
     assert sorted(p.name for p in (built_site / "notebooks").glob("*.html")) == ["00_intro.html", "01_more.html"]
     assert (built_site / "api.html").is_file() and (built_site / "running.html").is_file()
+    # what the README hands on to the site: installing (size, the CPU-only route), a workshop, the maintainers' figures
+    install = (built_site / "install.html").read_text()
+    assert "https://download.pytorch.org/whl/cpu" in install and "torch-labkit" in install
+    assert "In a provisioning script" in (built_site / "instructors.html").read_text()  # doctor --json
+    assert all(figure in (built_site / "maintainers.html").read_text() for figure in ("P1", "P6", "P7"))
     assert (built_site / "searchindex.js").is_file()
     index = (built_site / "index.html").read_text()
     path = index[index.index("labkit-learning-path"):]
