@@ -55,20 +55,29 @@ has (:attr:`CrossCheck.capture`):
   torch.profiler's ``aten::linear``: matched by name, no table (parameter reads,
   ``get_attr``, and ``getitem`` of a tuple issue none);
 - ``"hooks"`` (``mode="modules"``, or a fallback to it): op types are the hooked
-  modules' classes, matched through the same table as a traced ``call_module``.
-  A block timed as a unit (``BertSelfAttention``) issues many operators that no
-  table lists, and the "(outside leaf modules)" row is code, not an op type: both
-  are labkit-only, and their operators are torch.profiler-only.
+  modules' classes, matched through the same table as a traced ``call_module``,
+  and through what the labelled run below saw: a block timed as a unit
+  (``BertSelfAttention``) and the "(outside leaf modules)" row issue operators no
+  table lists.
+
+**Operators no table lists.** After the timed runs, one more run (untimed) wraps each
+node, or each hooked module, in a ``record_function`` label naming its op type
+(:func:`issued_operators`), and records which top-level operators each op type
+issued: an ``LSTM``'s ``aten::lstm``, a dynamically quantized ``Linear``'s
+``quantized::linear_dynamic``, an ``EmbeddingBag``'s ``aten::embedding_bag``, a
+parametrized layer's parametrization and ``aten::linear``, an attention block timed
+whole (its ``aten::matmul``, ``aten::softmax``...), and, in a hooked profile, the
+operators of the model's own code between hooked modules, which are the
+``(outside leaf modules)`` row's. Those pairs match like the table's.
 
 **How much was compared, and the verdict.** :attr:`CrossCheck.compared_pct` is the share
 of each side's time that the rows cover. labkit's op types that issue operators but
-matched none are :attr:`CrossCheck.unmapped` (``LSTM`` and ``GRU``, which issue
-``aten::lstm`` and ``aten::gru``, absent from the table; ``TransformerEncoder``, whose layers
-issue ``aten::_transformer_encoder_layer_fwd``; a dynamically quantized ``Linear``, which
-issues ``quantized::linear_dynamic``; a hooked ``BertSelfAttention``). Nodes that issue no
-operator at all (:data:`NO_OPERATOR_TYPES`: an exported graph's parameter reads, 5-20 % of
-a small transformer's time in labkit, are ``get_attr`` nodes) have nothing to be compared
-with; they are listed, and a verdict is on the rest (:attr:`CrossCheck.operator_compared_pct`).
+matched none are :attr:`CrossCheck.unmapped`. Nodes that issue no operator at all
+(:data:`NO_OPERATOR_TYPES`: ``getattr``, ``getitem``) have nothing to be compared with;
+they are listed, and a verdict is on the rest (:attr:`CrossCheck.operator_compared_pct`).
+An exported graph's parameter reads (``get_attr`` nodes, most of a small model's labkit
+time on a loaded CPU) are the run's bookkeeping, like the time between nodes: they are
+left out of labkit's side, not listed as an op type.
 Shares renormalised over a small compared part can agree closely and say nothing about
 the rest, so a verdict (:attr:`CrossCheck.max_difference`, :meth:`CrossCheck.agrees`,
 :meth:`CrossCheck.verdict`) needs :data:`MIN_COMPARED_PCT` (90 %) of labkit's operator
@@ -77,9 +86,8 @@ raises :class:`TooLittleComparedError`, and the rows and :meth:`CrossCheck.diffe
 stay readable. Why 90 %: on a CPU the differences a cross-check finds are a point or two
 per type (traced resnet18, mobilenet_v3_small, densenet121, convnext_tiny and the
 exported small transformers: at most about 1.5), so an uncompared tenth is already
-larger than what the check looks for. Those models compare 99-100 % of both sides;
-hooked transformers 10-25 % of labkit's operator time, an LSTM model about 20 %, a traced
-swin_t about 35 % (its ``shifted_window_attention`` is one fx node issuing many operators).
+larger than what the check looks for. Those models compare 99-100 % of both sides, and so, with the labelled run, do
+LSTM, GRU, quantized and hooked models (before it: 10-35 %).
 
 **What still differs, and why.**
 
@@ -115,11 +123,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+import torch.fx
+
+from labkit.core.copies import fresh_inputs
 from labkit.core.errors import LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
+from labkit.core.random_state import kept_random_state
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.fx.model_inputs import keyword_inputs
-from labkit.fx.module_hooks import OUTSIDE
+from labkit.fx.module_hooks import OUTSIDE, ModuleProfiler
 from labkit.fx.profile import make_profiler, require_count
 from labkit.fx.report import ProfileReport
 from labkit.fx.tracing import LeafModules
@@ -225,12 +238,22 @@ class TooLittleComparedError(LabkitValueError):
     """A cross-check compared less than :data:`MIN_COMPARED_PCT` of one side's time, so it gives no verdict."""
 
 
-def _candidates(operator: str, capture: str) -> tuple[str, ...]:
-    """The labkit op types a top-level operator can come from: an exported graph's own spelling, else the table."""
+#: The prefix of the ``record_function`` label around each node (or hooked module) in the labelled pass.
+NODE_LABEL = "labkit.crosscheck.node:"
+#: Top-level operator -> the labkit op types seen issuing it in a labelled pass (:func:`issued_operators`).
+Issued = Mapping[str, frozenset[str]]
+
+
+def _candidates(operator: str, capture: str, issued: Issued | None = None) -> tuple[str, ...]:
+    """The labkit op types a top-level operator can come from: an exported graph's own spelling, else the table,
+    then the op types a labelled pass saw issue it (an ``LSTM``'s ``aten::lstm``, a block's ``aten::softmax``)."""
     if capture == "export":
         namespace, _, name = operator.partition("::")
-        return (f"{namespace}.{name}",)
-    return ATEN_TO_OP_TYPES.get(operator, ())
+        known: tuple[str, ...] = (f"{namespace}.{name}",)
+    else:
+        known = ATEN_TO_OP_TYPES.get(operator, ())
+    seen = sorted((issued or {}).get(operator, frozenset()) - set(known))
+    return known + tuple(seen)
 
 
 @dataclass(frozen=True, repr=False)
@@ -508,7 +531,9 @@ def operators_per_run(events: Iterable[Any], basis: str) -> dict[str, tuple[floa
     }
 
 
-def _merged_types(operators: Iterable[str], labkit_seconds: Mapping[str, float], capture: str) -> dict[str, str]:
+def _merged_types(
+    operators: Iterable[str], labkit_seconds: Mapping[str, float], capture: str, issued: Issued | None = None
+) -> dict[str, str]:
     """labkit op type -> its row's name, for every type some operator matches.
 
     Types one operator could come from are merged (``ReLU`` and ``relu`` under
@@ -522,7 +547,7 @@ def _merged_types(operators: Iterable[str], labkit_seconds: Mapping[str, float],
         return op_type
 
     for operator in operators:
-        present = [t for t in _candidates(operator, capture) if t in labkit_seconds]
+        present = [t for t in _candidates(operator, capture, issued) if t in labkit_seconds]
         for op_type in present:
             parent[root(op_type)] = root(present[0])
     groups: dict[str, list[str]] = {}
@@ -541,17 +566,18 @@ def _percent(part: float, whole: float) -> float:
 
 def match_op_types(
     labkit: Mapping[str, tuple[int, float]], profiler: Mapping[str, tuple[float, float]], basis: str = "wall",
-    capture: str = "symbolic_trace", mode: str = "fast",
+    capture: str = "symbolic_trace", mode: str = "fast", issued: Issued | None = None,
 ) -> CrossCheck:
     """Pair labkit's op types (type -> (nodes, seconds)) with torch.profiler's operators (name -> (calls, seconds)).
 
     Both per run. Rows are the matched types, renormalised over the matched
     time on each side; the rest are listed as shares of their side's whole time.
     ``capture`` is that of labkit's profile: an exported one's ``aten.linear`` is
-    ``aten::linear``; the others match through :data:`ATEN_TO_OP_TYPES`.
+    ``aten::linear``; the others match through :data:`ATEN_TO_OP_TYPES`. ``issued``
+    adds what a labelled pass saw each op type issue (:func:`issued_operators`).
     """
     labkit_seconds = {t: seconds for t, (_, seconds) in labkit.items()}
-    row_of = _merged_types(profiler, labkit_seconds, capture)
+    row_of = _merged_types(profiler, labkit_seconds, capture, issued)
     ours: dict[str, float] = defaultdict(float)
     theirs: dict[str, float] = defaultdict(float)
     nodes: dict[str, int] = defaultdict(int)
@@ -562,7 +588,7 @@ def match_op_types(
             nodes[row_of[op_type]] += node_count
     only_profiler = {}
     for operator, (calls, seconds) in profiler.items():
-        row = next((row_of[t] for t in _candidates(operator, capture) if t in row_of), None)
+        row = next((row_of[t] for t in _candidates(operator, capture, issued) if t in row_of), None)
         if row is None:
             only_profiler[operator] = seconds
             continue
@@ -611,31 +637,124 @@ def compare_with_torch_profiler(
     inside a :data:`RUN_MARKER` label), so a burst of background load hits both
     alike. ``warmup`` untimed passes come first, so cold-start costs (allocation,
     kernel selection) distort neither side. How names are matched, which time is
-    compared and when there is a verdict: see the module docstring.
+    compared and when there is a verdict: see the module docstring. Python's, NumPy's
+    and torch's random states are left as they were.
     """
-    from torch.profiler import ProfilerActivity, profile, record_function
-
     keywords = keyword_inputs("compare_with_torch_profiler", kwargs, stray, _OPTIONS)
     warmup = require_count("warmup", warmup, 0, "use warmup=0 to skip it")
     runs = require_count("runs", runs, 1, "e.g. runs=5")
     silence_known_warnings()
+    with kept_random_state():  # capturing runs the model too
+        return _cross_check(
+            model, inputs, keywords, warmup=warmup, runs=runs, mode=mode, capture=capture, concrete_args=concrete_args,
+            leaf_modules=leaf_modules, tracer=tracer, fallback=fallback,
+        )
+
+
+def _cross_check(
+    model: Any, inputs: tuple[Any, ...], keywords: dict[str, Any], *, warmup: int, runs: int, mode: str, capture: str,
+    concrete_args: dict[str, Any] | None, leaf_modules: LeafModules, tracer: Any, fallback: bool,
+) -> CrossCheck:
+    """:func:`compare_with_torch_profiler` once its arguments are checked: capture, timed runs, labelled run, match."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
     profiler = make_profiler(
         model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
-        leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=3,
+        leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=4,
     )
     device_type = profiler.device.type
     basis = {"cpu": "wall", "cuda": "kernel"}.get(device_type, "operator")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
-    with profiler.session(stacklevel=4):  # a train-mode model: warn once, leave the global RNG as it was
+    with profiler.session(stacklevel=5):  # a train-mode model: warn once
         profiler.warmup(warmup)
         with filtered_native_stderr(), profile(activities=activities) as prof:
             for _ in range(runs):
                 profiler.prepare_run()  # the inputs' clones stay outside the run's label
                 with record_function(RUN_MARKER):
                     profiler.run_once()
-    report = profiler.report()
-    return match_op_types(_median_seconds_by_type(report, profiler.samples), operators_per_run(prof.events(), basis), basis,
-                          report.capture, report.mode)
+        report = profiler.report()
+        labkit = _median_seconds_by_type(report, profiler.samples)
+        issued = issued_operators(profiler, report, activities)  # after the timed runs: its labels time nothing
+    return match_op_types(labkit, operators_per_run(prof.events(), basis), basis, report.capture, report.mode, issued)
+
+
+def issued_operators(profiler: Any, report: ProfileReport, activities: list[Any]) -> dict[str, frozenset[str]]:
+    """Top-level operator -> the op types whose nodes (or hooked modules) issued it, from one labelled, untimed run.
+
+    Why: a name table cannot know that an ``LSTM`` issues ``aten::lstm``, a quantized
+    ``Linear`` ``quantized::linear_dynamic``, a parametrized layer its parametrization's
+    operators and ``aten::linear``, an attention block timed whole ``aten::matmul`` and
+    ``aten::softmax``, or that the operators between hooked modules are the
+    ``(outside leaf modules)`` row. This run wraps each node, or each hooked module,
+    in a ``record_function`` label (:data:`NODE_LABEL`) and records which operators
+    run directly under which label, as the timed runs see them under their marker.
+    """
+    from torch.profiler import profile, record_function
+
+    by_path = {row.target: row.op_type for row in report.rows}
+    by_node = {row.name: row.op_type for row in report.rows}
+    with filtered_native_stderr(), profile(activities=activities) as prof:
+        with record_function(RUN_MARKER):
+            if isinstance(profiler, ModuleProfiler):
+                _run_labelled_modules(profiler, by_path)
+            else:
+                _LabelledGraph(profiler.graph_module, by_node).run(*fresh_inputs(profiler.inputs))
+    issued: dict[str, set[str]] = defaultdict(set)
+    outside = OUTSIDE if OUTSIDE in by_node else None
+
+    def visit(event: Any, op_type: str | None) -> None:
+        for child in event.cpu_children:
+            if "::" in child.name:
+                if op_type is not None:
+                    issued[child.name].add(op_type)
+            else:
+                visit(child, child.name.removeprefix(NODE_LABEL) if child.name.startswith(NODE_LABEL) else op_type)
+
+    for marker in (event for event in prof.events() if event.name == RUN_MARKER):
+        visit(marker, outside)
+    return {operator: frozenset(types) for operator, types in issued.items()}
+
+
+class _LabelledGraph(torch.fx.Interpreter):
+    """Runs a captured graph node by node, each node inside a label naming its op type."""
+
+    def __init__(self, graph_module: torch.fx.GraphModule, op_types: Mapping[str, str]) -> None:
+        super().__init__(graph_module)
+        self.op_types = op_types
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        if n.name not in self.op_types:
+            return super().run_node(n)
+        with torch.profiler.record_function(NODE_LABEL + self.op_types[n.name]), torch.no_grad():
+            return super().run_node(n)
+
+
+def _run_labelled_modules(profiler: ModuleProfiler, op_types: Mapping[str, str]) -> None:
+    """One run of a hooked profile with each hooked module inside a label naming its op type (hooks removed after)."""
+    handles = []
+    open_labels: list[Any] = []
+
+    def enter(label: str) -> Any:
+        def hook(module: torch.nn.Module, args: Any) -> None:
+            open_labels.append(torch.profiler.record_function(label).__enter__())
+
+        return hook
+
+    def leave(module: torch.nn.Module, args: Any, output: Any) -> None:
+        open_labels.pop().__exit__(None, None, None)
+
+    for hooked in profiler.plan:
+        if hooked.kind is not None and hooked.name in op_types:
+            handles.append(hooked.module.register_forward_pre_hook(enter(NODE_LABEL + op_types[hooked.name])))
+            handles.append(hooked.module.register_forward_hook(leave))
+    try:
+        profiler.prepare_run()
+        profiler.run_once()
+    finally:
+        for handle in handles:
+            handle.remove()
+        while open_labels:
+            open_labels.pop().__exit__(None, None, None)
 
 
 def _median_seconds_by_type(report: ProfileReport, samples: Mapping[str, list[float]]) -> dict[str, tuple[int, float]]:
@@ -651,6 +770,8 @@ def _median_seconds_by_type(report: ProfileReport, samples: Mapping[str, list[fl
     nodes: dict[str, int] = {}
     runs: dict[str, list[float]] = {}
     for row in report.rows:
+        if row.op == "get_attr":  # a parameter read issues no operator: the run's bookkeeping, not an op type
+            continue
         nodes[row.op_type] = nodes.get(row.op_type, 0) + 1
         timed = samples[row.name][-report.runs:]
         sums = runs.setdefault(row.op_type, [0.0] * len(timed))
