@@ -21,6 +21,7 @@ import copy
 import enum
 import threading
 import types
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -31,6 +32,10 @@ from torch.utils._pytree import tree_leaves, tree_map
 from labkit.core.errors import LabkitError, LabkitValueError
 
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
+
+
+class HookSideEffectWarning(UserWarning):
+    """A hook of the model holds one of the learner's objects: each call of it on labkit's private copy reaches it."""
 
 
 class UncopyableModelError(LabkitError):
@@ -182,6 +187,19 @@ def hooks_reaching_out(module: torch.nn.Module) -> list[str]:
                         f"(closes over {'; '.join(outward)})"
                     )
     return found
+
+
+def warn_hooks_reaching_out(module: torch.nn.Module, stacklevel: int = 2) -> None:
+    """A :class:`HookSideEffectWarning` naming each hook of :func:`hooks_reaching_out`; nothing when there is none."""
+    reaching = hooks_reaching_out(module)
+    if reaching:
+        warnings.warn(
+            f"{'; '.join(reaching)}: labkit runs the model's hooks on its private copy, since they are part of what "
+            "the model computes, but this hook holds your object, so each of labkit's calls reaches it. Make the "
+            "hook keep its state on the module (self.attribute), or remove it first if it only records.",
+            HookSideEffectWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _filled(cell: Any) -> bool:

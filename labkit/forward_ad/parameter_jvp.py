@@ -3,7 +3,9 @@
 Why two ways: the classic tutorial swaps each parameter for a dual tensor
 (``delattr`` / ``setattr``); ``torch.func.functional_call`` does the same without
 touching the module. Both must restore everything, even when the forward pass
-raises, and keep a train-mode model's buffers and the RNG as they were.
+raises, and keep a train-mode model's buffers, its parameters and every random
+state as they were. Both differentiate the model as it computes: its hooks and
+parametrizations (``spectral_norm``, ``prune``, ``parametrize``) run.
 """
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ import torch.autograd.forward_ad as fwAD
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from labkit.core.copies import fresh_call, private_copy
+from labkit.core.copies import fresh_call, private_copy, warn_hooks_reaching_out
 from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.random_state import kept_random_state
 from labkit.forward_ad.diagnosis import (
     forward_level,
 )
@@ -64,11 +67,14 @@ def module_jvp(
     Either way the module is left untouched, in train mode too: a freshly built
     module *is* in train mode, and a learner probing a derivative expects to
     look at the model, not to train it. So the forward pass runs on a private
-    copy (:func:`~labkit.core.copies.private_copy`: parameters shared, buffers
-    such as BatchNorm's running statistics and Python attributes its own, the
-    model's hooks not run) on clones of the inputs, and the global RNG is
-    forked (``torch.random.fork_rng``): Dropout still draws a mask, the same one
-    on every call, and later random numbers do not change. Call ``model.eval()``
+    copy (:func:`~labkit.core.copies.private_copy`, with its own parameters, so a
+    forward that writes them in place, ``nn.Embedding(max_norm=...)`` or a weight
+    clamp, writes the copy's; buffers such as BatchNorm's running statistics and
+    Python attributes its own; the model's hooks kept, since they are part of what
+    it computes, with a warning for a hook holding outside objects) on copies of
+    the inputs, and every random state (Python's, NumPy's, torch's) is kept:
+    Dropout still draws a mask, the same one on every call, and later random
+    numbers do not change. Call ``model.eval()``
     first for the JVP of the model as used for inference.
     """
     keywords = keyword_inputs("module_jvp", kwargs, stray, ("method", "kwargs"))
@@ -96,10 +102,14 @@ def module_jvp(
     input_tuple = _as_tuple(inputs, "Input", "inputs")
     refuse_unknown_keywords(model, keywords, input_tuple)
     keyword_tensors = [leaf for leaf in tree_leaves(keywords) if isinstance(leaf, torch.Tensor)]
-    own = private_copy(model)  # parameters shared; buffers, attributes private; the learner's hooks not run
+    warn_hooks_reaching_out(model, stacklevel=2)
+    own = private_copy(model, share_parameters=False)  # a forward that writes a parameter in place writes its own
+    own_parameters = dict(own.named_parameters())
     call_inputs, call_keywords = fresh_call(input_tuple, keywords)  # a forward that writes its input writes a clone
-    with _fork_rng([*own.parameters(), *own.buffers(), *input_tuple, *keyword_tensors]), forward_level():
-        duals = {canonical: fwAD.make_dual(parameters[canonical].detach(), tangents[given]) for given, canonical in names.items()}
+    tensors = [*own.parameters(), *own.buffers(), *input_tuple, *keyword_tensors]
+    with kept_random_state(), _fork_rng(tensors), forward_level():
+        duals = {canonical: fwAD.make_dual(own_parameters[canonical].detach(), tangents[given])
+                 for given, canonical in names.items()}
         if method == "swap":
             with _swapped_parameters(own, duals):
                 outputs, single = _split_output(own(*call_inputs, **call_keywords))

@@ -35,7 +35,13 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from labkit.core.context import bound
-from labkit.core.copies import fresh_call, hooks_reaching_out, parameters_written, private_copy
+from labkit.core.copies import (
+    HookSideEffectWarning,
+    fresh_call,
+    parameters_written,
+    private_copy,
+    warn_hooks_reaching_out,
+)
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.random_state import kept_random_state
 from labkit.core.timing import RunStats
@@ -52,10 +58,6 @@ class ModelRunError(LabkitError):
 
 class TrainModeWarning(UserWarning):
     """The profiled model is in train mode: Dropout and BatchNorm then do training work."""
-
-
-class HookSideEffectWarning(UserWarning):
-    """A hook of the model holds one of the learner's objects: every profiled run's call of it reaches that object."""
 
 
 @dataclass(frozen=True)
@@ -147,15 +149,7 @@ def run_eager_once(
     if not isinstance(model, torch.nn.Module):
         return EagerRun(_run(model, model, call_args, kwargs))
     check_input_devices(model, every_input)
-    reaching = hooks_reaching_out(model)
-    if reaching:
-        warnings.warn(
-            f"{'; '.join(reaching)}: labkit runs the model's hooks on its private copy, since they are part of what "
-            "the model computes, but this hook holds your object, so each profiled run's call reaches it. Make the "
-            "hook keep its state on the module (self.attribute), or remove it before profiling if it only records.",
-            HookSideEffectWarning,
-            stacklevel=stacklevel + 1,
-        )
+    warn_hooks_reaching_out(model, stacklevel=stacklevel + 1)
     own = private_copy(model)
     output: list[Any] = []
     written = parameters_written(own, lambda: output.append(_run(model, own, call_args, kwargs)))

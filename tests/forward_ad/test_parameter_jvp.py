@@ -1,10 +1,15 @@
 """labkit.forward_ad.parameter_jvp: module_jvp, both methods, leaves the module as it was."""
 from __future__ import annotations
 
+import copy
+import random
+
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from labkit.core.copies import HookSideEffectWarning
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad.derivatives import module_jvp
 from tests.forward_ad.support import small_model
@@ -133,14 +138,106 @@ class Counting(nn.Module):
 
 
 @pytest.mark.parametrize("method", ["swap", "functional_call"])
-def test_module_jvp_changes_no_attribute_runs_no_hook_and_leaves_the_input(method):
+def test_module_jvp_changes_no_attribute_runs_the_models_hook_and_leaves_the_input(method):
     model, x = Counting(), torch.ones(3, 4)
     seen = []
     model.register_forward_hook(lambda *args: seen.append("hook"))
-    primal, tangent = module_jvp(model, x, {"linear.weight": torch.ones(2, 4)}, method=method)
-    assert model.calls == 0 and seen == [] and torch.equal(x, torch.ones(3, 4))
+    with pytest.warns(HookSideEffectWarning, match="closes over seen, a list"):
+        primal, tangent = module_jvp(model, x, {"linear.weight": torch.ones(2, 4)}, method=method)
+    assert model.calls == 0 and seen == ["hook"] and torch.equal(x, torch.ones(3, 4))
     torch.testing.assert_close(tangent, torch.full((3, 2), 8.0))  # d/dW of W @ (2x): rows of 2s summed over 4
     assert "linear.weight" in dict(model.named_parameters())  # the swap happened on a copy, never on the model
+
+
+def _reference_jvp(model, x, tangents):
+    """torch.func.jvp of the model as it computes (functional_call runs its hooks and parametrizations), on a copy."""
+    reference = copy.deepcopy(model)
+    names = list(tangents)
+
+    def run(*values):
+        return torch.func.functional_call(reference, dict(zip(names, values, strict=True)), (x,))
+
+    primals = tuple(dict(reference.named_parameters())[name].detach() for name in names)
+    return torch.func.jvp(run, primals, tuple(tangents.values()))
+
+
+def _two_layers():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2)).eval()
+
+
+def _hooked():
+    model = _two_layers()
+    model[0].register_forward_hook(lambda _module, _inputs, output: output * 10)  # an adapter that scales
+    return model, "0.weight"
+
+
+def _spectral():
+    model = _two_layers()
+    nn.utils.spectral_norm(model[0])  # never run forward: its weight is computed in the pre-hook
+    return model, "0.weight_orig"
+
+
+def _parametrized():
+    model = _two_layers()
+    nn.utils.parametrize.register_parametrization(model[0], "weight", nn.Tanh())
+    return model, "0.parametrizations.weight.original"
+
+
+@pytest.mark.parametrize("method", ["swap", "functional_call"])
+@pytest.mark.parametrize("build", [_hooked, _spectral, _parametrized], ids=["hook", "spectral_norm", "parametrize"])
+def test_module_jvp_differentiates_the_model_as_it_computes(method, build):
+    model, name = build()
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
+    tangents = {name: torch.randn(4, 4, generator=torch.Generator().manual_seed(2))}
+    expected_primal, expected_tangent = _reference_jvp(model, x, tangents)
+    primal, tangent = module_jvp(model, x, tangents, method=method)
+    torch.testing.assert_close(primal, expected_primal)
+    torch.testing.assert_close(tangent, expected_tangent)
+
+
+class ClampedInForward(nn.Module):
+    """A WGAN critic's weight clipping, done in forward: it writes the parameters in place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.linear.weight.clamp_(-0.05, 0.05)
+        return self.linear(x)
+
+
+def test_module_jvp_leaves_parameters_a_forward_clamps_unchanged_and_its_methods_agree():
+    model, x = ClampedInForward(), torch.ones(3, 4)
+    before = model.linear.weight.detach().clone()
+    swap = module_jvp(model, x, {"linear.bias": torch.ones(2)}, method="swap")
+    functional = module_jvp(model, x, {"linear.bias": torch.ones(2)}, method="functional_call")
+    assert torch.equal(model.linear.weight.detach(), before) and float(before.abs().max()) > 0.05
+    torch.testing.assert_close(swap, functional)
+
+
+def test_module_jvp_keeps_python_and_numpy_random_states():
+    class Draws(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 2)
+
+        def forward(self, x):
+            random.random()
+            np.random.rand()
+            return self.linear(x)
+
+    model = Draws()
+    random.seed(3)
+    np.random.seed(3)
+    expected = (random.random(), float(np.random.rand()))
+    random.seed(3)
+    np.random.seed(3)
+    module_jvp(model, torch.ones(1, 4), {"linear.bias": torch.ones(2)})
+    assert (random.random(), float(np.random.rand())) == expected
 
 
 def test_module_jvp_restores_buffers_and_rng_when_forward_raises():
