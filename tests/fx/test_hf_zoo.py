@@ -110,6 +110,22 @@ def test_each_type_builds_and_runs_eagerly_on_its_inputs(name, transformers, no_
     assert torch.isfinite(hidden).all() and hidden.shape[0] == 1
 
 
+#: The types whose config has use_cache: decoders, and encoders whose forward takes it.
+DECODERS = ("gpt2", "llama", "mistral", "qwen2", "t5", "bart", "whisper")
+
+
+@pytest.mark.parametrize("name", [name for name in DECODERS if name in hf_zoo.registry()])
+def test_a_decoder_is_profiled_by_a_graph_without_use_cache_in_its_inputs(name, transformers, no_network):
+    from labkit.fx.profile import profile_model
+
+    model = hf_zoo.build_model(name)
+    inputs = hf_zoo.example_inputs(name, model)
+    inputs.pop("use_cache", None)  # as a user who never heard of it calls it
+    report = profile_model(model, kwargs=inputs, warmup=0, runs=1, fallback=False)
+    assert report.capture in ("symbolic_trace", "export")
+    assert any("use_cache=False was passed" in note for note in report.notes) and "use_cache" not in inputs
+
+
 def test_use_cache_false_goes_to_every_model_that_takes_it(transformers):
     assert hf_zoo.example_inputs("gpt2")["use_cache"] is False
     assert hf_zoo.example_inputs("whisper")["use_cache"] is False
