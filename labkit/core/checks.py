@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import html
 import numbers
+import random
 import re
+import secrets
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -79,11 +81,14 @@ class CheckFailed(Exception):
 
     ``mistake`` names the mistake with a stable slug (``"groups"``), which the room's board counts and
     :mod:`labkit.progress.mistakes` describes; never the hint's text, which changes as hints improve.
+    ``method``: the learner's method the wrong value came from, when not the one ``run_check`` was told (a
+    wrong ``forward`` of a Function whose ``jvp`` is the exercise).
     """
 
-    def __init__(self, hint: str = "", mistake: str = "") -> None:
+    def __init__(self, hint: str = "", mistake: str = "", method: str | None = None) -> None:
         super().__init__(hint)
         self.mistake = mistake
+        self.method = method
 
 
 class CheckNotJudged(Exception):
@@ -151,6 +156,26 @@ def learner_case(case: str) -> Iterator[None]:
     "On a Linear without bias, your code raised ...".
     """
     with bound(_case, case):
+        yield
+
+
+# The seed of the cases a checker draws; None (always, outside the tests): a fresh one on every attempt.
+_draw_seed: ContextVar[int | None] = ContextVar("labkit_check_draw_seed", default=None)
+
+
+def case_draws() -> random.Random:
+    """The generator a checker draws one attempt's cases from (sizes, channels, shapes): fresh on every attempt, so an
+    answer must compute, not recall what the checker asked last time. Its own ``random.Random``: the learner's random
+    state is left as it was."""
+    seed = _draw_seed.get()
+    return random.Random(secrets.randbits(64) if seed is None else seed)
+
+
+@contextmanager
+def fixed_draws(seed: int) -> Iterator[None]:
+    """Checkers in this block draw the same cases every time: for the catalogues' tests and the instructors' guide,
+    which quote what a checker says to a known wrong answer."""
+    with bound(_draw_seed, seed):
         yield
 
 
@@ -259,7 +284,8 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
         try:
             result = CheckResult(exercise, Status.SOLVED, check())
         except CheckFailed as exc:
-            hint = " ".join(filter(None, [str(exc) or "The answer does not match yet.", learner_code_line(learner, method)]))
+            pointer = learner_code_line(learner, exc.method or method)
+            hint = " ".join(filter(None, [str(exc) or "The answer does not match yet.", pointer]))
             result = CheckResult(exercise, Status.WRONG, hint, mistake_id(exercise, exc.mistake or OTHER_MISTAKE))
         except CheckNotJudged as exc:
             result = CheckResult(exercise, Status.NOT_JUDGED, str(exc))

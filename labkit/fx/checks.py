@@ -22,6 +22,7 @@ import copy
 import dataclasses
 import math
 import numbers
+import random
 import sys
 import types
 from collections import OrderedDict
@@ -39,6 +40,7 @@ from labkit.core.checks import (
     CheckResult,
     LearnerError,
     call_learner,
+    case_draws,
     expect,
     int_tuple,
     is_plain_tensor,
@@ -164,25 +166,56 @@ def check_profile_own_model(profile_my_model: Callable[[], Any]) -> CheckResult:
 Nodes = dict[str, tuple[torch.fx.Node, "nn.Module | None"]]
 
 
-def _reference_input() -> torch.Tensor:
-    return torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+def _recorder_case(draws: random.Random) -> tuple[nn.Module, torch.Tensor]:
+    """Exercise 1.2's model and input, sizes drawn for this attempt (channels, input size, batch, features), so
+    remembered shapes and counts are no answer. Always: ``conv1`` has a 3x5 kernel (a formula that squares one side
+    fails); ``conv2`` has groups=2 and stride=2, so ignoring groups (x2), forgetting the stride (x4) and using the
+    input's size give different counts; ``mix`` is a Linear fed a 3-D input (batch, channels, positions), so a count
+    right only for 2-D inputs fails; ``fc`` has in_features != out_features; ``bn`` must not be counted. A draw whose
+    slips would give the same count twice is drawn again, so each slip keeps its own hint."""
+    for _ in range(100):
+        cin, c1, c2 = draws.randint(1, 4), 2 * draws.randint(2, 6), 2 * draws.randint(3, 8)
+        side, pool, mix_out, classes = 2 * draws.randint(5, 10), draws.randint(2, 3), draws.randint(2, 6), draws.randint(2, 10)
+        seed = draws.randrange(2**31)
+        with seeded(seed):
+            model = nn.Sequential(OrderedDict(
+                conv1=nn.Conv2d(cin, c1, (3, 5), padding=(1, 2)),
+                bn=nn.BatchNorm2d(c1),
+                relu1=nn.ReLU(),
+                conv2=nn.Conv2d(c1, c2, 3, stride=2, padding=1, groups=2),
+                relu2=nn.ReLU(),
+                pool=nn.AdaptiveAvgPool2d(pool),
+                tokens=nn.Flatten(2),
+                mix=nn.Linear(pool * pool, mix_out),
+                flatten=nn.Flatten(),
+                fc=nn.Linear(c2 * mix_out, classes),
+            )).eval()
+        x = torch.randn(draws.randint(1, 4), cin, side, side, generator=torch.Generator().manual_seed(seed))
+        if slips_apart(model, x) and pool * pool != mix_out and c2 * mix_out != classes:
+            return model, x
+    raise RuntimeError("no draw of exercise 1.2's model kept its slips apart in 100 tries")
 
 
-def _recorder_model() -> nn.Module:
-    """Exercise 1.2's model. ``conv1`` has a 3x5 kernel (a formula that squares one side fails); ``conv2`` has
-    groups=2, stride=2 and 8 -> 12 channels, so ignoring groups (x2), forgetting the stride (x4) and using the input's
-    size (x8/3) give three different counts; ``fc`` has in_features != out_features; ``bn`` must not be counted."""
-    with seeded(0):
-        return nn.Sequential(OrderedDict(
-            conv1=nn.Conv2d(3, 8, (3, 5), padding=(1, 2)),
-            bn=nn.BatchNorm2d(8),
-            relu1=nn.ReLU(),
-            conv2=nn.Conv2d(8, 12, 3, stride=2, padding=1, groups=2),
-            relu2=nn.ReLU(),
-            pool=nn.AdaptiveAvgPool2d(1),
-            flatten=nn.Flatten(),
-            fc=nn.Linear(12, 5),
-        )).eval()
+def recorder_layers(model: nn.Module, x: torch.Tensor) -> list[tuple[nn.Module, torch.Size, torch.Size]]:
+    """(layer, input shape, output shape) of every Conv2d and Linear of ``model`` run on ``x``."""
+    nodes = _recorded_nodes(torch.fx.symbolic_trace(model), x)
+    return [(layer, node.args[0].meta["tensor_meta"].shape, node.meta["tensor_meta"].shape)  # type: ignore[union-attr]
+            for node, layer in nodes.values() if isinstance(layer, (nn.Conv2d, nn.Linear))]
+
+
+def slips_apart(model: nn.Module, x: torch.Tensor) -> bool:
+    """Whether, in every Conv2d and Linear, each slip gives a count of its own: not the right one, not another's."""
+    for layer, inputs, outputs in recorder_layers(model, x):
+        expected = _counted_flops(layer, torch.zeros(inputs))
+        slips = _conv_slips(layer, inputs, outputs) if isinstance(layer, nn.Conv2d) else \
+            _linear_slips(cast(nn.Linear, layer), outputs)
+        mistakes: dict[int, set[str]] = {}
+        for count, hint in slips:
+            if count != expected:
+                mistakes.setdefault(count, set()).add(hint.mistake)
+        if any(len(names) > 1 for names in mistakes.values()):
+            return False
+    return True
 
 
 def _counted_flops(layer: nn.Module, inputs: torch.Tensor) -> int:
@@ -231,8 +264,13 @@ def _conv_slips(layer: nn.Conv2d, inputs: torch.Size, outputs: torch.Size) -> li
 def _linear_slips(layer: nn.Linear, outputs: torch.Size) -> list[tuple[int, _Hint]]:
     """(the count a slip gives, the hint naming it) for the usual slips in a Linear's FLOPs."""
     out, features = math.prod(outputs), layer.in_features
+    rows = math.prod(outputs[:-1])
+    only_2d = _Hint(f" This Linear gets a {len(outputs)}-D input: it applies to each of its {rows} rows (every dimension "
+                    f"but the last), so count per output value ({out} of them), not per batch entry.",
+                    mistake="linear-2d-only")
     return [
         (out * features, _PER_MAC),
+        *([(2 * outputs[0] * features * layer.out_features, only_2d)] if len(outputs) > 2 else []),
         (2 * out * features + out, _BIAS),
         (2 * out * features + 2 * out, _BIAS),
         (2 * out * layer.out_features, _Hint(f" Each output value of a Linear sums over its in_features ({features}) "
@@ -364,8 +402,8 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
             "Pass the class itself (a subclass of torch.fx.Interpreter), e.g. check_shape_flop_recorder(ShapeFlopRecorder).",
             mistake="passes-an-instance",
         )
-        x = _reference_input()
-        reference = torch.fx.symbolic_trace(_recorder_model())
+        model, x = _recorder_case(case_draws())
+        reference = torch.fx.symbolic_trace(model)
         given = copy.deepcopy(reference)  # before ShapeProp, so the learner's copy carries no shapes
         nodes = _recorded_nodes(reference, x)
         recorder = call_learner(recorder_class, given)

@@ -11,6 +11,7 @@ checker output is reproducible.
 """
 from __future__ import annotations
 
+import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from labkit.core.checks import (
     CheckResult,
     LearnerError,
     call_learner,
+    case_draws,
     expect,
     int_tuple,
     learner_case,
@@ -54,15 +56,27 @@ def _first_line(error: BaseException) -> str:
 
 # ---------------------------------------------------------------------------------------------- 2.1 predict strides
 
-STRIDE_CASES = [
-    ((10, 3, 32, 32), "contiguous_format"),
-    ((10, 3, 32, 32), "channels_last"),
-    ((2, 5, 7, 3), "channels_last"),
-    ((4, 1, 4, 4), "channels_last"),
-    ((2, 3, 1, 1), "channels_last"),
-    ((2, 3, 4, 5, 6), "channels_last_3d"),
-    ((2, 3, 4, 5, 6), "contiguous_format"),
-]
+#: The kinds of 2.1's cases, in the order asked: (number of dimensions, format, which dimensions have size 1).
+STRIDE_CASE_KINDS: tuple[tuple[int, str, tuple[int, ...]], ...] = (
+    (4, "contiguous_format", ()),
+    (4, "channels_last", ()),
+    (4, "channels_last", ()),
+    (4, "channels_last", (1,)),  # one channel
+    (4, "channels_last", (2, 3)),  # 1x1
+    (5, "channels_last_3d", ()),
+    (5, "contiguous_format", ()),
+)
+
+
+def stride_cases(draws: random.Random) -> list[tuple[tuple[int, ...], str]]:
+    """One attempt's (shape, format) cases: the kinds of :data:`STRIDE_CASE_KINDS`, sizes drawn from ``draws`` (2 to
+    12, the batch up to 16), so a table of remembered answers is no answer; the first two share their shape."""
+    cases: list[tuple[tuple[int, ...], str]] = []
+    for dims, name, ones in STRIDE_CASE_KINDS:
+        shape = tuple(1 if dim in ones else draws.randint(2, 16 if dim == 0 else 12) for dim in range(dims))
+        cases.append((cases[0][0] if len(cases) == 1 else shape, name))
+    return cases
+
 
 #: The dimension letters of a 4-D and a 5-D tensor, in the order torch lists sizes and strides.
 _LETTERS = {4: "NCHW", 5: "NCDHW"}
@@ -102,6 +116,10 @@ def _stride_hint(shape: tuple[int, ...], name: str, got: tuple[int, ...], expect
     if got == shape:
         return _Hint(f"{said} Those are the sizes (the shape), not the strides: a dimension's stride is how many elements "
                      "apart in memory two neighbours along it are.", mistake="returns-the-sizes")
+    if got in _off_by_one(shape, expected):
+        return _Hint(f"{said} Each of those is off by one dimension: a stride is the product of the sizes *inside* its "
+                     "dimension (1 for the innermost), not including its own size, nor skipping the next one.",
+                     mistake="off-by-one")
     for size in (2, 4, 8):
         if got == tuple(size * stride for stride in expected):
             return _Hint(f"{said} Those are {size} times torch's: strides count elements, not bytes "
@@ -130,6 +148,15 @@ def _stride_hint(shape: tuple[int, ...], name: str, got: tuple[int, ...], expect
                      f"{order}.", mistake="wrong-memory-order")
     return _Hint(f"{said} Hint: list the dimensions from innermost to outermost; each stride is the product of the sizes "
                  "inside it.", mistake="wrong-strides")
+
+
+def _off_by_one(shape: tuple[int, ...], expected: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The strides of the off-by-one slips: each stride times its own size (the product taken one dimension too
+    far), or each the next-inner dimension's stride (one too short: the innermost 1, the next also 1)."""
+    inner_first = sorted(range(len(shape)), key=lambda dim: (expected[dim], -dim))
+    too_short = dict(zip(inner_first, [1, *(expected[dim] for dim in inner_first[:-1])]))
+    return (tuple(stride * size for stride, size in zip(expected, shape)),
+            tuple(too_short[dim] for dim in range(len(shape))))
 
 
 class _TensorWatch(TorchFunctionMode):
@@ -179,7 +206,8 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
     def check() -> str:
         used: str | None = None
         lists = False
-        for shape, name in STRIDE_CASES:
+        cases = stride_cases(case_draws())
+        for shape, name in cases:
             expected = torch.empty(shape, memory_format=getattr(torch, name)).stride()
             case = f"the {len(shape)}-D shape {shape} ({', '.join(_LETTERS[len(shape)])}) in {name}"
             with learner_case(case), _KernelWatch(shape) as kernels, _TensorWatch(shape) as watch:
@@ -197,9 +225,10 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
             f"Your strides match torch's, but your code read them off a tensor (it called {used} on a tensor of the shape "
             "it was asked about). Work them out from the shape alone, without creating a tensor."
         ), mistake="reads-strides-off-a-tensor")
-        note = (" You returned lists: the numbers are right, but Tensor.stride() gives a tuple, and in Python a list "
-                "never equals a tuple ([3, 1] == (3, 1) is False), so return a tuple.") if lists else ""
-        return f"All {len(STRIDE_CASES)} stride tuples match torch, including size-1 and 5-D shapes.{note}"
+        note = (" You returned lists, which this checker accepts since the numbers are right; note that "
+                "Tensor.stride() gives a tuple, and in Python a list never equals a tuple ([3, 1] == (3, 1) is False).") \
+            if lists else ""
+        return f"All {len(cases)} stride tuples match torch, including size-1 and 5-D shapes.{note}"
 
     return run_check("2.1", check, predict_strides)
 

@@ -38,6 +38,7 @@ MISTAKES: dict[str, str] = {
     "1.2/forgets-kernel": "left the kernel window out of a convolution's count",
     "1.2/out-channels": "summed over output channels instead of input channels",
     "1.2/out-features": "counted a Linear with out_features instead of in_features",
+    "1.2/linear-2d-only": "counted a Linear as if its input were always 2-D (batch x features)",
     "1.2/conv-formula": "used another wrong formula for a convolution's FLOPs",
     "1.2/linear-formula": "used another wrong formula for a Linear's FLOPs",
     "1.2/counts-other-layers": "counted FLOPs for layers other than Conv2d and Linear (BatchNorm, say)",

@@ -12,6 +12,7 @@ MISTAKES: dict[str, str] = {
     "2.1/reversed-order": "listed the strides in reverse order",
     "2.1/listed-in-memory-order": "listed the strides in memory order instead of the dimensions' order",
     "2.1/wrong-memory-order": "worked out the strides for the wrong memory order",
+    "2.1/off-by-one": "took each stride's product one dimension too far or too short",
     "2.1/wrong-strides": "gave strides that describe no dense layout",
     "2.1/reads-strides-off-a-tensor": "read the strides off a tensor instead of working them out",
     # 2.2: write your own format tracker

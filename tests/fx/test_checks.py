@@ -7,6 +7,7 @@ graph (1.2), the private Linear and BatchNorm and the dtype tolerance (1.3).
 import dataclasses
 import importlib.util
 import math
+import random
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import torch.fx
 from torch import nn
 
 import labkit
-from labkit.core.checks import Status
+from labkit.core.checks import Status, case_draws
 from labkit.fx import checks as fx_checks
 from labkit.fx.checks import check_fold_linear_bn, check_profile_own_model, check_shape_flop_recorder
 from labkit.fx.profile import make_profiler
@@ -152,20 +153,19 @@ def test_exercise_1_2():
     assert "self.shapes" in nothing.message and "Your run_node" not in nothing.message  # torch's run_node: no pointer
 
 
-def _model_layers() -> list[tuple[nn.Module, torch.Size, torch.Size]]:
-    """(layer, input shape, output shape) of every Conv2d and Linear in exercise 1.2's model."""
-    graph_module = torch.fx.symbolic_trace(fx_checks._recorder_model())
-    nodes = fx_checks._recorded_nodes(graph_module, fx_checks._reference_input())
-    return [(layer, node.args[0].meta["tensor_meta"].shape, node.meta["tensor_meta"].shape)
-            for node, layer in nodes.values() if isinstance(layer, (nn.Conv2d, nn.Linear))]
+def _model_layers(seed: int = 0) -> list[tuple[nn.Module, torch.Size, torch.Size]]:
+    """(layer, input shape, output shape) of every Conv2d and Linear in exercise 1.2's model, drawn with ``seed``."""
+    return fx_checks.recorder_layers(*fx_checks._recorder_case(random.Random(seed)))
 
 
-def test_exercise_1_2_model_tells_the_slips_apart():
-    layers = _model_layers()
+@pytest.mark.parametrize("seed", range(5))
+def test_exercise_1_2_model_tells_the_slips_apart(seed: int):
+    layers = _model_layers(seed)
     grouped = [layer for layer, _, _ in layers if isinstance(layer, nn.Conv2d) and layer.groups > 1]
     assert grouped and all(layer.groups != layer.stride[0] ** 2 for layer in grouped)
     assert any(isinstance(layer, nn.Conv2d) and layer.kernel_size[0] != layer.kernel_size[1] for layer, _, _ in layers)
     assert any(isinstance(layer, nn.Linear) and layer.in_features != layer.out_features for layer, _, _ in layers)
+    assert any(isinstance(layer, nn.Linear) and len(inputs) == 3 for layer, inputs, _ in layers)  # a 3-D input
     for layer, inputs, outputs in layers:
         expected = fx_checks._counted_flops(layer, torch.zeros(inputs))
         slips = (fx_checks._conv_slips(layer, inputs, outputs) if isinstance(layer, nn.Conv2d)
@@ -173,8 +173,17 @@ def test_exercise_1_2_model_tells_the_slips_apart():
         hints_by_count: dict[int, set[str]] = {}
         for count, hint in slips:
             if count != expected:
-                hints_by_count.setdefault(count, set()).add(hint)
+                hints_by_count.setdefault(count, set()).add(hint.mistake)
         assert all(len(hints) == 1 for hints in hints_by_count.values()), (layer, hints_by_count)
+
+
+def test_exercise_1_2_draws_a_new_model_for_each_attempt_and_the_solution_solves_each():
+    shapes = set()
+    for _ in range(3):
+        model, x = fx_checks._recorder_case(case_draws())
+        shapes.add(tuple(tuple(shape) for _, shape, _ in fx_checks.recorder_layers(model, x)))
+        assert check_shape_flop_recorder(RECORDER).solved
+    assert len(shapes) > 1
 
 
 def test_exercise_1_2_formula_of_the_solution_is_torchs():

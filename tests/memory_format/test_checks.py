@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
-from labkit.core.checks import Status
+from labkit.core.checks import Status, case_draws
 from labkit.memory_format import checks as checks
 
 CL = torch.channels_last
@@ -33,6 +33,33 @@ def _stub_for(exercise: str):
     return stub
 
 
+# The seven cases the 2.1 checker asked on every attempt before it drew them: a table of their answers was "solved".
+OLD_STRIDE_CASES = {
+    ((10, 3, 32, 32), "contiguous_format"): (3072, 1024, 32, 1),
+    ((10, 3, 32, 32), "channels_last"): (3072, 1, 96, 3),
+    ((2, 5, 7, 3), "channels_last"): (105, 1, 15, 5),
+    ((4, 1, 4, 4), "channels_last"): (16, 1, 4, 1),
+    ((2, 3, 1, 1), "channels_last"): (3, 1, 3, 3),
+    ((2, 3, 4, 5, 6), "channels_last_3d"): (360, 1, 90, 18, 3),
+    ((2, 3, 4, 5, 6), "contiguous_format"): (360, 120, 30, 6, 1),
+}
+
+
+def test_predict_strides_draws_its_cases_so_a_table_of_answers_is_no_answer():
+    def lookup(shape, memory_format):
+        return OLD_STRIDE_CASES.get((tuple(shape), memory_format), (1,) * len(shape))
+
+    solution = _solution("02_1_predict_strides", "predict_strides")
+    drawn = set()
+    for _ in range(3):
+        cases = checks.stride_cases(case_draws())
+        assert [(len(shape), name) for shape, name in cases] == [(dims, name) for dims, name, _ in checks.STRIDE_CASE_KINDS]
+        drawn.add(tuple(cases))
+        assert checks.check_predict_strides(lookup).status is Status.WRONG
+        assert checks.check_predict_strides(solution).solved
+    assert len(drawn) > 1
+
+
 def test_predict_strides():
     assert checks.check_predict_strides(_solution("02_1_predict_strides", "predict_strides")).solved
     assert checks.check_predict_strides(_stub_for("2.1")).status is Status.NOT_YET
@@ -44,7 +71,8 @@ def test_predict_strides_accepts_a_torch_size_and_notes_a_list():
     solution = _solution("02_1_predict_strides", "predict_strides")
     assert checks.check_predict_strides(lambda shape, fmt: torch.Size(solution(shape, fmt))).message.endswith("5-D shapes.")
     as_list = checks.check_predict_strides(lambda shape, fmt: list(solution(shape, fmt)))
-    assert as_list.solved and "return a tuple" in as_list.message
+    assert as_list.solved and "You returned lists, which this checker accepts" in as_list.message
+    assert "return a tuple" not in as_list.message  # no "solved ... so return a tuple"
 
 
 def test_memory_order_reads_a_dense_layout_and_nothing_else():

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from labkit.core.checks import CheckResult, Status
+from labkit.core.checks import CheckResult, Status, fixed_draws
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "notebooks" / "solutions"
@@ -42,6 +42,17 @@ class Mistake:
     status: Status = Status.WRONG
     measured: tuple[str, ...] = field(default=())
     mistake: str = ""  # the mistake id the board counts, without the exercise ("groups"), when the entry pins it
+
+    def __post_init__(self) -> None:
+        """The checker draws the same cases for every run of the entry (:func:`labkit.core.checks.fixed_draws`), so the
+        guide quotes one message; ``test_drawn_cases.py`` runs the answers on other draws."""
+        answer = self.answer
+
+        def pinned() -> CheckResult:
+            with fixed_draws(0):
+                return answer()
+
+        object.__setattr__(self, "answer", pinned)
 
 
 def solution(file_name: str) -> ModuleType:

@@ -15,12 +15,13 @@ import torch.fx
 from torch import nn
 
 import labkit
-from labkit.core.checks import Status
+from labkit.core.checks import Status, case_draws, fixed_draws
 from labkit.core.timing import RunStats
+from labkit.fx import checks as fx_checks
 from labkit.fx.checks import check_fold_linear_bn, check_profile_own_model, check_shape_flop_recorder
 from labkit.fx.report import NodeTiming, ProfileReport
 from labkit.fx.runs import TrainModeWarning
-from tests.mistakes import Mistake
+from tests.mistakes import Mistake, solution
 
 # ------------------------------------------------------------------ 1.1: profile your own model
 
@@ -220,6 +221,30 @@ class OutChannels(Recorder):
 class LinearOutFeatures(Recorder):
     def linear_flops(self, layer, x, out):
         return 2 * out.numel() * layer.out_features
+
+
+class LinearPerBatchEntry(Recorder):
+    """Right for a 2-D input only: a Linear fed (batch, channels, positions) applies to every row, not every sample."""
+
+    def linear_flops(self, layer, x, out):
+        return 2 * x.shape[0] * layer.in_features * layer.out_features
+
+
+class Memorised(torch.fx.Interpreter):
+    """Cheat: run() does nothing, and the tables are what the checker's case gave on an earlier attempt."""
+
+    def __init__(self, module):
+        super().__init__(module)
+        with fixed_draws(1):  # some other attempt's case: what a learner copies from one run of the checker
+            model, x = fx_checks._recorder_case(case_draws())
+        graph_module = torch.fx.symbolic_trace(model)
+        recorder = solution("01_2_shape_flop_recorder.py").ShapeFlopRecorder(graph_module)
+        with torch.no_grad():
+            recorder.run(x)
+        self.shapes, self.flops = dict(recorder.shapes), dict(recorder.flops)
+
+    def run(self, *args, **kwargs):
+        return None
 
 
 class ConvOnly(torch.fx.Interpreter):
@@ -436,9 +461,9 @@ MISTAKES: list[Mistake] = [
     Mistake("1.2", "one FLOP per multiply-add", lambda: check_shape_flop_recorder(OneFlopPerMac),
             ("Node 'conv1'", "2 FLOPs per multiply-add"), mistake="one-flop-per-mac"),
     Mistake("1.2", "ignores `groups`", lambda: check_shape_flop_recorder(IgnoresGroups),
-            ("Node 'conv2'", "groups=2", "not all 8"), mistake="groups"),
+            ("Node 'conv2'", "groups=2", "input channels, not all "), mistake="groups"),
     Mistake("1.2", "forgets the stride (the input's height and width)", lambda: check_shape_flop_recorder(ForgetsStride),
-            ("Node 'conv2'", "stride=2", "8x8", "16x16 input"), mistake="forgets-stride"),
+            ("Node 'conv2'", "stride=2", "smaller than its", "count the output values"), mistake="forgets-stride"),
     Mistake("1.2", "counts per input value (`x.numel()`)", lambda: check_shape_flop_recorder(PerInputValue),
             ("Node 'conv1'", "per value of the node's *input*"), mistake="per-input-value"),
     Mistake("1.2", "counts the bias too", lambda: check_shape_flop_recorder(CountsBias), ("Leave the bias out",),
@@ -450,9 +475,14 @@ MISTAKES: list[Mistake] = [
     Mistake("1.2", "`out_channels` instead of `in_channels`", lambda: check_shape_flop_recorder(OutChannels),
             ("Node 'conv1'", "not out_channels"), mistake="out-channels"),
     Mistake("1.2", "a Linear counted with `out_features`", lambda: check_shape_flop_recorder(LinearOutFeatures),
-            ("Node 'fc'", "in_features (12)", "not out_features (5)"), mistake="out-features"),
+            ("Node 'mix'", "sums over its in_features (", "not out_features ("), mistake="out-features"),
+    Mistake("1.2", "a Linear counted per batch entry (right for a 2-D input only)",
+            lambda: check_shape_flop_recorder(LinearPerBatchEntry),
+            ("Node 'mix'", "gets a 3-D input", "count per output value"), mistake="linear-2d-only"),
+    Mistake("1.2", "cheat: shapes and FLOPs remembered from an earlier run of the checker, `run()` does nothing",
+            lambda: check_shape_flop_recorder(Memorised), ("Node 'input_1': you recorded",), mistake="wrong-shape"),
     Mistake("1.2", "counts Conv2d only", lambda: check_shape_flop_recorder(ConvOnly),
-            ("No FLOPs recorded for node 'fc', a Linear",), mistake="missing-flops"),
+            ("No FLOPs recorded for node 'mix', a Linear",), mistake="missing-flops"),
     Mistake("1.2", "counts BatchNorm too", lambda: check_shape_flop_recorder(CountsBatchNorm),
             ("Node 'bn' (BatchNorm2d)", "counts none for BatchNorm2d"), mistake="counts-other-layers"),
     Mistake("1.2", "FLOPs as a float (`/ groups`)", lambda: check_shape_flop_recorder(FloatFlops),
@@ -463,7 +493,7 @@ MISTAKES: list[Mistake] = [
             lambda: check_shape_flop_recorder(ReplacesGroupedConv),
             ("changed the graph module it was given", "module 'conv2' replaced"), mistake="changes-graph"),
     Mistake("1.2", "cheat: erases the Linear from the graph in `__init__`", lambda: check_shape_flop_recorder(ErasesLinear),
-            ("changed the graph module it was given", "node(s) removed: ['fc']"), mistake="changes-graph"),
+            ("changed the graph module it was given", "node(s) removed: ['mix', 'fc']"), mistake="changes-graph"),
     # 1.3
     Mistake("1.3", "scales the columns (`linear.weight * scale`)", lambda: check_fold_linear_bn(scales_columns),
             ("square Linear", "*row*", "not the columns"), mistake="rows-and-columns"),

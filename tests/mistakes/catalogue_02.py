@@ -98,6 +98,14 @@ def reads_them_off_a_tensor(shape, memory_format):
     return torch.empty(shape, memory_format=getattr(torch, memory_format)).stride()
 
 
+def includes_its_own_size(shape, memory_format):
+    return tuple(math.prod(shape[dim:]) for dim in range(len(shape)))  # contiguous only, one dimension too far
+
+
+def skips_the_next_size(shape, memory_format):
+    return tuple(math.prod(shape[dim + 2:]) for dim in range(len(shape)))  # one dimension too short
+
+
 def product_of_the_sizes_before(shape, memory_format):
     return tuple(math.prod(shape[:dim]) for dim in range(len(shape)))
 
@@ -394,7 +402,7 @@ MISTAKES: list[Mistake] = [
             ("listed in memory order", "logical dimensions, N, C, H, W", "C's stride comes second"),
             mistake="listed-in-memory-order"),
     Mistake("2.1", "handles only 4-D shapes (`n, c, h, w = shape`)", lambda: check_predict_strides(only_4d),
-            ("On the 5-D shape (2, 3, 4, 5, 6) (N, C, D, H, W) in channels_last_3d", "ValueError"), mistake="raised-valueerror"),
+            ("On the 5-D shape (", "(N, C, D, H, W) in channels_last_3d", "ValueError"), mistake="raised-valueerror"),
     Mistake("2.1", "forgets `channels_last_3d` (contiguous strides for 5-D)",
             lambda: check_predict_strides(forgets_channels_last_3d),
             ("in channels_last_3d you predicted", "contiguous strides", "N, D, H, W, C"), mistake="forgets-channels-last-3d"),
@@ -408,9 +416,13 @@ MISTAKES: list[Mistake] = [
             ("in reverse", "in the order of the dimensions"), mistake="reversed-order"),
     Mistake("2.1", "each stride the product of the sizes before it, not after it",
             lambda: check_predict_strides(product_of_the_sizes_before),
-            ("in contiguous_format you predicted (1, 10, 30, 960)", "memory order W, H, C, N"), mistake="wrong-memory-order"),
+            ("in contiguous_format you predicted (1, ", "memory order W, H, C, N"), mistake="wrong-memory-order"),
+    Mistake("2.1", "off by one: each stride includes its own size", lambda: check_predict_strides(includes_its_own_size),
+            ("in contiguous_format you predicted", "off by one dimension"), mistake="off-by-one"),
+    Mistake("2.1", "off by one: each stride skips the next dimension's size", lambda: check_predict_strides(skips_the_next_size),
+            ("in contiguous_format you predicted", "off by one dimension"), mistake="off-by-one"),
     Mistake("2.1", "returns a list (accepted, with a note)", lambda: check_predict_strides(returns_a_list),
-            ("You returned lists", "return a tuple"), status=Status.SOLVED),
+            ("You returned lists", "accepts"), status=Status.SOLVED),
     Mistake("2.1", "cheat: reads the strides off `torch.empty(shape, memory_format=...)`",
             lambda: check_predict_strides(reads_them_off_a_tensor),
             ("read them off a tensor", "called empty", "without creating a tensor"), mistake="reads-strides-off-a-tensor"),
