@@ -274,6 +274,19 @@ def _wrong_derivative(name: str, got: torch.Tensor, f: Callable[[torch.Tensor], 
                        f"tangent.", mistake="wrong-tangent")
 
 
+def _call_with_tangent(directional_derivative: Callable, name: str, f: Callable, x: torch.Tensor,
+                       v: torch.Tensor) -> object:
+    """The learner's answer on copies of x and v; torch's refusal of a tangent of another shape than x, named."""
+    try:
+        return call_learner(directional_derivative, _watched(f), x.clone(), v.clone())
+    except LearnerError as exc:
+        expect("forward gradient that has a different size" not in str(exc.original), (
+            f"For {name}, torch refused the tangent: it is not shaped like x, {tuple(x.shape)} (v[None] or a reshape "
+            "adds a dimension). A tangent has exactly its primal's shape: give v as it is."
+        ), mistake="tangent-shape")
+        raise
+
+
 def check_directional_derivative(directional_derivative: Callable) -> CheckResult:
     """Exercise 3.1: ``directional_derivative(f, x, v)`` equals the JVP of ``f`` at ``x`` along ``v``, taken in
     forward mode (watched through the checker's ``f``: reverse mode gives the same number for a scalar ``f``)."""
@@ -282,7 +295,7 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
         for seed, (name, f, shape) in enumerate(DIRECTIONAL_CASES):
             x, v = _float64_pair(shape, seed)
             with _watching() as seen:
-                got = call_learner(directional_derivative, _watched(f), x.clone(), v.clone())
+                got = _call_with_tangent(directional_derivative, name, f, x, v)
             expected = torch.func.jvp(f, (x,), (v,))[1]  # only now: while the answer ran there was none to find
             tensor = _expect_a_derivative_tensor(got, expected, name, seen, directional_derivative)
             error = float((tensor.detach().to(expected.dtype) - expected).abs().max())
@@ -353,9 +366,17 @@ def _expect_transform_name(mode: object) -> str:
             f"forward mode, torch.func.jacrev reverse mode), not the mode.",
             mistake="named-the-mode",
         )
-    expect(isinstance(mode, str) and mode in _MODE_OF, f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}.",
+    expect(isinstance(mode, str) and mode in _MODE_OF, f"Return the string 'jacfwd' or 'jacrev' first, not {_short(mode)}.",
            mistake="not-a-transform-name")
     return cast(str, mode)
+
+
+def _short(value: object) -> str:
+    """``value`` as a message names it in a few words: a tensor by its shape, never its entries."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _wrong_choice(case: _JacobianCase, mode: str) -> CheckFailed:
@@ -426,6 +447,10 @@ def check_cheaper_jacobian(jacobian_the_cheaper_way: Callable[..., object]) -> C
                 answer = call_learner(jacobian_the_cheaper_way, _watched(f), x.clone())
             expect(isinstance(answer, tuple) and len(answer) == 2, "Return a pair: (the mode's name, the Jacobian).",
                    mistake="not-a-pair")
+            expect(not (isinstance(answer[1], str) and answer[1] in _MODE_OF), (  # type: ignore[index]
+                f"Your pair is the wrong way round: you returned ({_short(answer[0])}, {answer[1]!r}). "  # type: ignore[index]
+                "Return the transform's name first, then the Jacobian."
+            ), mistake="pair-swapped")
             mode = _expect_transform_name(answer[0])  # type: ignore[index]
             if _cheaper(*case.sizes) not in (None, mode):
                 raise _wrong_choice(case, mode)
@@ -593,8 +618,11 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
 
         function = _expect_modern_function(sin_function)
         x, v = _float64_pair((6,), seed=3)
-        _expect_close(call_learner(function.apply, x), torch.sin(x), "forward(x) does not return sin(x).",
-                      mistake="forward-not-sin")
+        try:
+            _expect_close(call_learner(function.apply, x), torch.sin(x), "forward(x) does not return sin(x).",
+                          mistake="forward-not-sin")
+        except CheckFailed as exc:  # the wrong value is forward's: point at forward, not at jvp
+            raise CheckFailed(str(exc), exc.mistake, method="forward") from None
         calls = _JvpCalls()
         observed = _observed(function, calls)
         _run_jvp("Under the dual API", lambda: jvp(observed.apply, x, v)[1], calls, x, v)
@@ -763,14 +791,32 @@ def _counting_calls(model: nn.Module) -> Iterator[tuple[list[int], _ModesSeen]]:
 
 
 def _expect_no_buffer_tangent(exc: LearnerError, label: str, model: nn.Module) -> None:
-    """Name the mistake behind torch's refusal of a tangent for a buffer (running statistics, an integer counter)."""
+    """Name the mistake behind torch's refusal of a tangent for a buffer (running statistics, an integer counter):
+    the running statistics when torch named them, the integer counter when it refused an integer tangent."""
     message = str(exc.original)
     integer_buffers = any(not buffer.is_floating_point() for buffer in model.buffers())
-    expect("running_mean" not in message and not ("floating point" in message and integer_buffers), (
+    statistics, counter = "running_mean" in message, "floating point" in message and integer_buffers
+    which = "its running statistics" if statistics else \
+        "its integer num_batches_tracked; its running statistics cannot carry one either"
+    expect(not (statistics or counter), (
         f"On {label}, torch refused a tangent ({message.splitlines()[0].strip()[:90]}): your code gave one to the "
-        f"BatchNorm's buffers, its running statistics and its integer num_batches_tracked. Buffers are not parameters "
+        f"BatchNorm's buffers ({which}). Buffers are not parameters "
         f"and cannot carry a tangent: give tangents to the parameters only (named_parameters, not the state_dict)."
     ), mistake="buffer-tangents")
+
+
+def _expect_no_known_refusal(exc: LearnerError, label: str, changes: list[tuple[str, str]]) -> None:
+    """Name the mistakes behind two refusals of torch.func, whose own words do not say what to change."""
+    message = str(exc.original)
+    expect(not ("mutate a captured Tensor" in message and any(kind == "changed-train-mode" for kind, _ in changes)), (
+        f"On {label}, your code switched the model to training mode (model.train()): its BatchNorm then updates its "
+        "running statistics in place, and torch.func refuses that inside a transform (\"mutate a captured Tensor\"). "
+        "Leave the model's mode as it was given: the derivative is that of the model as it is."
+    ), mistake="train-mode-inside")
+    expect("parameter_and_buffer_dicts to be dictionaries" not in message, (
+        f"On {label}, torch.func.functional_call refused your parameters: it takes them as a dict {{name: tensor}} "
+        "(from named_parameters), not as a list, since the names say which module each tensor belongs to."
+    ), mistake="parameters-as-a-list")
 
 
 def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tensor) -> tuple[object, int, _ModesSeen]:
@@ -780,14 +826,18 @@ def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tens
     theirs = copy.deepcopy(model)
     with _counting_calls(theirs) as (calls, seen):
         snapshot = _ModelSnapshot.take(theirs)
+        changes: list[tuple[str, str]] | None = None
         try:
             with learner_case(label):
                 got = call_learner(answer, theirs, x.clone())
         except LearnerError as exc:
+            changes = snapshot.restore()
             _expect_no_buffer_tangent(exc, label, model)
+            _expect_no_known_refusal(exc, label, changes)
             raise
         finally:
-            changes = snapshot.restore()
+            if changes is None:
+                changes = snapshot.restore()
     if changes:
         raise CheckFailed(
             f"For {label}, your code changed the model it was given: {'; '.join(what for _, what in changes)}. The "

@@ -19,10 +19,12 @@ MISTAKES: dict[str, str] = {
     "3.1/point-and-direction-swapped": "swapped the point and the direction: the tangent was x, the primal v",
     "3.1/tangent-of-ones": "gave a tangent of ones instead of v",
     "3.1/wrong-tangent": "gave a wrong tangent: the result is not the derivative along v",
+    "3.1/tangent-shape": "gave a tangent not shaped like x (v[None], a reshape): torch refuses it",
     # 3.2: the Jacobian, the cheaper way
     "3.2/not-a-pair": "did not return the pair (the transform's name, the Jacobian)",
     "3.2/named-the-mode": "answered with the mode ('forward' or 'reverse'), not the transform's name",
     "3.2/not-a-transform-name": "named neither 'jacfwd' nor 'jacrev'",
+    "3.2/pair-swapped": "returned the pair the wrong way round: the Jacobian first, the name second",
     "3.2/counted-first-dimension": "read the sizes from the first dimension (len), not from every entry (numel)",
     "3.2/more-passes": "chose the transform that needs more passes: the rule turned around",
     "3.2/transform-not-called": "returned the transform itself, never called at x",
@@ -57,6 +59,8 @@ MISTAKES: dict[str, str] = {
     # 3.4: the derivative along the weights themselves
     "3.4/reverse-mode": "computed the derivative in reverse mode (a backward pass), not as a forward-mode JVP",
     "3.4/buffer-tangents": "gave tangents to the buffers too (from the state_dict), not to the parameters only",
+    "3.4/train-mode-inside": "switched the model to train mode inside the transform: BatchNorm's in-place update is refused",
+    "3.4/parameters-as-a-list": "gave functional_call a list of parameters instead of a dict by name",
     "3.4/changed-hooks": "left a hook on the model they were given, or removed one",
     "3.4/replaced-parameters": "replaced the model's parameters (swapped in dual tensors) and never put them back",
     "3.4/changed-train-mode": "switched the model they were given between train and eval mode",

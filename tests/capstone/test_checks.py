@@ -491,3 +491,9 @@ def test_a_change_to_the_checkers_own_model_through_gc_is_refused(monkeypatch):
 
     result = check_make_faster(make_faster, rounds=7)
     assert result.status is Status.WRONG and result.mistake == "4.1/changed-the-checkers-model", result.message
+
+
+def test_a_solved_verdict_claims_no_input_conversion_the_answer_may_not_have_done():
+    rounds = [capstone_checks._Round(RunStats.from_samples([2e-3] * 3), RunStats.from_samples([1e-3] * 3))] * 20
+    verdict = capstone_checks._verdict(rounds)
+    assert "input conversion included" not in verdict and "whatever your function does to each input" in verdict

@@ -422,3 +422,13 @@ def _by_vjp_rows(model, x):
 def test_weight_scaling_in_reverse_mode_is_refused_though_it_runs_the_model_once(answer):
     result = check_weight_scaling_derivative(answer)
     assert result.status is Status.WRONG and result.mistake == "3.4/reverse-mode", result.message
+
+
+def test_buffer_tangents_blame_only_the_buffers_torch_refused():
+    def all_buffers_but_the_counter(model, x):
+        state = {n: t.detach() for n, t in model.state_dict().items() if not n.endswith("num_batches_tracked")}
+        return torch.func.jvp(lambda s: torch.func.functional_call(model, s, (x,)), (state,), (state,))[1]
+
+    result = check_weight_scaling_derivative(all_buffers_but_the_counter)
+    assert result.mistake == "3.4/buffer-tangents" and "running statistics" in result.message
+    assert "num_batches_tracked" not in result.message  # the answer left it out: it is not to blame

@@ -93,9 +93,18 @@ def tangent_of_ones(f, x, v):
 # --- 3.2: the Jacobian, the cheaper way ---------------------------------------------------------------------------
 
 
+def tangent_with_a_batch_dimension(f, x, v):
+    return torch.func.jvp(f, (x,), (v[None],))[1]  # "a batch of one direction"
+
+
 def rule_inverted(f, x):
     mode = "jacfwd" if x.numel() > f(x).numel() else "jacrev"
     return mode, (torch.func.jacfwd if mode == "jacfwd" else torch.func.jacrev)(f)(x)
+
+
+def pair_swapped(f, x):
+    mode = "jacfwd" if f(x).numel() > x.numel() else "jacrev"
+    return (torch.func.jacfwd if mode == "jacfwd" else torch.func.jacrev)(f)(x), mode
 
 
 def mode_names(f, x):
@@ -183,6 +192,19 @@ class _SinForward(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_forward(*inputs)
+
+
+class ForwardIsCos(_SinForward):
+    """A slip in forward, not in jvp: the message must point at forward."""
+
+    @staticmethod
+    def forward(x):
+        return torch.cos(x)
+
+    @staticmethod
+    def jvp(ctx, x_tangent):
+        (x,) = ctx.saved_tensors
+        return torch.cos(x) * x_tangent
 
 
 class ForgetsTheTangent(_SinForward):
@@ -308,6 +330,22 @@ def state_dict_tangents(model, x):
     return torch.func.jvp(output_for, (state,), (state,))[1]
 
 
+def state_dict_tangents_but_the_counter(model, x):
+    """The running statistics get a tangent; the integer num_batches_tracked is left out."""
+    state = {name: t.detach() for name, t in model.state_dict().items() if not name.endswith("num_batches_tracked")}
+    return torch.func.jvp(lambda s: torch.func.functional_call(model, s, (x,)), (state,), (state,))[1]
+
+
+def train_mode_inside(model, x):
+    model.train()  # "so that BatchNorm behaves": inside the transform, it updates its running statistics in place
+    return _jvp_along(model, x, _params(model))[1]
+
+
+def parameters_as_a_list(model, x):
+    params = [p.detach() for p in model.parameters()]
+    return torch.func.jvp(lambda p: torch.func.functional_call(model, p, (x,)), (params,), (params,))[1]
+
+
 def scaled_by_finite_differences(model, x, eps=1e-6):
     params = _params(model)
 
@@ -400,6 +438,10 @@ MISTAKES: list[Mistake] = [
     Mistake("3.1", "`enter_dual_level()` without an exit", lambda: check_directional_derivative(leaves_the_level_open),
             ("left a forward-AD dual level open",), status=Status.SOLVED),
     # 3.2
+    Mistake("3.1", "a tangent of another shape (`v[None]`)", lambda: check_directional_derivative(tangent_with_a_batch_dimension),
+            ("torch refused the tangent", "not shaped like x", "give v as it is"), mistake="tangent-shape"),
+    Mistake("3.2", "the pair the wrong way round, `(jacobian, name)`", lambda: check_cheaper_jacobian(pair_swapped),
+            ("wrong way round", "a tensor of shape (", "name first"), mistake="pair-swapped"),
     Mistake("3.2", "the rule inverted", lambda: check_cheaper_jacobian(rule_inverted), ("Count the passes", "(64)"),
             mistake="more-passes"),
     Mistake("3.2", "answers `\"forward\"` / `\"reverse\"`", lambda: check_cheaper_jacobian(mode_names),
@@ -424,6 +466,8 @@ MISTAKES: list[Mistake] = [
     Mistake("3.2", "`jacfwd` where in = out (the counts tie)", lambda: check_cheaper_jacobian(jacfwd_at_a_tie),
             ("either is right",), status=Status.SOLVED),
     # 3.3
+    Mistake("3.3", "`forward` returns `cos(x)`", lambda: check_custom_sin(ForwardIsCos),
+            ("forward(x) does not return sin(x)", "Your forward starts at line"), mistake="forward-not-sin"),
     Mistake("3.3", "old style, `forward(ctx, x)`", lambda: check_custom_sin(OldStyle), ("old style", "setup_context"),
             mistake="old-style"),
     Mistake("3.3", "`forward(ctx, x)` and a `setup_context` too", lambda: check_custom_sin(BothStyles),
@@ -459,6 +503,15 @@ MISTAKES: list[Mistake] = [
     Mistake("3.4", "tangents from the `state_dict` (buffers included)",
             lambda: check_weight_scaling_derivative(state_dict_tangents), ("buffers are not parameters", "running statistics"),
             mistake="buffer-tangents"),
+    Mistake("3.4", "tangents from the `state_dict` less `num_batches_tracked`",
+            lambda: check_weight_scaling_derivative(state_dict_tangents_but_the_counter),
+            ("buffers are not parameters", "its running statistics"), mistake="buffer-tangents"),
+    Mistake("3.4", "`model.train()` inside the function", lambda: check_weight_scaling_derivative(train_mode_inside),
+            ("switched the model to training mode", "mutate a captured tensor", "leave the model's mode"),
+            mistake="train-mode-inside"),
+    Mistake("3.4", "a list of parameters to `functional_call`", lambda: check_weight_scaling_derivative(parameters_as_a_list),
+            ("functional_call refused your parameters", "a dict {name: tensor}", "not as a list"),
+            mistake="parameters-as-a-list"),
     Mistake("3.4", "central finite differences", lambda: check_weight_scaling_derivative(scaled_by_finite_differences),
             ("ran the model 2 times",), mistake="not-one-pass"),
     Mistake("3.4", "leaves a forward hook on the model", lambda: check_weight_scaling_derivative(leaves_a_forward_hook),

@@ -13,6 +13,7 @@ from tests.mistakes import Mistake, solution_lines
 from tests.mistakes.catalogues import EXERCISES, all_mistakes
 
 MISTAKES = all_mistakes()
+MAX_MESSAGE = 800  # characters: a few lines in a notebook (3.2's swapped pair once printed a 2,039-character Jacobian)
 
 
 def _id(mistake: Mistake) -> str:
@@ -36,6 +37,7 @@ def test_the_hint_names_the_mistake_and_not_the_solution(mistake: Mistake):
     message = result.message.lower()
     assert [name for name in mistake.names if name.lower() not in message] == [], result.message
     assert [line for line in solution_lines(mistake.exercise) if line.lower() in message] == [], result.message
+    assert len(result.message) <= MAX_MESSAGE and "\n" not in result.message.strip(), result.message  # a few lines, no tensor
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=_id)
