@@ -162,6 +162,15 @@ def exercises_in(path: Path, notebook: nbformat.NotebookNode) -> list[Exercise]:
     return found
 
 
+#: A line that speaks to the notebook tests (``# NBVAL_IGNORE_OUTPUT``), not to a learner: left out of their copy.
+TEST_MARKER = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
+
+
+def without_test_markers(source: str) -> str:
+    """``source`` without its nbval marker lines (their cells' outputs are cleared in a learner's copy anyway)."""
+    return TEST_MARKER.sub("", source)
+
+
 def student_notebook(path: Path, with_solutions: bool = False, track: str = DEFAULT_TRACK) -> nbformat.NotebookNode:
     """``path`` as students get it: stubs for solutions, outputs cleared except ``keep_output`` cells.
 
@@ -178,6 +187,8 @@ def student_notebook(path: Path, with_solutions: bool = False, track: str = DEFA
         cell.metadata[STUB_METADATA] = {"exercise": exercise.exercise_id, "solution": exercise.solution}
         cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != KEEP_OUTPUT_TAG]
     for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.source = without_test_markers(cell.source)
         if cell.cell_type == "code" and KEEP_OUTPUT_TAG not in cell.metadata.get("tags", []):
             cell.outputs, cell.execution_count = [], None
     kept_widgets = any(WIDGET_VIEW in out.get("data", {}) for c in notebook.cells if c.cell_type == "code" for out in c.outputs)
