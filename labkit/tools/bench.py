@@ -21,12 +21,14 @@ import contextlib
 import datetime as dt
 import itertools
 import json
+import math
 import os
 import platform
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -67,8 +69,10 @@ class BenchConfig:
     jacobian_in: int = 32
     jacobian_batch: int = 16  # per-example Jacobians: without a batch, fixed vmap overhead hides the crossover
     jacobian_budget: float = 0.5  # seconds per output size; notebook 03's widget spends 0.05 (a room runs it per learner)
-    hf_rounds: int = 100  # P6, P7: rounds of blocks, each variant's block in turn
+    hf_rounds: int = 20  # P6, P7: rounds of blocks, each variant's block in turn, run in batches of this many
     hf_calls: int = 5  # timed calls per block
+    hf_max_rounds: int = 400  # P6, P7: batches stop once every verdict is decided, or at this many rounds
+    hf_budget_s: float = 240.0  # ... or once a model's rounds took this long
     widget_redraws: int = 15
     notebooks: tuple[str, ...] = tuple(lab.stem for lab in LABS)
     import_repeats: int = 7
@@ -78,13 +82,15 @@ class BenchConfig:
 FULL = BenchConfig()
 QUICK = BenchConfig(overhead_rounds=10, crosscheck_runs=5, variant_rounds=6, include_compiled=False,
                     format_run_time=0.6, format_rounds=3,
-                    jvp_rounds=10, jacobian_budget=0.1, hf_rounds=30, widget_redraws=9, notebooks=(), import_repeats=3,
+                    jvp_rounds=10, jacobian_budget=0.1, hf_rounds=15, hf_max_rounds=120, hf_budget_s=60.0,
+                    widget_redraws=9, notebooks=(), import_repeats=3,
                     left_out=("P6", "P7"))  # 16-70 s on the loaded 2-core machine: model builds, exports
 # For the smoke test only: tiny sizes, figures not meaningful.
 SMOKE = BenchConfig(overhead_ops=100, overhead_rounds=3, resnet_batch=1, image_size=64, crosscheck_runs=2,
                     variant_rounds=2, include_compiled=False, format_run_time=0.05, format_rounds=1,
                     mlp_sizes=(16, 32, 4), mlp_batch=4, jvp_rounds=3, jacobian_in=4, jacobian_batch=2, jacobian_budget=0.01,
-                    hf_rounds=1, hf_calls=2, widget_redraws=2, notebooks=("00_start_here",), import_repeats=1)
+                    hf_rounds=1, hf_calls=2, hf_max_rounds=1, hf_budget_s=0.0,
+                    widget_redraws=2, notebooks=("00_start_here",), import_repeats=1)
 CONFIGS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
 
@@ -133,7 +139,8 @@ class BenchResult(ShowsAsTable):
             spread = "" if f.spread is None else f"± {f.spread:.3g}"
             value = "skipped" if f.skipped else "not found" if f.value is None else f"{f.value:.3g} {f.unit}"
             rows.append((f.key, f.label, value, spread, f.goal, f.verdict))
-        return Table(["figure", "what", "value", "spread (IQR)", "goal", "verdict"], rows, title=machine_line(self.machine))
+        return Table(["figure", "what", "value", "spread (IQR; P6, P7: 95 % interval)", "goal", "verdict"], rows,
+                     title=machine_line(self.machine))
 
     def to_json(self, path: str | Path) -> Path:
         """Write the figures atomically (:func:`labkit.core.files.write_text`: symlinks followed, special files refused).
@@ -338,14 +345,43 @@ def _skipped(step: str, result: BenchResult) -> bool:
     return bool(reason)
 
 
+def median_interval(values: list[float]) -> tuple[float, float]:
+    """The median of ``values`` and half the width of its 95 % confidence interval (order statistics, no model of the
+    noise: ranks n/2 ± 0.98·sqrt(n)); with under 6 values, half their range.
+
+    Why not the IQR: the IQR says how noisy one round is and stays as wide however many rounds run, so a goal
+    inside it can never be decided; the interval of the median narrows as rounds are added.
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    if n < 6:
+        return statistics.median(ordered), (ordered[-1] - ordered[0]) / 2
+    low = max(0, math.floor(n / 2 - 0.98 * math.sqrt(n)))
+    high = min(n - 1, math.ceil(n / 2 + 0.98 * math.sqrt(n)))
+    return statistics.median(ordered), (ordered[high] - ordered[low]) / 2
+
+
+def decided(values: list[float], goal: float) -> bool:
+    """Whether the median's 95 % interval (:func:`median_interval`) lies wholly on one side of ``goal``."""
+    median, half = median_interval(values)
+    return abs(median - goal) > half
+
+
 @dataclass(frozen=True)
 class HFMeasurement:
-    """One small Hugging Face model: eager forwards and labkit's profile (P6: two more variants), in turn."""
+    """One small Hugging Face model: eager forwards and labkit's profile (P6: two more variants), round by round.
+
+    ``rounds`` holds, per variant, each round's fastest call (noise only adds time), so round ``i`` of two
+    variants is a pair measured seconds apart; ``outside_pct`` the profile's share outside every node, per run.
+    """
 
     timings: SideBySide  # seconds per call; the profile's are its report's run totals; baseline EAGER
     report: Any  # labkit's ProfileReport of every recorded run
+    rounds: dict[str, list[float]]
+    outside_pct: list[float]
     profiler_ops: int = 0  # aten operators torch.profiler records in one forward, nested ones included (0: not run)
     profiler_top_level_ops: int = 0
+    seconds: float = 0.0  # how long the rounds took
 
 
 @contextlib.contextmanager
@@ -369,7 +405,8 @@ def _timed_block(forward: Callable[[], object], calls: int, samples: list[float]
             samples.append(timer.elapsed)
 
 
-def measure_hf_model(name: str, config: BenchConfig, against_profiler: bool = False) -> HFMeasurement:
+def measure_hf_model(name: str, config: BenchConfig, against_profiler: bool = False,
+                     settled: Callable[[HFMeasurement], bool] = lambda _m: False) -> HFMeasurement:
     """Eager forwards and labkit's profile (torch.export, fast mode); ``against_profiler``: the exported graph
     unprofiled and forwards under torch.profiler too.
 
@@ -379,6 +416,9 @@ def measure_hf_model(name: str, config: BenchConfig, against_profiler: bool = Fa
     variant filled. None of them is timed. The profile's times are its report's run totals (its own clock
     around the graph call), as a learner reads them; a torch.profiler session's start and its event
     processing are outside the timed calls too.
+
+    Why batches: rounds run ``hf_rounds`` at a time until ``settled`` (the caller's verdicts are decided),
+    ``hf_max_rounds`` or ``hf_budget_s``, so a quiet machine stops early and a noisy one measures longer.
     """
     from labkit.fx import hf_zoo
     from labkit.fx.profile import NodeProfiler
@@ -387,35 +427,71 @@ def measure_hf_model(name: str, config: BenchConfig, against_profiler: bool = Fa
     kwargs = hf_zoo.example_inputs(name, model)
     profiler = NodeProfiler(model, kwargs=kwargs, mode="fast", capture="export")
     graph, graph_inputs = profiler.graph_module, profiler.inputs
-    samples: dict[str, list[float]] = {EAGER: [], GRAPH: [], TORCH_PROFILER: []}
+    variants = (EAGER, PROFILED, GRAPH, TORCH_PROFILER) if against_profiler else (EAGER, PROFILED)
+    samples: dict[str, list[float]] = {variant: [] for variant in variants}
+    rounds: dict[str, list[float]] = {variant: [] for variant in variants}
 
     def forward() -> None:
         model(**kwargs)
 
-    ops = top_level = 0
-    with torch.no_grad(), profiler.session():
-        for _ in range(config.hf_rounds):
-            _timed_block(forward, config.hf_calls, samples[EAGER])
-            profiler.warmup(1)
-            for _ in range(config.hf_calls):
-                profiler.run_once()
-            if against_profiler:
-                _timed_block(lambda: graph(*graph_inputs), config.hf_calls, samples[GRAPH])
-                _timed_block(forward, config.hf_calls, samples[TORCH_PROFILER], _torch_profiler_on)
+    def one_round() -> None:
+        blocks = {EAGER: lambda: _timed_block(forward, config.hf_calls, samples[EAGER])}
+        blocks[PROFILED] = profiled_block
         if against_profiler:
-            with _torch_profiler_on() as prof:
-                forward()
-            events = [event for event in prof.events() if event.name.startswith("aten::")]
-            ops, top_level = len(events), sum(event.cpu_parent is None for event in events)
-    report = profiler.report()
-    stats = {EAGER: RunStats.from_samples(samples[EAGER]), PROFILED: report.total}
+            blocks[GRAPH] = lambda: _timed_block(lambda: graph(*graph_inputs), config.hf_calls, samples[GRAPH])
+            blocks[TORCH_PROFILER] = lambda: _timed_block(forward, config.hf_calls, samples[TORCH_PROFILER],
+                                                          _torch_profiler_on)
+        for variant, block in blocks.items():
+            block()
+            rounds[variant].append(min(samples[variant][-config.hf_calls:]))
+
+    def profiled_block() -> None:
+        profiler.warmup(1)
+        for _ in range(config.hf_calls):
+            profiler.run_once()
+        samples[PROFILED][:] = profiler.totals
+
+    def measurement() -> HFMeasurement:
+        report = profiler.report()
+        stats = {variant: RunStats.from_samples(samples[variant]) for variant in variants}
+        stats[PROFILED] = report.total
+        outside = [(total - sum(times[i] for times in profiler.samples.values())) / total * 100
+                   for i, total in enumerate(profiler.totals)]
+        return HFMeasurement(SideBySide(stats, EAGER, title=f"{HF_LABELS[name]} (small config)"), report, rounds,
+                             outside, ops, top_level, time.perf_counter() - start)
+
+    ops = top_level = 0
     if against_profiler:
-        stats |= {key: RunStats.from_samples(samples[key]) for key in (GRAPH, TORCH_PROFILER)}
-    return HFMeasurement(SideBySide(stats, EAGER, title=f"{HF_LABELS[name]} (small config)"), report, ops, top_level)
+        with _torch_profiler_on() as prof:
+            forward()
+        events = [event for event in prof.events() if event.name.startswith("aten::")]
+        ops, top_level = len(events), sum(event.cpu_parent is None for event in events)
+    start = time.perf_counter()
+    with torch.no_grad(), profiler.session():
+        while True:
+            for _ in range(config.hf_rounds):
+                one_round()
+            done = len(rounds[EAGER]) >= config.hf_max_rounds or time.perf_counter() - start >= config.hf_budget_s
+            if done or settled(measurement()):
+                break
+    return measurement()
 
 
 def _ms(timings: SideBySide, statistic: str) -> dict[str, float]:
     return {name: getattr(stats, statistic) * 1e3 for name, stats in timings.stats.items()}
+
+
+def _p6_per_round(run: HFMeasurement) -> dict[str, list[float]]:
+    """Per round, µs per node (labkit) and per recorded operator (torch.profiler) over that round's eager call."""
+    eager, nodes, ops = run.rounds[EAGER], run.report.graph_nodes, max(run.profiler_ops, 1)
+    labkit = [(p - e) / nodes * 1e6 for p, e in zip(run.rounds[PROFILED], eager, strict=True)]
+    profiler = [(p - e) / ops * 1e6 for p, e in zip(run.rounds[TORCH_PROFILER], eager, strict=True)]
+    return {
+        "labkit": labkit,
+        "over_graph": [(p - g) / nodes * 1e6 for p, g in zip(run.rounds[PROFILED], run.rounds[GRAPH], strict=True)],
+        "torch_profiler": profiler,
+        "difference": [a - b for a, b in zip(labkit, profiler, strict=True)],
+    }
 
 
 def bench_export_overhead(config: BenchConfig, result: BenchResult) -> None:
@@ -423,53 +499,70 @@ def bench_export_overhead(config: BenchConfig, result: BenchResult) -> None:
 
     Both over the eager forward: what a learner's run costs with each instrument. The exported graph runs
     without the model's Python around its operators, so the profile's cost over that graph, the instrument's
-    own, is reported as well. Each from the variants' fastest calls, as P1: noise only ever adds time.
+    own, is reported as well. Each round's figures come from its fastest calls, as P1 (noise only adds
+    time), and the verdict is on the paired difference per round (labkit's µs/node minus torch.profiler's
+    µs/op of the same round): its median, with its 95 % interval, rounds added until that interval excludes 0.
     """
     if _skipped("P6", result):
         return
     name = HF_MODELS[0]
-    run = measure_hf_model(name, config, against_profiler=True)
-    eager, profiled, graph, profiler_on = (run.timings.stats[key] for key in (EAGER, PROFILED, GRAPH, TORCH_PROFILER))
+    run = measure_hf_model(name, config, against_profiler=True,
+                           settled=lambda m: decided(_p6_per_round(m)["difference"], 0.0))
+    per_round = _p6_per_round(run)
     nodes, ops = run.report.graph_nodes, run.profiler_ops
-    labkit_us = (profiled.min - eager.min) / nodes * 1e6
-    profiler_us = (profiler_on.min - eager.min) / ops * 1e6
-    labkit_spread = (profiled.iqr + eager.iqr) / nodes * 1e6
-    profiler_spread = (profiler_on.iqr + eager.iqr) / ops * 1e6
+    (labkit_us, labkit_ci), (profiler_us, profiler_ci) = (median_interval(per_round[k]) for k in ("labkit", "torch_profiler"))
+    difference, difference_ci = median_interval(per_round["difference"])
     result.add(BenchFigure("P6.labkit", f"labkit profile (export, fast mode) over eager forward, per node "
-                                        f"({HF_LABELS[name]} small, {nodes} nodes)",
-                           labkit_us, "µs/node", labkit_spread, "<= P6.torch_profiler", labkit_us <= profiler_us,
-                           too_close=too_close(labkit_us, labkit_spread + profiler_spread, profiler_us)))
+                                        f"({HF_LABELS[name]} small, {nodes} nodes; median of {len(per_round['labkit'])} "
+                                        "paired rounds ± half its 95 % interval)",
+                           labkit_us, "µs/node", labkit_ci, "<= P6.torch_profiler", difference <= 0,
+                           too_close=too_close(difference, difference_ci, 0.0)))
+    over_graph, over_graph_ci = median_interval(per_round["over_graph"])
     result.add(BenchFigure("P6.labkit_over_graph", "the same over the exported graph unprofiled (the instrument's own)",
-                           (profiled.min - graph.min) / nodes * 1e6, "µs/node", (profiled.iqr + graph.iqr) / nodes * 1e6))
+                           over_graph, "µs/node", over_graph_ci))
     result.add(BenchFigure("P6.torch_profiler", f"torch.profiler (CPU) over eager forward, per aten op it records "
                                                 f"({ops} a forward, {run.profiler_top_level_ops} top level)",
-                           profiler_us, "µs/op", profiler_spread))
+                           profiler_us, "µs/op", profiler_ci))
+    result.add(BenchFigure("P6.difference", "labkit's µs/node minus torch.profiler's µs/op, round by round (the verdict)",
+                           difference, "µs", difference_ci, "<= 0", difference <= 0,
+                           too_close=too_close(difference, difference_ci, 0.0)))
     result.details["P6"] = {"model": name, "min_ms": _ms(run.timings, "min"), "median_ms": _ms(run.timings, "median"),
                             "nodes": nodes, "aten_ops": ops, "top_level_aten_ops": run.profiler_top_level_ops,
-                            "capture": run.report.capture}
+                            "capture": run.report.capture, "rounds": len(per_round["labkit"]), "seconds": run.seconds,
+                            "per_round_us": per_round}
+
+
+def _p7_ratios(run: HFMeasurement) -> list[float]:
+    return [p / e for p, e in zip(run.rounds[PROFILED], run.rounds[EAGER], strict=True)]
 
 
 def bench_hf_models(config: BenchConfig, result: BenchResult) -> None:
-    """P7: the profile's run total over an eager forward (medians), and its share outside every node, per model."""
+    """P7: the profile's run total over an eager forward, and its share outside every node, per model.
+
+    The ratio is taken round by round (each round's fastest profiled call over its fastest eager call, seconds
+    apart), the outside share run by run; each figure is a median with half its 95 % interval, and rounds are
+    added until both intervals exclude their goals (or the round and time bounds are reached).
+    """
     if _skipped("P7", result):
         return
     details = {}
     for name in HF_MODELS:
-        run = measure_hf_model(name, config)
+        run = measure_hf_model(name, config, settled=lambda m: decided(_p7_ratios(m), OVER_EAGER_GOAL)
+                               and decided(m.outside_pct, OUTSIDE_GOAL_PCT))
         report, label = run.report, HF_LABELS[name]
-        ratio = run.timings.slowdown(PROFILED)
+        ratio, ratio_ci = median_interval(_p7_ratios(run))
         result.add(BenchFigure(f"P7.{name}.over_eager", f"profile total over eager forward ({label} small, "
-                                                        f"{report.graph_nodes} nodes by export, fast mode)",
-                               ratio, "x", run.timings.slowdown_spread(PROFILED), f"<= {OVER_EAGER_GOAL:g}",
-                               ratio <= OVER_EAGER_GOAL,
-                               too_close=too_close(ratio, run.timings.slowdown_spread(PROFILED), OVER_EAGER_GOAL)))
-        outside = report.outside_pct
-        spread = None if report.outside is None else report.outside.iqr / report.total.median * 100
+                                                        f"{report.graph_nodes} nodes by export, fast mode; "
+                                                        f"{len(run.rounds[EAGER])} paired rounds)",
+                               ratio, "x", ratio_ci, f"<= {OVER_EAGER_GOAL:g}", ratio <= OVER_EAGER_GOAL,
+                               too_close=too_close(ratio, ratio_ci, OVER_EAGER_GOAL)))
+        outside, spread = median_interval(run.outside_pct)
         result.add(BenchFigure(f"P7.{name}.outside", f"share of the profiled run outside every node ({label})",
                                outside, "%", spread, f"<= {OUTSIDE_GOAL_PCT:g}", outside <= OUTSIDE_GOAL_PCT,
                                too_close=too_close(outside, spread, OUTSIDE_GOAL_PCT)))
         details[name] = {"median_ms": _ms(run.timings, "median"), "min_ms": _ms(run.timings, "min"),
-                         "nodes": report.graph_nodes, "capture": report.capture}
+                         "nodes": report.graph_nodes, "capture": report.capture, "rounds": len(run.rounds[EAGER]),
+                         "seconds": run.seconds}
     result.details["P7"] = details
 
 
