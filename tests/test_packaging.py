@@ -41,7 +41,7 @@ def test_the_distribution_is_torch_labkit_wherever_a_user_types_its_name():
     old_name = re.compile(r"""(?<![\w-])labkit(?:\[\w,]+\]| @ git\+)|pip install (?:-U )?['"]?labkit(?![\w-])""")
     typed = [ROOT / "README.md", ROOT / "INSTRUCTORS.md", ROOT / "CONTRIBUTING.md", ROOT / "environment.yml",
              ROOT / "pyproject.toml", *(ROOT / "docs").rglob("*.md"), *(ROOT / "labkit").rglob("*.py"),
-             *(ROOT / "workshop").rglob("*.md"), *(ROOT / "notebooks").glob("*.ipynb")]
+             *(ROOT / "workshop").rglob("*.md"), *(ROOT / "notebooks").rglob("*.ipynb"), *(ROOT / "notebooks").rglob("*.po")]
     found = {str(path.relative_to(ROOT)): old_name.findall(path.read_text(encoding="utf-8")) for path in typed}
     assert not {name: hits for name, hits in found.items() if hits}
     assert old_name.search("pip install 'labkit[hf]'") and old_name.search('pip install "labkit @ git+https://x/y"')
