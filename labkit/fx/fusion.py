@@ -318,7 +318,7 @@ def fuse_safely(
             fused = fuse_conv_bn_teaching(model)
         except TraceFailedError as exc:
             if not inputs and not kwargs:
-                raise LabkitValueError(
+                raise TraceFailedError(  # the same type: callers catch a failed trace as such
                     f"{exc}\nTo fuse in the graph torch.export captures instead, pass example inputs: "
                     "fuse_safely(model, x)."
                 ) from exc
