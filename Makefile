@@ -112,6 +112,9 @@ test: $(STAMP)
 # the notebooks in Chinese and Russian (notebooks/i18n/README.md): English is the source, catalogues per notebook
 i18n-update: $(STAMP)
 	$(PY) -m labkit i18n update $(I18N_ARGS)
+	$(PY) -m babel.messages.frontend extract -F babel.cfg --no-location --sort-output --project labkit -o labkit/locale/labkit.pot labkit
+	$(PY) -m babel.messages.frontend update -i labkit/locale/labkit.pot -d labkit/locale -D labkit --ignore-obsolete
+	$(PY) -m babel.messages.frontend compile -d labkit/locale -D labkit
 
 i18n-build: $(STAMP)
 	$(PY) -m labkit i18n build $(I18N_ARGS)
