@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from labkit.core.copies import private_copy
+from labkit.core.copies import private_copy, warn_hooks_reaching_out
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.forward_ad.dual import jvp
@@ -220,7 +220,9 @@ def verify_jvp(
     only disagree, so that is reported as an error instead of a table of "NO".
     A method that fails where a plain call of fn now fails too (fn keeps state
     and breaks on a later call) is an error, never an "unavailable" beside an ok.
-    The global RNG is forked, so the verification consumes no random numbers.
+    The global RNG is forked, so the verification consumes no random numbers. A module's hooks run
+    on its copy (they are part of what it computes); one that holds the caller's object gets a
+    :class:`~labkit.core.copies.HookSideEffectWarning` naming it.
     """
     primal_tuple = _as_tuple(primals, "Primal", "primals")
     tangent_tuple = _as_tuple(tangents, "Tangent", "tangents")
@@ -230,7 +232,8 @@ def verify_jvp(
     _positive_finite("fd_tolerance", fd_tolerance, zero_ok=True)
     in_training = isinstance(fn, nn.Module) and any(m.training for m in fn.modules())
     if isinstance(fn, nn.Module):
-        fn = private_copy(fn, share_parameters=False).double()  # own buffers, attributes and parameters; no hooks
+        warn_hooks_reaching_out(fn)  # its hooks run on the copy: one holding the learner's object reaches it
+        fn = private_copy(fn, share_parameters=False).double()  # own buffers, attributes and parameters; its hooks
     if primal_tuple and all(p.numel() == 0 for p in primal_tuple):
         raise LabkitValueError(
             "verify_jvp cannot verify an empty input: the primals have no elements, so there is no direction to "

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from labkit.core.copies import private_copy
+from labkit.core.copies import private_copy, warn_hooks_reaching_out
 from labkit.core.device import device_line, pick_device
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.tables import Row, ShowsAsTable, Table
@@ -273,7 +273,9 @@ def benchmark_formats(
     ``.skipped``; any other failure is raised.
     ``model`` and ``example_input`` are left untouched: each layout and precision
     runs a private copy of both (:func:`labkit.core.copies.private_copy`: its own
-    buffers and attributes, none of the model's hooks), which is what is converted.
+    buffers and attributes, and the model's hooks, which are part of what it computes), which is what is
+    converted. A hook that holds one of the caller's objects gets a
+    :class:`~labkit.core.copies.HookSideEffectWarning` naming it: each of the copies' calls reaches that object.
     """
     if not isinstance(model, nn.Module):
         raise LabkitTypeError(f"Expected a torch.nn.Module, got {type(model).__name__}.")
@@ -293,6 +295,7 @@ def benchmark_formats(
     if unknown:
         raise LabkitValueError(f"Unknown precision(s) {unknown}; use some of {list(PRECISIONS)}.")
     threads = num_threads or torch.get_num_threads()
+    warn_hooks_reaching_out(model)
     _check_fp32_contiguous(model, example_input, device)
     timings, skipped = [], {}
     for name in names:

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 import pytest
 import torch
 from torch import nn
 
-from labkit.core.copies import UncopyableModelError
+from labkit.core.copies import HookSideEffectWarning, UncopyableModelError
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.forward_ad.derivatives import verify_jvp
 from tests.forward_ad.support import FUNCTIONS, pair, small_model
@@ -125,12 +126,21 @@ def test_verify_jvp_runs_a_private_copy_of_a_module_with_its_hooks():
     calls = []
     model.linear.register_forward_hook(lambda *_: calls.append("hook"))
     weight = model.linear.weight.detach().clone()
-    assert verify_jvp(model, *pair(2, 3)).ok
+    with pytest.warns(HookSideEffectWarning, match=r"model\.linear's forward hook .*closes over calls, a list"):
+        assert verify_jvp(model, *pair(2, 3)).ok
     assert calls and int(model.calls) == 0 and model.n_calls == 0 and not model.lock.locked()  # hooks are the model's
     assert model.linear.weight.dtype == torch.float32 and torch.equal(model.linear.weight, weight)
     model.linear.source = (i for i in range(3))  # a generator: deepcopy cannot copy it
-    with pytest.raises(UncopyableModelError, match=r"model\.linear\.source \(a generator\)"):
+    with pytest.warns(HookSideEffectWarning), pytest.raises(UncopyableModelError, match=r"model\.linear\.source"):
         verify_jvp(model, *pair(2, 3))
+
+
+def test_verify_jvp_warns_of_no_hook_that_keeps_its_state_on_the_module():
+    model = nn.Sequential(nn.Linear(3, 3)).eval()
+    model[0].register_forward_hook(lambda module, _args, out: out * 2)  # part of the model, holds nothing of the caller's
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HookSideEffectWarning)
+        assert verify_jvp(model, *pair(2, 3)).ok
 
 
 def test_verify_jvp_leaves_the_callers_tensors_unchanged_when_fn_fails():

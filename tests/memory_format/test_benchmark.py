@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+from labkit.core.copies import HookSideEffectWarning
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.memory_format.benchmark import benchmark_formats
 
@@ -89,7 +90,8 @@ def test_the_models_buffers_attributes_hooks_and_the_callers_input_are_left_alon
     calls = []
     model.conv.register_forward_hook(lambda *_: calls.append("hook"))
     running_mean, x = model.bn.running_mean.clone(), torch.zeros(1, 3, 6, 6)
-    benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=1)
+    with pytest.warns(HookSideEffectWarning, match=r"model\.conv's forward hook .*closes over calls, a list"):
+        benchmark_formats(model, x, precisions=["fp32"], device="cpu", min_run_time=0.01, rounds=1, warmup=1)
     assert int(model.calls) == 0 and model.n_calls == 0 and calls  # the hook is part of the model: it runs on the copy
     assert torch.equal(model.bn.running_mean, running_mean) and int(model.bn.num_batches_tracked) == 0
     assert model.bn.training and not model.training and not model.lock.locked()
