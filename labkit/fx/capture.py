@@ -95,6 +95,9 @@ class CapturedGraph:
     training: bool  # a module that can run in this graph is in train mode
     reasons: tuple[str, ...] = ()  # why each earlier capture failed
     module_stacks: Mapping[str, ModuleStack] = field(default_factory=dict)  # node name -> its modules
+    #: ``model(*call_args, **call_kwargs)`` is the call the graph stands for (an exported graph's inputs are its leaves)
+    call_args: tuple[Any, ...] | None = None
+    call_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def fallback_reason(self) -> str:
@@ -267,7 +270,7 @@ def _checked(captured: CapturedGraph, model: Any, eager: EagerRun | None) -> Cap
     difference = _difference(eager.output, got)
     if difference is None:
         return captured
-    where = _first_differing_module(model, captured, eager) if captured.capture == "symbolic_trace" else ""
+    where = _first_differing_module(model, captured, eager)
     raise error(
         f"The {kind} graph of {_name(model)} computes something else than the model on the same inputs: {difference}"
         f"{where}. Something forward does is not in the graph (a hook holding outside state, a Python value read "
@@ -302,40 +305,59 @@ def _difference(expected: Any, got: Any) -> str | None:
 
 
 def _first_differing_module(model: Any, captured: CapturedGraph, eager: EagerRun) -> str:
-    """``" (first at node 'a', a Linear)"``: the first module node whose output differs from the module's in an
-    eager run of a fresh copy; ``""`` when none does (the difference is in the model's own code or a root hook)."""
+    """``" (first at node 'linear_1', module 'b', a Linear)"``: the first module whose output in the graph differs
+    from its output in an eager run of a fresh copy, with the graph node that computes it; ``""`` when it cannot be
+    told (not a module, or a run fails), and a sentence saying so when no module's output differs.
+
+    A module's output in the graph is the last node (in graph order) whose module stack holds it: a traced
+    graph's ``call_module`` node, or for an exported graph the last ATen operator that ran inside the module
+    (``node.meta["nn_module_stack"]``). Modules called more than once, or returning more than one tensor, are
+    not compared (which call a node belongs to is not recorded). A fresh copy: the eager run's copy is a run
+    further on (a counter, a cache), and the graph's is the graph's own.
+    """
     if not isinstance(model, torch.nn.Module):
         return ""
     own = _own_copy(model, eager)
-    recorded: dict[str, Any] = {}
+    recorded: dict[str, list[Any]] = {}
     handles = [
-        module.register_forward_hook(lambda _m, _i, out, name=name: recorded.setdefault(name, out))
+        module.register_forward_hook(lambda _m, _i, out, name=name: recorded.setdefault(name, []).append(out))
         for name, module in own.named_modules() if name
     ]
-    seen: dict[str, Any] = {}
+    values: dict[str, Any] = {}
 
     class _Recorder(torch.fx.Interpreter):
         def run_node(self, n: torch.fx.Node) -> Any:
-            result = super().run_node(n)
-            if n.op == "call_module":
-                seen.setdefault(str(n.target), (n, result))
+            values[n.name] = result = super().run_node(n)
             return result
 
+    call_args = captured.inputs if captured.call_args is None else captured.call_args
     try:
         with _quiet(), kept_random_state(), torch.no_grad():
-            args, keywords = fresh_call(captured.inputs, {})
-            own(*args)
+            args, keywords = fresh_call(call_args, captured.call_kwargs)
+            own(*args, **keywords)
             _Recorder(captured.graph_module).run(*fresh_inputs(captured.inputs))
     except Exception:  # noqa: BLE001 - locating is a courtesy; the mismatch itself is reported anyway
         return ""
     finally:
         for handle in handles:
             handle.remove()
-    for target, (node, result) in seen.items():
-        if target in recorded and _difference(recorded[target], result) is not None:
-            module = captured.graph_module.get_submodule(target)
-            return f" (first at node {node.name!r}, module {target!r}, a {type(module).__name__})"
+    for path, node in _module_outputs(captured):
+        outputs = recorded.get(path, [])
+        if len(outputs) == 1 and isinstance(outputs[0], torch.Tensor) and isinstance(values.get(node.name), torch.Tensor):
+            if _difference(outputs[0], values[node.name]) is not None:
+                return f" (first at node {node.name!r}, module {path!r}, a {type(own.get_submodule(path)).__name__})"
     return " (no module's output differs: the difference is in forward's own code or a hook of the model itself)"
+
+
+def _module_outputs(captured: CapturedGraph) -> list[tuple[str, torch.fx.Node]]:
+    """``(module path, the node computing its output)`` in graph order, an inner module before the one around it."""
+    nodes = [n for n in captured.graph_module.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    last: dict[str, tuple[int, torch.fx.Node]] = {}
+    for index, node in enumerate(nodes):
+        for path, _ in captured.module_stacks.get(node.name, ()):
+            last[path] = (index, node)
+    order = sorted(last.items(), key=lambda item: (item[1][0], -item[0].count("."), -len(item[0])))
+    return [(path, node) for path, (_, node) in order]
 
 
 # --------------------------------------------------------------------------------------- export
@@ -373,7 +395,7 @@ def _export(
         )
     stacks = _exported_stacks(graph_module)
     training = model.training or any(module.training for module in own.modules())
-    return CapturedGraph(graph_module, "export", tuple(flat_inputs), training, reasons, stacks)
+    return CapturedGraph(graph_module, "export", tuple(flat_inputs), training, reasons, stacks, args, keywords)
 
 
 @contextlib.contextmanager

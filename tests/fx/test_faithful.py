@@ -18,7 +18,7 @@ from torch import nn
 from torch.nn.utils import prune, spectral_norm
 
 from labkit.core.errors import LabkitValueError
-from labkit.fx.capture import CaptureMismatchError
+from labkit.fx.capture import CaptureMismatchError, ExportMismatchError
 from labkit.fx.profile import TraceFallbackWarning, make_profiler, profile_model
 from labkit.fx.runs import HookSideEffectWarning
 from tests.fx.support import needs_export
@@ -121,6 +121,26 @@ def test_a_mismatch_names_the_first_module_that_differs() -> None:
     with pytest.warns(TraceFallbackWarning, match="does not compute what TwoLayers does"):
         report = profile_model(model, X, warmup=0, runs=1)
     assert report.capture == "hooks"
+
+
+@needs_export
+def test_an_exported_mismatch_names_the_first_node_and_its_module() -> None:
+    model = TwoLayers().eval()
+    counter = itertools.count()  # a number read while exporting: the graph adds a constant, the model a new one
+    model.b.register_forward_hook(lambda _m, _i, output: output + next(counter))
+    with pytest.warns(HookSideEffectWarning), pytest.raises(ExportMismatchError) as raised:
+        make_profiler(model, X, capture="export", fallback=False)
+    # the hook's aten.add runs inside b: the last operator of b is the first node that differs (a's output agrees)
+    assert "(first at node 'add', module 'b', a Linear)" in str(raised.value)
+
+
+@needs_export
+def test_an_exported_mismatch_in_the_models_own_code_blames_no_module() -> None:
+    model = TwoLayers().eval()
+    counter = itertools.count()
+    model.register_forward_hook(lambda _m, _i, output: output + next(counter))  # on the root: no module of its own
+    with pytest.warns(HookSideEffectWarning), pytest.raises(ExportMismatchError, match="no module's output differs"):
+        make_profiler(model, X, capture="export", fallback=False)
 
 
 class RenormalizedEmbedding(nn.Module):
