@@ -106,7 +106,7 @@ workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 workshop-board-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 	$(PY) -m labkit.workshop.board_load --learners $(or $(LEARNERS),30) --hostile $(or $(HOSTILE),0) --json build/workshop-board-loadtest.json
 
-test: $(STAMP)
+test: $(STAMP) i18n-check
 	$(PY) -m pytest $(TEST_ARGS)
 
 # the notebooks in Chinese and Russian (notebooks/i18n/README.md): English is the source, catalogues per notebook

@@ -222,6 +222,10 @@ def test_a_changed_sentence_in_a_copy_of_the_repository_fails_the_check(tmp_path
            "the English changed since the catalogue was updated; run make i18n-update" in found
 
 
+def test_the_repository_translations_are_finished_and_current() -> None:
+    assert [str(p) for p in check(REPO_NOTEBOOKS)] == []
+
+
 @pytest.mark.slow
 def test_build_executes_the_translation_in_its_folder_where_solutions_resolve(lab: Path) -> None:
     (lab / "solutions").mkdir()
