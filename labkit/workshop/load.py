@@ -165,6 +165,13 @@ class Hub:
             return f"{scheme}://{name}.{host}/user/{name}"
         return f"{self.url}/user/{name}"
 
+    def service_origin(self, name: str) -> str:
+        """Where service ``name`` answers: JupyterHub's own subdomain for it (``NAME--service.HOST``) where the hub has them."""
+        if self.settings.subdomain_host:
+            scheme, _, host = self.settings.subdomain_host.partition("://")
+            return f"{scheme}://{name}--service.{host}"
+        return self.url
+
     def learner_token(self, name: str) -> str:
         reply = self.api(f"users/{name}/tokens", "POST", {"note": "labkit load test", "expires_in": 3600})
         return str(reply["token"])

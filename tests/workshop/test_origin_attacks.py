@@ -127,7 +127,7 @@ def _attackers_page_server(hub: Hub, name: str) -> Iterator[str]:
         page = Path(pages) / "user" / name / "index.html"
         page.parent.mkdir(parents=True)
         hub_origin = hub.url if hub.settings.subdomain_host else ""
-        board = _service_origin(hub, "labkit-board") if hub.settings.subdomain_host else ""
+        board = hub.service_origin("labkit-board") if hub.settings.subdomain_host else ""
         page.write_text(PAGE % {"hub": json.dumps(hub_origin), "board": json.dumps(board), "victims": json.dumps([ADMIN, VICTIM]),
                                 "pending": json.dumps(PENDING)})
         for path in [Path(pages), *Path(pages).rglob("*")]:
@@ -157,12 +157,6 @@ def _point_route(hub: Hub, name: str, target: str) -> None:
     url, host = loopback(hub.server_url(name) + "/")
     with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}), timeout=SECONDS) as reply:
         assert b"attack()" in reply.read(), "the proxy does not serve the attacker's page"
-
-
-def _service_origin(hub: Hub, name: str) -> str:
-    """Where JupyterHub serves service ``name`` on a hub with subdomains (its default hook: NAME--service.HOST)."""
-    scheme, _, host = hub.settings.subdomain_host.partition("://")
-    return f"{scheme}://{name}--service.{host}"
 
 
 def _open_the_page(room: Room, who: str, password: str) -> dict[str, Any]:
