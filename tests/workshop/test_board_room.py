@@ -39,7 +39,7 @@ class Room:
     tokens: dict[str, str]
 
     def board(self, path: str = "") -> str:
-        return f"{self.hub.url}{BOARD}{path}"
+        return f"{self.hub.service_origin('labkit-board')}{BOARD}{path}"  # its own subdomain in a room
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,9 @@ def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
 @pytest.fixture(scope="module")
 def page(room: Room) -> Iterator[object]:
     """The instructor's Chromium on the board, logged in through the hub's log-in page (dummy: any password)."""
-    with logged_in_page(room.hub, INSTRUCTOR, "any password: the test hub's dummy log-in", BOARD, UPDATE_SECONDS) as page:
+    with logged_in_page(room.hub, INSTRUCTOR, "any password: the test hub's dummy log-in", "/hub/home", UPDATE_SECONDS) as page:
+        page.wait_for_url(f"{room.hub.url}/hub/home")
+        page.goto(room.board())  # on its own subdomain in a room (JupyterHub's Services menu links it there)
         page.wait_for_selector("#board-grid")
         page.evaluate("window.__not_reloaded = true")
         yield page
