@@ -34,6 +34,7 @@ from torch.autograd import forward_ad as _fwad  # not "forward_ad": that name is
 
 from labkit.core.context import bound
 from labkit.core.guard import StateReport, guarded_state, library_folders, remember_original_code
+from labkit.i18n.messages import N_, _
 from labkit.progress.hints import hint_pointer
 from labkit.progress.record import record_verdict
 
@@ -43,11 +44,11 @@ T = TypeVar("T")
 
 
 class Status(str, Enum):
-    SOLVED = "solved"
-    NOT_YET = "not yet solved"
-    WRONG = "not solved"
-    CHECKER_ERROR = "checker error"
-    NOT_JUDGED = "not judged"  # a timing check on a machine too busy to tell: neither right nor wrong, run it again
+    SOLVED = N_("solved")  # the value is recorded as is (the board counts it); the verdict line translates it
+    NOT_YET = N_("not yet solved")
+    WRONG = N_("not solved")
+    CHECKER_ERROR = N_("checker error")
+    NOT_JUDGED = N_("not judged")  # a timing check on a machine too busy to tell: neither right nor wrong, run it again
 
 
 _ICONS = {Status.SOLVED: "✅", Status.NOT_YET: "⏳", Status.WRONG: "❌", Status.CHECKER_ERROR: "⚠️", Status.NOT_JUDGED: "🔁"}
@@ -67,7 +68,8 @@ class CheckResult:
         return self.status is Status.SOLVED
 
     def __str__(self) -> str:
-        return f"{_ICONS[self.status]} Exercise {self.exercise}: {self.status.value}. {self.message}"
+        verdict = _("Exercise {exercise}: {status}.").format(exercise=self.exercise, status=_(self.status.value))
+        return f"{_ICONS[self.status]} {verdict} {self.message}"
 
     def __repr__(self) -> str:
         return str(self)
@@ -182,7 +184,7 @@ def fixed_draws(seed: int) -> Iterator[None]:
 # Notes that run_check appends to its message, e.g. that a dual level was closed.
 _notes: ContextVar[list[str] | None] = ContextVar("labkit_check_notes", default=None)
 
-DUAL_LEVEL_NOTE = (
+DUAL_LEVEL_NOTE = N_(
     "Note: your code left a forward-AD dual level open (entered without exiting); the checker closed it "
     "with torch.autograd.forward_ad.exit_dual_level(). Write `with fwAD.dual_level():` so it always closes."
 )
@@ -199,8 +201,8 @@ def _close_dual_levels(above: int) -> None:
     while _fwad._current_level > above:
         _fwad.exit_dual_level()
     notes = _notes.get()
-    if notes is not None and DUAL_LEVEL_NOTE not in notes:
-        notes.append(DUAL_LEVEL_NOTE)
+    if notes is not None and _(DUAL_LEVEL_NOTE) not in notes:
+        notes.append(_(DUAL_LEVEL_NOTE))
 
 
 def call_learner(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -256,8 +258,10 @@ def learner_code_line(owner: object, method: str | None = None) -> str:
     code = getattr(function, "__code__", None)
     if code is None or str(Path(code.co_filename).resolve()).startswith(library_folders()):
         return ""
-    where = "its cell" if "ipykernel_" in code.co_filename else Path(code.co_filename).name
-    return f"Your {method or code.co_name} starts at line {code.co_firstlineno} of {where}."
+    name, line = method or code.co_name, code.co_firstlineno
+    if "ipykernel_" in code.co_filename:
+        return _("Your {name} starts at line {line} of its cell.").format(name=name, line=line)
+    return _("Your {name} starts at line {line} of {file}.").format(name=name, line=line, file=Path(code.co_filename).name)
 
 
 @contextmanager
@@ -285,7 +289,7 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
             result = CheckResult(exercise, Status.SOLVED, check())
         except CheckFailed as exc:
             pointer = learner_code_line(learner, exc.method or method)
-            hint = " ".join(filter(None, [str(exc) or "The answer does not match yet.", pointer]))
+            hint = " ".join(filter(None, [str(exc) or _("The answer does not match yet."), pointer]))
             result = CheckResult(exercise, Status.WRONG, hint, mistake_id(exercise, exc.mistake or OTHER_MISTAKE))
         except CheckNotJudged as exc:
             result = CheckResult(exercise, Status.NOT_JUDGED, str(exc))
@@ -299,8 +303,11 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
                 result = CheckResult(
                     exercise,
                     Status.CHECKER_ERROR,
-                    f"This is a bug in labkit's checker, not in your code; please report it: "
-                    f"{type(exc).__name__}: {exc} (line {where.lineno} of {Path(where.filename).name}, in {where.name}).",
+                    _(
+                        "This is a bug in labkit's checker, not in your code; please report it: "
+                        "{error}: {message} (line {line} of {file}, in {function})."
+                    ).format(error=type(exc).__name__, message=exc, line=where.lineno,
+                             file=Path(where.filename).name, function=where.name),
                     mistake_id(exercise, CHECKER_ERROR_MISTAKE),
                 )
         finally:
@@ -336,8 +343,8 @@ def _with_state(result: CheckResult, state: StateReport) -> CheckResult:
     """The verdict once the guard has put torch back: a check that ran on replaced code cannot say "solved"."""
     if state.replaced_code:
         replaced = ", ".join(state.replaced_code)
-        message = (f"Your code replaced torch's or labkit's own functions, so this check cannot count: {replaced}. "
-                   "Answer with your own functions and modules and leave torch's as they are.")
+        message = _("Your code replaced torch's or labkit's own functions, so this check cannot count: {replaced}. "
+                    "Answer with your own functions and modules and leave torch's as they are.").format(replaced=replaced)
         status = Status.WRONG if result.status in (Status.SOLVED, Status.WRONG, Status.NOT_JUDGED) else result.status
         mistake = mistake_id(result.exercise, REPLACED_CODE_MISTAKE) if status is Status.WRONG else result.mistake
         result = CheckResult(result.exercise, status, message if result.solved else f"{result.message} {message}", mistake)
@@ -347,23 +354,26 @@ def _with_state(result: CheckResult, state: StateReport) -> CheckResult:
 def _learner_failure(exercise: str, exc: BaseException, case: str | None = None) -> CheckResult:
     if _is_stub(exc, exercise):
         return CheckResult(
-            exercise, Status.NOT_YET, "Replace the stub that raises NotImplementedError with your code, then run this cell again."
+            exercise, Status.NOT_YET,
+            _("Replace the stub that raises NotImplementedError with your code, then run this cell again."),
         )
     where = _learner_frame(exc)
-    line = f" (line {where.lineno} of {where.name})" if where is not None else ""
+    line = _(" (line {line} of {file})").format(line=where.lineno, file=where.name) if where is not None else ""
     no_super, returned_none = _missing_super_hint(exc), _returned_none_hint(exc)
     hint = no_super or returned_none
-    subject = f"On {case}, your code" if case else "Your code"
+    subject = _("On {case}, your code").format(case=case) if case else _("Your code")
     text = _first_line(str(exc)) if hint else str(exc)
     slug = "no-super" if no_super else "none" if returned_none else type(exc).__name__
-    return CheckResult(exercise, Status.WRONG, f"{subject} raised {type(exc).__name__}: {text}{line}.{hint}",
+    raised = _("{subject} raised {error}: {message}{line}.").format(
+        subject=subject, error=type(exc).__name__, message=text, line=line)
+    return CheckResult(exercise, Status.WRONG, f"{raised}{hint}",
                        mistake_id(exercise, RAISED_MISTAKE + slug))
 
 
 def _first_line(text: str) -> str:
     """Torch's message cut to its first line, so the hint after it is not buried (a wrong call's message lists
     every overload torch knows)."""
-    first, _, rest = text.strip().partition("\n")
+    first, _newline, rest = text.strip().partition("\n")
     return f"{first.rstrip(':')} …" if rest.strip() else first
 
 
@@ -373,9 +383,9 @@ def _returned_none_hint(exc: BaseException) -> str:
     if not (isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc)):
         return ""
     if "unsupported operand" in str(exc):
-        return (" Hint: one operand is None: a layer built with bias=False has `.bias` None, and a function "
-                "that forgets to `return` gives None.")
-    return " Hint: a None arrived where a tensor was expected; does each method you wrote `return` its result?"
+        return " " + _("Hint: one operand is None: a layer built with bias=False has `.bias` None, and a function "
+                       "that forgets to `return` gives None.")
+    return " " + _("Hint: a None arrived where a tensor was expected; does each method you wrote `return` its result?")
 
 
 def _missing_super_hint(exc: BaseException) -> str:
@@ -393,7 +403,7 @@ def _missing_super_hint(exc: BaseException) -> str:
     bases = [base for base in cls.__mro__[1:] if base.__dict__.get("__init__") not in (None, object.__init__)]
     if init_code is None or not bases or "super" in init_code.co_names:
         return ""
-    return (
-        f" Hint: {cls.__name__}.__init__ never calls super().__init__(...), so {bases[0].__name__} could not set up "
-        f"its attributes (such as .{getattr(exc, 'name', '?')}); call it first in your __init__."
-    )
+    return " " + _(
+        "Hint: {cls}.__init__ never calls super().__init__(...), so {base} could not set up "
+        "its attributes (such as .{attribute}); call it first in your __init__."
+    ).format(cls=cls.__name__, base=bases[0].__name__, attribute=getattr(exc, "name", "?"))

@@ -13,6 +13,7 @@ import html
 from dataclasses import dataclass
 
 from labkit.core.errors import LabkitValueError
+from labkit.i18n.messages import N_, _
 from labkit.progress import journal
 from labkit.progress.events import MAX_HINT_LEVEL
 from labkit.progress.hints_01 import HINTS as LAB_01
@@ -22,7 +23,7 @@ from labkit.progress.hints_04 import HINTS as LAB_04
 from labkit.progress.record import learner_name, record_hint
 
 HINTS: dict[str, tuple[str, str, str]] = {**LAB_01, **LAB_02, **LAB_03, **LAB_04}
-KINDS = ("a nudge", "where to look", "the approach")
+KINDS = (N_("a nudge"), N_("where to look"), N_("the approach"))
 _shown: dict[str, int] = {}  # this kernel's levels, for when the journal is off
 
 
@@ -40,13 +41,17 @@ class Hint:
 
     def footer(self) -> str:
         if self.last:
-            return (f"That was the last hint. Once you have tried, labkit.solution(\"{self.exercise}\") shows the "
-                    "reference solution (your progress records that you looked).")
-        return f"Still stuck? Run hint(\"{self.exercise}\") again for hint {self.level + 1} of {MAX_HINT_LEVEL}."
+            return _("That was the last hint. Once you have tried, labkit.solution(\"{exercise}\") shows the "
+                     "reference solution (your progress records that you looked).").format(exercise=self.exercise)
+        return _("Still stuck? Run hint(\"{exercise}\") again for hint {level} of {levels}.").format(
+            exercise=self.exercise, level=self.level + 1, levels=MAX_HINT_LEVEL)
+
+    def heading(self) -> str:
+        return _("Hint {level} of {levels} for exercise {exercise} ({kind})").format(
+            level=self.level, levels=MAX_HINT_LEVEL, exercise=self.exercise, kind=_(KINDS[self.level - 1]))
 
     def to_text(self) -> str:
-        return f"Hint {self.level} of {MAX_HINT_LEVEL} for exercise {self.exercise} ({KINDS[self.level - 1]}): " \
-               f"{self.text}\n{self.footer()}"
+        return f"{self.heading()}: {self.text}\n{self.footer()}"
 
     def __str__(self) -> str:
         return self.to_text()
@@ -55,8 +60,7 @@ class Hint:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        heading = f"Hint {self.level} of {MAX_HINT_LEVEL} for exercise {self.exercise} ({KINDS[self.level - 1]})"
-        return (f'<div class="labkit-hint" role="note"><p><strong>{html.escape(heading)}</strong></p>'
+        return (f'<div class="labkit-hint" role="note"><p><strong>{html.escape(self.heading())}</strong></p>'
                 f"<p>{html.escape(self.text)}</p><p><em>{html.escape(self.footer())}</em></p></div>")
 
 
@@ -69,7 +73,7 @@ def hint(exercise: str, level: int | None = None) -> Hint:
         raise LabkitValueError(f"hint({exercise!r}, level={level!r}): give a level from 1 to {MAX_HINT_LEVEL}.")
     _shown[exercise] = max(_shown.get(exercise, 0), level)
     record_hint(exercise, level)
-    return Hint(exercise, level, HINTS[exercise][level - 1])
+    return Hint(exercise, level, _(HINTS[exercise][level - 1]))
 
 
 def exercise_id(function: str, exercise: object) -> str:
@@ -86,7 +90,7 @@ def exercise_id(function: str, exercise: object) -> str:
 
 def hint_pointer(exercise: str) -> str:
     """The sentence every "not solved" verdict ends with: how to ask for the next hint."""
-    return f"Stuck? labkit.hint(\"{exercise}\") gives the next hint." if exercise in HINTS else ""
+    return _("Stuck? labkit.hint(\"{exercise}\") gives the next hint.").format(exercise=exercise) if exercise in HINTS else ""
 
 
 def _journal_level(exercise: str) -> int:
@@ -94,7 +98,7 @@ def _journal_level(exercise: str) -> int:
     if path is None:
         return 0
     try:
-        events, _ = journal.read_events(path)
+        events, _end = journal.read_events(path)
     except LabkitValueError:
         return 0
     learner = learner_name()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labkit.core.errors import LabkitValueError
+from labkit.i18n.messages import _
 from labkit.labs import NOTEBOOKS_DIR
 from labkit.progress import journal
 from labkit.progress.hints import exercise_id
@@ -37,8 +38,11 @@ class Solution:
     def to_text(self) -> str:
         if self.refused:
             return self.refused
-        return (f"Reference solution of exercise {self.exercise} ({self.source}); yours may differ and still be right. "
-                f"Your progress records that you looked.\n\n{self.code}")
+        return f"{self.heading()}\n\n{self.code}"
+
+    def heading(self) -> str:
+        return _("Reference solution of exercise {exercise} ({source}); yours may differ and still be right. "
+                 "Your progress records that you looked.").format(exercise=self.exercise, source=self.source)
 
     def __str__(self) -> str:
         return self.to_text()
@@ -49,9 +53,7 @@ class Solution:
     def _repr_html_(self) -> str:
         if self.refused:
             return f'<p class="labkit-solution">{html.escape(self.refused)}</p>'
-        heading = (f"Reference solution of exercise {self.exercise} ({self.source}); yours may differ and still be "
-                   "right. Your progress records that you looked.")
-        return (f'<div class="labkit-solution"><p><strong>{html.escape(heading)}</strong></p>'
+        return (f'<div class="labkit-solution"><p><strong>{html.escape(self.heading())}</strong></p>'
                 f"<pre>{html.escape(self.code)}</pre></div>")
 
 
@@ -62,18 +64,18 @@ def solution(exercise: str) -> Solution:
     """
     exercise = exercise_id("solution", exercise)
     if not tried(exercise):
-        return Solution(exercise, refused=(
-            f"Try exercise {exercise} first: run its checker cell on your own answer (right or wrong). Then "
-            f"labkit.solution(\"{exercise}\") shows the reference solution to compare with. Stuck before that? "
-            f"labkit.hint(\"{exercise}\") gives the next hint."))
+        return Solution(exercise, refused=_(
+            "Try exercise {exercise} first: run its checker cell on your own answer (right or wrong). Then "
+            "labkit.solution(\"{exercise}\") shows the reference solution to compare with. Stuck before that? "
+            "labkit.hint(\"{exercise}\") gives the next hint.").format(exercise=exercise))
     found = solution_file(exercise)
     if found is None:
         return Solution(exercise, refused=_not_here(exercise))
     try:
         code = found.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return Solution(exercise, refused=f"The reference solution of exercise {exercise} could not be read "
-                                          f"({found.name}: {exc}).")
+        return Solution(exercise, refused=_("The reference solution of exercise {exercise} could not be read "
+                                            "({file}: {error}).").format(exercise=exercise, file=found.name, error=exc))
     record_solution_seen(exercise)
     return Solution(exercise, code, found.name)
 
@@ -86,7 +88,7 @@ def tried(exercise: str) -> bool:
     if path is None:
         return False
     try:
-        events, _ = journal.read_events(path)
+        events, _end = journal.read_events(path)
     except LabkitValueError:
         return False
     learner = learner_name()
@@ -118,7 +120,7 @@ def on_hub() -> bool:
 
 def _not_here(exercise: str) -> str:
     if on_hub():
-        return (f"The solutions of this room are not handed out yet: your instructor hands them out when it is time, "
-                f"and then labkit.solution(\"{exercise}\") shows exercise {exercise}'s.")
-    return (f"No reference solution of exercise {exercise} is within reach of this labkit (an installed labkit carries "
-            "none): your workspace's README says where the solutions are.")
+        return _("The solutions of this room are not handed out yet: your instructor hands them out when it is time, "
+                 "and then labkit.solution(\"{exercise}\") shows exercise {exercise}'s.").format(exercise=exercise)
+    return _("No reference solution of exercise {exercise} is within reach of this labkit (an installed labkit carries "
+             "none): your workspace's README says where the solutions are.").format(exercise=exercise)

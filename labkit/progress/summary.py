@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from labkit.i18n.messages import _, ngettext
 from labkit.progress.events import Event
 from labkit.progress.mistakes import describe
 
@@ -79,16 +80,19 @@ class Cell:
     def text(self, clock: Clock | None = None) -> str:
         """The cell in words; a solved cell says when if given a ``clock``."""
         if self.state == SOLVED:
-            text = "✓ solved" + (f" {clock(self.solved_at)}" if clock and self.solved_at is not None else "")
+            text = "✓ " + _("solved") + (f" {clock(self.solved_at)}" if clock and self.solved_at is not None else "")
         elif self.state == ATTEMPTED:
-            text = f"{count(self.attempts, 'attempt')}, latest: {self.words}"
+            attempts = ngettext("{count} attempt", "{count} attempts", self.attempts).format(count=self.attempts)
+            text = _("{attempts}, latest: {mistake}").format(attempts=attempts, mistake=self.words)
         elif self.state == NOT_YET:
-            text = "not yet: ran the checker on the stub"
+            text = _("not yet: ran the checker on the stub")
         elif self.state == NOT_JUDGED:
-            text = "not judged: the machine was too busy to time it"
+            text = _("not judged: the machine was too busy to time it")
         else:
-            text = self.state
-        return text + (f"; {count(self.hints, 'hint')}" if self.hints else "") + ("; solution seen" if self.solution_seen else "")
+            text = _(self.state)
+        if self.hints:
+            text += "; " + ngettext("{count} hint", "{count} hints", self.hints).format(count=self.hints)
+        return text + ("; " + _("solution seen") if self.solution_seen else "")
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ class Preflight:
     at: float | None = None
 
     def text(self) -> str:
-        return f"{NOT_READY}: {', '.join(self.failed_probes)}" if self.state == NOT_READY else self.state
+        return f"{_(NOT_READY)}: {', '.join(self.failed_probes)}" if self.state == NOT_READY else _(self.state)
 
 
 def exercise_cell(exercise: str, events: Sequence[Timed]) -> Cell:

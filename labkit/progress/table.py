@@ -15,6 +15,7 @@ from pathlib import Path
 
 from labkit.core.errors import LabkitError
 from labkit.core.tables import Table
+from labkit.i18n.messages import N_, _
 from labkit.labs import EXERCISES, lab_of_exercise
 from labkit.progress import journal, sender
 from labkit.progress.events import Event, parse_event
@@ -22,7 +23,9 @@ from labkit.progress.mistakes import describe
 from labkit.progress.record import learner_name
 from labkit.progress.summary import SOLVED, Cell, Preflight, dated, exercise_cell, preflight_cell
 
-HEADERS = ("exercise", "notebook", "state", "attempts", "hints", "last attempt", "next")
+HEADERS = (N_("exercise"), N_("notebook"), N_("state"), N_("attempts"), N_("hints"), N_("last attempt"), N_("next"))
+_STATES = (N_("solved"), N_("attempted"), N_("not started"), N_("checker error"), N_("not yet"), N_("not judged"),
+           N_("ready"), N_("not ready"), N_("not run"))  # labkit.progress.summary's states, shown translated
 
 
 @dataclass(frozen=True, repr=False)
@@ -37,8 +40,11 @@ class ProgressTable:
 
     @property
     def table(self) -> Table:
-        whose = f"Progress of {self.learner}" if self.learner else "Progress"
-        return Table(HEADERS, [_row(cell) for cell in self.cells], title=f"{whose} ({self.source})")
+        if self.learner:
+            title = _("Progress of {learner} ({source})").format(learner=self.learner, source=self.source)
+        else:
+            title = _("Progress ({source})").format(source=self.source)
+        return Table(tuple(_(header) for header in HEADERS), [_row(cell) for cell in self.cells], title=title)
 
     @property
     def solved(self) -> int:
@@ -47,21 +53,21 @@ class ProgressTable:
     def next_step(self) -> str:
         for cell in self.cells:
             if cell.state != SOLVED:
-                return f"Next: exercise {cell.exercise}: {_advice(cell)}"
+                return _("Next: exercise {exercise}: {advice}").format(exercise=cell.exercise, advice=_advice(cell))
         if {cell.exercise for cell in self.cells} >= set(EXERCISES):
-            return "Every exercise is solved."
-        return ("Every exercise of your track is solved. The extra sections of each notebook go further: "
-                "`python -m labkit lab --track all` gets them.")
+            return _("Every exercise is solved.")
+        return _("Every exercise of your track is solved. The extra sections of each notebook go further: "
+                 "`python -m labkit lab --track all` gets them.")
 
     def preflight_line(self) -> str:
         if self.preflight.state == "not ready":
-            return (f"Preflight: not ready ({', '.join(self.preflight.failed_probes)} failed); "
-                    "run notebook 00's preflight again.")
-        return f"Preflight: {self.preflight.state}."
+            return _("Preflight: not ready ({probes} failed); run notebook 00's preflight again.").format(
+                probes=", ".join(self.preflight.failed_probes))
+        return _("Preflight: {state}.").format(state=_(self.preflight.state))
 
     def lines(self) -> list[str]:
-        return [line for line in (self.preflight_line(), f"{self.solved} of {len(self.cells)} solved.",
-                                  self.next_step(), self.note) if line]
+        solved = _("{solved} of {total} solved.").format(solved=self.solved, total=len(self.cells))
+        return [line for line in (self.preflight_line(), solved, self.next_step(), self.note) if line]
 
     def to_text(self) -> str:
         return "\n".join([self.table.to_text(), *self.lines()])
@@ -97,22 +103,22 @@ def my_progress(file: Path | None = None, local: bool = False) -> ProgressTable:
     path = file or journal.journal_path()
     learner = learner_name()
     if path is None:  # no learner's name either: a docs build or a test run would store its own account's
-        return progress_table("", [], "nothing recorded",
-                              f"Recording is off ({journal.ENVIRONMENT}=off), so nothing of this session is shown.")
-    events, _ = journal.read_events(path)
+        off = _("Recording is off ({variable}=off), so nothing of this session is shown.")
+        return progress_table("", [], _("nothing recorded"), off.format(variable=journal.ENVIRONMENT))
+    events, _end = journal.read_events(path)
     exercises = track_exercises(path)
     if local or file is not None or sender.board_url() is None:
         return progress_table(learner, events, str(path), exercises=exercises)
     problem = sender.send_now(path)[1]
     if problem:
-        return progress_table(learner, events, str(path), f"The room's board: {problem}; this is your own journal.",
-                              exercises)
+        note = _("The room's board: {problem}; this is your own journal.").format(problem=problem)
+        return progress_table(learner, events, str(path), note, exercises)
     try:
         held = board_events(os.environ[sender.BOARD_URL])
     except (OSError, ValueError, KeyError, LabkitError) as exc:
-        return progress_table(learner, events, str(path), f"The room's board could not be read ({exc}); "
-                              "this is your own journal.", exercises)
-    return progress_table(learner, held, "as the room's board holds it", exercises=exercises)
+        note = _("The room's board could not be read ({error}); this is your own journal.").format(error=exc)
+        return progress_table(learner, events, str(path), note, exercises)
+    return progress_table(learner, held, _("as the room's board holds it"), exercises=exercises)
 
 
 def track_exercises(journal_file: Path) -> tuple[str, ...]:
@@ -138,8 +144,9 @@ def board_events(url: str) -> list[Event]:
 
 def _row(cell: Cell) -> tuple[str, ...]:
     lab = lab_of_exercise(cell.exercise)
-    return (cell.exercise, lab.notebook if lab else "", cell.state, str(cell.attempts),
-            ", ".join(filter(None, [f"{cell.hints} of 3" if cell.hints else "", "solution seen" if cell.solution_seen else ""])),
+    hints = _("{hints} of 3").format(hints=cell.hints) if cell.hints else ""
+    return (cell.exercise, lab.notebook if lab else "", _(cell.state), str(cell.attempts),
+            ", ".join(filter(None, [hints, _("solution seen") if cell.solution_seen else ""])),
             _clock(cell.last) if cell.last is not None else "",
             "" if cell.state == SOLVED else _advice(cell))
 
@@ -147,15 +154,17 @@ def _row(cell: Cell) -> tuple[str, ...]:
 def _advice(cell: Cell) -> str:
     lab = lab_of_exercise(cell.exercise)
     if cell.state == "not started":
-        return f"open it in {lab.notebook} and run its checker cell" if lab else "run its checker cell"
+        return _("open it in {notebook} and run its checker cell").format(notebook=lab.notebook) if lab else _(
+            "run its checker cell")
     if cell.state == "not yet":
-        return "replace the stub with your code, then run the checker cell again"
+        return _("replace the stub with your code, then run the checker cell again")
     if cell.state == "not judged":
-        return "the machine was too busy to time your answer: run the checker cell again when it is quieter"
+        return _("the machine was too busy to time your answer: run the checker cell again when it is quieter")
     if cell.state == "checker error":
-        return "the checker itself failed: tell the instructor (or open an issue)"
-    last = describe(cell.mistake) if cell.mistake else "a wrong answer"
-    return f"last try: {last}; read the checker's message, or ask for a hint: hint(\"{cell.exercise}\")"
+        return _("the checker itself failed: tell the instructor (or open an issue)")
+    last = describe(cell.mistake) if cell.mistake else _("a wrong answer")
+    return _("last try: {last}; read the checker's message, or ask for a hint: hint(\"{exercise}\")").format(
+        last=last, exercise=cell.exercise)
 
 
 def _clock(seconds: float) -> str:
