@@ -148,7 +148,9 @@ def hooked_leaves(
             if hooked.kind in ("leaf", "unit")]
 
 
-_OPTIONS = ("kwargs", "leaf_modules", "units", "fallback_reason", "traceable_children", "share_parameters", "notes")
+_OPTIONS = (
+    "kwargs", "leaf_modules", "units", "fallback_reason", "traceable_children", "share_parameters", "notes", "private",
+)
 
 
 class ModuleProfiler(Profiler):
@@ -157,7 +159,9 @@ class ModuleProfiler(Profiler):
     Each run calls ``model(*inputs, **kwargs)``: keyword inputs stay keywords, so a
     forward taking ``**kwargs`` (a Hugging Face model's) gets them as it expects.
     The report's ``largest_children`` lists the model's children by their whole
-    time (hooked rows and their own code), the ten largest first.
+    time (hooked rows and their own code), the ten largest first. ``private`` is a
+    :func:`~labkit.core.copies.private_copy` of ``model`` labkit already made (the one its
+    eager run used): it is hooked and timed instead of a new copy.
     """
 
     mode = "modules"
@@ -173,6 +177,7 @@ class ModuleProfiler(Profiler):
         traceable_children: tuple[tuple[str, int], ...] = (),
         share_parameters: bool = True,
         notes: tuple[str, ...] = (),
+        private: torch.nn.Module | None = None,
         **stray: Any,
     ) -> None:
         keywords = keyword_inputs("ModuleProfiler", kwargs, stray, _OPTIONS)
@@ -184,7 +189,8 @@ class ModuleProfiler(Profiler):
         super().__init__(fallback_reason, traceable_children)
         refuse_unknown_keywords(model, keywords, inputs)
         self.notes = notes
-        self.module = private_copy(model, share_parameters=share_parameters)  # with the model's own hooks
+        # with the model's own hooks
+        self.module = private if private is not None else private_copy(model, share_parameters=share_parameters)
         self.device = check_input_devices(self.module, [*inputs, *keywords.values()])
         self.inputs = inputs
         self.kwargs = keywords

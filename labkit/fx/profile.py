@@ -69,6 +69,7 @@ from labkit.fx.model_kinds import CompiledModelWarning, eager_model
 from labkit.fx.module_hooks import ModuleProfiler
 from labkit.fx.report import NODE_FIELDS, OP_TYPE_SORT_KEYS, SORT_KEYS, NodeTiming, OpTypeBreakdown, ProfileReport
 from labkit.fx.runs import (
+    EagerRun,
     ModelRunError,
     NotRunYetError,
     Profiler,
@@ -472,6 +473,115 @@ class NodeProfiler(Profiler):
         return dataclasses.replace(report, rows=rows, capture=self.capture, outside=RunStats.from_samples(outside))
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelCapture:
+    """What the capture step hands to the timing step: how the model is timed, and what was found on the way.
+
+    ``graph`` is the checked graph a graph mode times (``None``: the model is timed by hooks, ``tier``
+    ``"hooks"``); ``eager`` is the model's own first run, the reference each graph was checked against,
+    and its private copy, which timing by hooks reuses. ``call_args`` and ``call_kwargs`` are how the hooked
+    model is called; ``notes`` what labkit chose for the learner.
+    """
+
+    model: Any
+    mode: str
+    eager: EagerRun
+    graph: CapturedGraph | None
+    call_args: tuple[Any, ...]
+    call_kwargs: Mapping[str, Any]
+    leaves: list[Any]
+    units: bool = True
+    fallback_reason: str = ""
+    traceable_children: tuple[tuple[str, int], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def tier(self) -> str:
+        """``"symbolic_trace"``, ``"export"`` or ``"hooks"``."""
+        return self.graph.capture if self.graph is not None else "hooks"
+
+
+def capture_model(
+    model: Any,
+    *inputs: Any,
+    kwargs: Mapping[str, Any] | None = None,
+    mode: str = "fast",
+    capture: str = "auto",
+    concrete_args: dict[str, Any] | None = None,
+    leaf_modules: LeafModules = (),
+    tracer: Any = None,
+    fallback: bool = True,
+    stacklevel: int = 2,
+) -> ModelCapture:
+    """Step 1 of :func:`profile_model`: run the model once, then capture a checked graph of it, or plan its hooks.
+
+    Private copies, one per use that needs its own (counted in tests/fx/test_pipeline.py): the eager run's
+    (also the one timed by hooks: a run further on is one warmup run more); each graph capture's, since the
+    graph's buffers are that copy's and must start where the learner's model is, not a run further on (a
+    counter, a running mean, a cache); one more with its own parameters when forward writes one in place (the
+    shared copy was stopped part-way); the fallback's look at which children trace (tracing can leave fx
+    Proxies in a copy's caches); one more to locate a mismatch.
+    """
+    model = eager_model(model, stacklevel=stacklevel)
+    keywords = dict(kwargs or {})
+    refuse_unknown_keywords(model, keywords, None if concrete_args else inputs)
+    keywords, notes = without_cache(model, keywords)
+    leaves = [leaf_modules] if isinstance(leaf_modules, (str, type)) else list(leaf_modules)
+    # With concrete_args every input goes by position (as the graph gets them); else as the caller gave them.
+    call_args, call_kwargs = (call_arguments(model, inputs, concrete_args, keywords), {}) if concrete_args else (inputs, keywords)
+    eager = run_eager_once(model, call_args, call_kwargs, stacklevel=stacklevel + 1)
+    if eager.parameters_written:
+        notes += (f"forward writes parameter {eager.parameters_written[0]} in place, so the profiled copy has its own "
+                  "parameters and yours are unchanged.",)
+    plan = ModelCapture(model, mode, eager, None, tuple(call_args), call_kwargs, leaves, notes=notes)
+    if mode == "modules":  # asked for: every leaf module, as the notebook teaches; a fallback times blocks as units
+        return dataclasses.replace(plan, units=False)
+    try:
+        graph = capture_graph(
+            model, inputs, keywords, capture=capture, concrete_args=concrete_args, leaf_modules=leaves, tracer=tracer,
+            eager=eager,
+        )
+    except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
+        if not fallback or not isinstance(model, torch.nn.Module):
+            raise
+        failures = exc.failures if isinstance(exc, CaptureFailedError) else {"symbolic_trace": exc}
+        with kept_random_state():
+            children = traceable_children(private_copy(model))
+        warnings.warn(_fallback_warning(type(model).__name__, failures, children), TraceFallbackWarning, stacklevel=stacklevel)
+        reason = "\n".join(str(error) for error in failures.values())
+        return dataclasses.replace(plan, fallback_reason=reason, traceable_children=children)
+    return dataclasses.replace(plan, graph=graph, fallback_reason=graph.fallback_reason)
+
+
+def profiler_for(captured: ModelCapture) -> Profiler:
+    """Step 2's timer for a :class:`ModelCapture`: the graph's :class:`NodeProfiler`, or a :class:`ModuleProfiler`
+    hooking the eager run's private copy."""
+    if captured.graph is None:
+        return ModuleProfiler(
+            captured.model, *captured.call_args, kwargs=captured.call_kwargs, leaf_modules=captured.leaves,
+            units=captured.units, fallback_reason=captured.fallback_reason, traceable_children=captured.traceable_children,
+            notes=captured.notes, private=captured.eager.model,
+        )
+    profiler = NodeProfiler(captured.model, mode=captured.mode, captured=captured.graph)
+    profiler.notes = captured.notes
+    return profiler
+
+
+def time_capture(
+    captured: ModelCapture, warmup: int, runs: int, on_run: Callable[[ProfileReport], None] | None = None,
+    stacklevel: int = 2,
+) -> Profiler:
+    """Step 2 of :func:`profile_model`: ``warmup`` untimed and ``runs`` timed runs; the profiler holds the timings."""
+    profiler = profiler_for(captured)
+    with profiler.session(stacklevel=stacklevel + 2):  # the warning points at the caller's line
+        profiler.warmup(warmup)
+        for _ in range(runs):
+            profiler.run_once()
+            if on_run is not None:
+                on_run(profiler.report())
+    return profiler
+
+
 def make_profiler(
     model: Any,
     *inputs: Any,
@@ -485,7 +595,7 @@ def make_profiler(
     stacklevel: int = 2,
     **stray: Any,
 ) -> Profiler:
-    """The profiler :func:`profile_model` uses, after one eager run of the model.
+    """The profiler :func:`profile_model` uses, after one eager run of the model (:func:`capture_model`).
 
     A graph mode captures the graph by ``capture`` (:func:`labkit.fx.capture.capture_graph`:
     ``"auto"`` tries symbolic_trace, then torch.export). When that fails it falls
@@ -498,41 +608,10 @@ def make_profiler(
     keywords = keyword_inputs("make_profiler", kwargs, stray, _MAKE_OPTIONS)
     _check_mode(mode)
     check_capture(capture)
-    model = eager_model(model, stacklevel=stacklevel)
-    refuse_unknown_keywords(model, keywords, None if concrete_args else inputs)
-    keywords, notes = without_cache(model, keywords)
-    leaves = [leaf_modules] if isinstance(leaf_modules, (str, type)) else list(leaf_modules)
-    # With concrete_args every input goes by position (as the graph gets them); else as the caller gave them.
-    call_args, call_kwargs = (call_arguments(model, inputs, concrete_args, keywords), {}) if concrete_args else (inputs, keywords)
-    eager = run_eager_once(model, call_args, call_kwargs, stacklevel=stacklevel + 1)  # 1. the model itself
-    if eager.parameters_written:
-        notes += (f"forward writes parameter {eager.parameters_written[0]} in place, so the profiled copy has its own "
-                  "parameters and yours are unchanged.",)
-    share = eager.share_parameters
-    if mode == "modules":  # asked for: every leaf module, as the notebook teaches; a fallback times blocks as units
-        return ModuleProfiler(
-            model, *call_args, kwargs=call_kwargs, leaf_modules=leaves, units=False, share_parameters=share, notes=notes
-        )
-    try:  # 2. a graph of it, checked against that run
-        captured = capture_graph(
-            model, inputs, keywords, capture=capture, concrete_args=concrete_args, leaf_modules=leaves, tracer=tracer,
-            eager=eager,
-        )
-    except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
-        if not fallback or not isinstance(model, torch.nn.Module):
-            raise
-        failures = exc.failures if isinstance(exc, CaptureFailedError) else {"symbolic_trace": exc}
-        with kept_random_state():
-            children = traceable_children(private_copy(model))
-        warnings.warn(_fallback_warning(type(model).__name__, failures, children), TraceFallbackWarning, stacklevel=stacklevel)
-        return ModuleProfiler(
-            model, *call_args, kwargs=call_kwargs, leaf_modules=leaves,
-            fallback_reason="\n".join(str(error) for error in failures.values()), traceable_children=children,
-            share_parameters=share, notes=notes,
-        )
-    profiler = NodeProfiler(model, *inputs, kwargs=keywords, mode=mode, captured=captured)  # 3. timed
-    profiler.notes = notes
-    return profiler
+    return profiler_for(capture_model(
+        model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
+        leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=stacklevel + 1,
+    ))
 
 
 def without_cache(model: Any, keywords: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -681,17 +760,14 @@ def profile_model(
     """
     keywords = keyword_inputs("profile_model", kwargs, stray, _PROFILE_OPTIONS)
     warmup, runs = _check_runs(warmup, runs)
-    profiler = make_profiler(
-        model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args, leaf_modules=leaf_modules,
-        tracer=tracer, fallback=fallback, stacklevel=3,
+    _check_mode(mode)
+    check_capture(capture)
+    captured = capture_model(  # 1. the model's own run, then a checked graph of it (or its hooks)
+        model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
+        leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=3,
     )
-    with profiler.session(stacklevel=4):  # the warning points at the caller's line
-        profiler.warmup(warmup)
-        for _ in range(runs):
-            profiler.run_once()
-            if on_run is not None:
-                on_run(profiler.report())
-    return profiler.report()
+    timed = time_capture(captured, warmup, runs, on_run, stacklevel=3)  # 2. timed
+    return timed.report()  # 3. reported
 
 
 __all__ = [
@@ -719,8 +795,12 @@ __all__ = [
     "TracedRunError",
     "TrainModeWarning",
     "UnknownKeywordInputError",
+    "ModelCapture",
+    "capture_model",
     "make_profiler",
     "profile_model",
+    "profiler_for",
+    "time_capture",
     "without_cache",
     "require_count",
     "require_profilable",

@@ -67,6 +67,9 @@ class EagerRun:
 
     output: Any
     parameters_written: tuple[str, ...] = ()
+    #: The private copy that ran (None for a function): one run further on than the learner's model, so timing
+    #: by hooks can use it (one run more is one warmup run more); a capture needs a fresh one (see labkit.fx.profile).
+    model: Any = None
 
     @property
     def share_parameters(self) -> bool:
@@ -153,9 +156,10 @@ def run_eager_once(
     own = private_copy(model)
     output: list[Any] = []
     written = parameters_written(own, lambda: output.append(_run(model, own, call_args, kwargs)))
-    if written:
-        return EagerRun(_run(model, private_copy(model, share_parameters=False), call_args, kwargs), written)
-    return EagerRun(output[0])
+    if written:  # the shared copy was stopped part-way through forward: a copy with its own parameters runs it whole
+        own = private_copy(model, share_parameters=False)
+        return EagerRun(_run(model, own, call_args, kwargs), written, own)
+    return EagerRun(output[0], (), own)
 
 
 def _run(model: Any, runnable: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
