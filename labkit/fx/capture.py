@@ -261,11 +261,13 @@ def _checked(captured: CapturedGraph, model: Any, eager: EagerRun | None) -> Cap
             got = captured.graph_module(*fresh_inputs(captured.inputs))
     except Exception as exc:  # noqa: BLE001 - any failure of the graph is this capture's failure
         first_line = (str(exc).strip().splitlines() or [""])[0]
+        node = failing_node(captured)
+        where = f" at node {node.name!r} ({node.op} {node.target})" if node is not None else ""
         raise error(
-            f"The {kind} graph of {_name(model)} fails where the model itself ran: {type(exc).__name__}: {first_line}. "
-            "A captured graph fixes every Python value forward read (a default such as mask=None, a branch taken); "
-            "this input needs another path. Pass the argument, fix it with concrete_args, or let capture='auto' try "
-            "the next capture."
+            f"The {kind} graph of {_name(model)} fails{where} where the model itself ran: {type(exc).__name__}: "
+            f"{first_line}. A captured graph fixes every Python value forward read (a default such as mask=None, a "
+            "branch taken); this input needs another path. Pass the argument, fix it with concrete_args, let "
+            "capture='auto' try the next capture, or profile module by module (mode='modules')."
         ) from exc
     difference = _difference(eager.output, got)
     if difference is None:
@@ -277,6 +279,30 @@ def _checked(captured: CapturedGraph, model: Any, eager: EagerRun | None) -> Cap
         "while capturing, a global). labkit does not time a different model: fix that, or profile module by module "
         "(mode='modules')."
     )
+
+
+class _NodeFinder(torch.fx.Interpreter):
+    """Runs a graph node by node and remembers the node that raised."""
+
+    failed: torch.fx.Node | None = None
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        try:
+            return super().run_node(n)
+        except Exception:
+            self.failed = self.failed or n
+            raise
+
+
+def failing_node(captured: CapturedGraph) -> torch.fx.Node | None:
+    """The node at which ``captured``'s graph fails on fresh copies of its inputs (``None`` if it runs)."""
+    finder = _NodeFinder(captured.graph_module)
+    try:
+        with _quiet(), kept_random_state(), torch.no_grad():
+            finder.run(*fresh_inputs(captured.inputs))
+    except Exception:  # noqa: BLE001 - the failure is what is looked for
+        pass
+    return finder.failed
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
@@ -542,4 +568,5 @@ __all__ = [
     "ModuleStack",
     "capture_graph",
     "check_capture",
+    "failing_node",
 ]

@@ -42,7 +42,7 @@ import tabulate
 import torch
 import torch.fx
 
-from labkit.core.copies import fresh_inputs, private_copy
+from labkit.core.copies import private_copy
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.random_state import kept_random_state
@@ -56,6 +56,7 @@ from labkit.fx.capture import (
     ExportMismatchError,
     capture_graph,
     check_capture,
+    failing_node,
 )
 from labkit.fx.model_inputs import (
     InputsDoNotFitError,
@@ -341,28 +342,9 @@ def _target(node: torch.fx.Node) -> str:
 
 
 
-class _NodeFinder(torch.fx.Interpreter):
-    """Runs a graph node by node and remembers the node that raised."""
-
-    failed: torch.fx.Node | None = None
-
-    def run_node(self, n: torch.fx.Node) -> Any:
-        try:
-            return super().run_node(n)
-        except Exception:
-            self.failed = self.failed or n
-            raise
-
-
 def _traced_failure(captured: CapturedGraph, exc: Exception) -> TracedRunError:
     """The error for a captured graph that failed where the eager model ran: which node, and why that happens."""
-    finder = _NodeFinder(captured.graph_module)
-    try:
-        with torch.no_grad():
-            finder.run(*fresh_inputs(captured.inputs))
-    except Exception:  # noqa: BLE001 - the same failure again, now with the node that raised it
-        pass
-    node = finder.failed
+    node = failing_node(captured)  # the same failure again, now with the node that raised it
     where = f"at node {node.name!r} ({node.op} {_target(node)})" if node is not None else "at an unknown node"
     first_line = (str(exc).strip().splitlines() or [""])[0]
     printed = (
