@@ -118,7 +118,13 @@ class _ParameterWrite(BaseException):
 
 
 class _ParameterWatch(TorchDispatchMode):
-    """Stops the first operator that would write into a parameter's memory (``aten.clamp_``, ``aten.embedding_renorm_``)."""
+    """Stops the first operator that would write into a parameter's memory (``aten.clamp_``, ``aten.embedding_renorm_``).
+
+    A higher-order operator (``torch.cond``, ``torch.ops.higher_order.while_loop``...) runs as it is, its
+    functions (a cond's branches, a loop's body) each under the watch: the operators inside them are watched too.
+    """
+
+    supports_higher_order_operators = True
 
     def __init__(self, storages: Mapping[int, str]) -> None:
         super().__init__()
@@ -126,6 +132,8 @@ class _ParameterWatch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.HigherOrderOperator):  # its kernel refuses a mode, its functions take one
+            return func(*tree_map(self._watched, list(args)), **tree_map(self._watched, kwargs))
         if func._schema.is_mutable:
             named = dict(zip((a.name for a in func._schema.arguments), args, strict=False)) | kwargs
             for argument in func._schema.arguments:
@@ -134,6 +142,17 @@ class _ParameterWatch(TorchDispatchMode):
                 if written and isinstance(value, torch.Tensor) and _storage(value) in self.storages:
                     raise _ParameterWrite(self.storages[_storage(value)])
         return func(*args, **kwargs)
+
+    def _watched(self, value: Any) -> Any:
+        """A higher-order operator's function argument made to run under this watch; any other value as it is."""
+        if not callable(value) or isinstance(value, torch.Tensor):
+            return value
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return value(*args, **kwargs)
+
+        return watched
 
 
 def _storage(tensor: torch.Tensor) -> int:

@@ -366,6 +366,43 @@ def test_parameter_reads_of_an_exported_graph_are_bookkeeping_not_an_op_type():
     assert {"aten.lstm", "aten.linear"} <= set(check.labkit_pct) and check.comparable
 
 
+class Gated(nn.Module):
+    """A data-dependent branch written with torch.cond (``clamp=True``: a branch clamps a weight in place)."""
+
+    def __init__(self, clamp: bool = False) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.clamp = clamp
+        self.lin = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(torch.cond(x.sum() > 0, self.positive, lambda x: self.lin(x).tanh(), (x,)))
+
+    def positive(self, x):
+        if self.clamp:
+            self.lin.weight.data.clamp_(-0.01, 0.01)
+        return self.lin(x).relu()
+
+
+def test_a_torch_cond_model_profiles_and_gets_a_verdict_over_90_percent():
+    check = compare_with_torch_profiler(Gated().eval(), torch.randn(4, 16), warmup=1, runs=3)
+    assert check.capture == "export" and _row_with(check, "cond")
+    assert check.unmapped == {} and check.only_profiler == {}
+    assert min(check.compared_pct) >= 90 and check.comparable
+
+
+def test_a_parameter_written_inside_a_torch_cond_branch_is_caught_before_the_write():
+    from labkit.core.copies import parameters_written
+
+    model = Gated(clamp=True).eval()
+    before = model.lin.weight.detach().clone()
+    assert parameters_written(model, lambda: model(torch.ones(2, 16))) == ("lin.weight",)
+    assert torch.equal(model.lin.weight, before)  # stopped before clamp_ wrote it
+    reads_only = Gated().eval()
+    assert parameters_written(reads_only, lambda: reads_only(torch.ones(2, 16))) == ()
+
+
 def test_the_cross_check_leaves_every_random_state_as_it_was():
     import random
 
