@@ -166,6 +166,27 @@ def graph_arguments(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return tuple(positional)
 
 
+def without_cache(model: Any, keywords: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``keywords`` with ``use_cache=False`` for a model whose config has ``use_cache`` and the caller did not set it.
+
+    Why: a Hugging Face decoder otherwise returns its key/value cache, which torch.export cannot flatten,
+    and one forward pass needs no cache; the profile then is a graph's, not the weaker hooked one. The
+    note says so in the report.
+    """
+    config = getattr(model, "config", None)
+    if getattr(config, "use_cache", None) is None or "use_cache" in keywords or not _takes_keyword(model, "use_cache"):
+        return dict(keywords), ()
+    return {**keywords, "use_cache": False}, (
+        "use_cache=False was passed (the model's config has use_cache): one forward pass needs no key/value "
+        "cache, and torch.export cannot capture one. Pass kwargs={'use_cache': True} to profile with it.",
+    )
+
+
+def _takes_keyword(model: Any, name: str) -> bool:
+    signature = _signature(model) if isinstance(model, torch.nn.Module) else None
+    return signature is not None and any(p.name == name or p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+
+
 __all__ = [
     "InputsDoNotFitError",
     "KeywordsIntoVarKeywordError",
@@ -174,4 +195,5 @@ __all__ = [
     "refuse_unknown_keywords",
     "graph_arguments",
     "keyword_inputs",
+    "without_cache",
 ]

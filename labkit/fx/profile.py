@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import re
 import statistics
 import time
@@ -65,6 +64,7 @@ from labkit.fx.model_inputs import (
     UnknownKeywordInputError,
     keyword_inputs,
     refuse_unknown_keywords,
+    without_cache,
 )
 from labkit.fx.model_kinds import CompiledModelWarning, eager_model
 from labkit.fx.module_hooks import ModuleProfiler
@@ -594,30 +594,6 @@ def make_profiler(
         model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
         leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=stacklevel + 1,
     ))
-
-
-def without_cache(model: Any, keywords: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """``keywords`` with ``use_cache=False`` for a model whose config has ``use_cache`` and the caller did not set it.
-
-    Why: a Hugging Face decoder otherwise returns its key/value cache, which torch.export cannot flatten,
-    and one forward pass needs no cache; the profile then is a graph's, not the weaker hooked one. The
-    note says so in the report.
-    """
-    config = getattr(model, "config", None)
-    if getattr(config, "use_cache", None) is None or "use_cache" in keywords or not _takes_keyword(model, "use_cache"):
-        return dict(keywords), ()
-    return {**keywords, "use_cache": False}, (
-        "use_cache=False was passed (the model's config has use_cache): one forward pass needs no key/value "
-        "cache, and torch.export cannot capture one. Pass kwargs={'use_cache': True} to profile with it.",
-    )
-
-
-def _takes_keyword(model: Any, name: str) -> bool:
-    try:
-        parameters = inspect.signature(model.forward).parameters.values()
-    except (TypeError, ValueError, AttributeError):
-        return False
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _fallback_warning(name: str, failures: Mapping[str, Exception], children: tuple[tuple[str, int], ...]) -> str:
