@@ -13,8 +13,9 @@ from matplotlib.figure import Figure
 from labkit.capstone.variants import VariantComparison
 from labkit.core.errors import LabkitTypeError
 from labkit.core.plots import new_figure
+from labkit.i18n.messages import N_, _
 
-X_LABEL = "median time per forward pass (ms)\nerror bars span the IQR (the middle half of the rounds)"
+X_LABEL = N_("median time per forward pass (ms)\nerror bars span the IQR (the middle half of the rounds)")
 
 
 def _require_comparison(comparison: object) -> None:
@@ -28,8 +29,9 @@ def variant_bars_alt(comparison: VariantComparison) -> str:
     """The chart in words, with its numbers: each variant's median time and speedup, in the chart's order."""
     _require_comparison(comparison)
     bars = "; ".join(f"{r.name} {r.stats.median * 1e3:.3g} ms ({r.speedup:.2f}x)" for r in comparison.results)
-    return (f"Horizontal bar chart of the median time per forward pass of each variant, IQR as error bars, "
-            f"speedup over the baseline as labels: {bars}. The table of the comparison has the same numbers.")
+    return _("Horizontal bar chart of the median time per forward pass of each variant, IQR as error bars, "
+             "speedup over the baseline as labels: {bars}. The table of the comparison has the same numbers.").format(
+                 bars=bars)
 
 
 def variant_bars(comparison: VariantComparison) -> Figure:
@@ -53,5 +55,5 @@ def variant_bars(comparison: VariantComparison) -> Figure:
     for y, result, end in zip(positions, results, whisker_ends, strict=True):
         axes.text(end, y, f"  {result.speedup:.2f}x", va="center", color="black", fontweight="bold")
     axes.set_xlim(0, max(whisker_ends) * 1.2)  # room for the labels right of the whiskers
-    figure.supxlabel(X_LABEL, fontsize="medium")
+    figure.supxlabel(_(X_LABEL), fontsize="medium")
     return figure

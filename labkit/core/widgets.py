@@ -26,6 +26,7 @@ import ipywidgets as widgets
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.plots import LiveFigure, new_figure, picture_html
 from labkit.core.tables import Table
+from labkit.i18n.messages import _
 
 SAMPLES = 200
 #: The frequencies the slider offers: FREQUENCY_MIN to FREQUENCY_MAX in steps of FREQUENCY_STEP.
@@ -89,8 +90,9 @@ def _title(frequency: float) -> str:
 
 def wave_alt(frequency: float) -> str:
     """The picture in words: the curve, its range, and how many periods it shows."""
-    periods = "1 period" if frequency == 1 else f"{frequency:g} periods"
-    return f"Plot of {_title(frequency)} for x from 0 to 1: a sine wave between -1 and 1, {periods}."
+    periods = _("1 period") if frequency == 1 else _("{frequency} periods").format(frequency=f"{frequency:g}")
+    return _("Plot of {title} for x from 0 to 1: a sine wave between -1 and 1, {periods}.").format(
+        title=_title(frequency), periods=periods)
 
 
 class SliderPlot(widgets.VBox):
@@ -105,7 +107,7 @@ class SliderPlot(widgets.VBox):
             min=FREQUENCY_MIN,
             max=FREQUENCY_MAX,
             step=FREQUENCY_STEP,
-            description="frequency",
+            description=_("frequency"),
             continuous_update=True,
         )
         self.status = widgets.HTML()
@@ -131,4 +133,4 @@ class SliderPlot(widgets.VBox):
         self._curve.set_ydata(wave_points(frequency)[1])
         self._title.set_text(_title(frequency))
         show_picture(self.image, self._figure.png(), wave_alt(frequency), self._figure.css_size[0])
-        self.status.value = f"Widgets work: drawn with frequency = {frequency:g}."
+        self.status.value = _("Widgets work: drawn with frequency = {frequency}.").format(frequency=f"{frequency:g}")

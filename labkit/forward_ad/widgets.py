@@ -26,11 +26,12 @@ from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.plots import INK, TAB10, svg_document, svg_text, text_width
 from labkit.core.widgets import PictureView, show_picture
 from labkit.forward_ad.jacobian_cost import JacobianSweep, default_out_dims, jacobian_sweep
+from labkit.i18n.messages import N_, _
 
 SIZES = [2**k for k in range(1, 11)]  # 2 .. 1024
 BATCHES = [None, 16, 64]  # what ``batch`` takes: None is one example, no vmap
 # The dropdown's choices: "none" is 0 there, since ipywidgets reads a None value as "nothing selected" (a blank box).
-BATCH_OPTIONS = [("none (one example)", 0), ("16 (vmap)", 16), ("64 (vmap)", 64)]
+BATCH_OPTIONS = [(N_("none (one example)"), 0), ("16 (vmap)", 16), ("64 (vmap)", 64)]
 # Output sizes run from in/span to in*span. Wider spans only add sizes far from the
 # crossover, and the largest Jacobian (batch x in*span x in) grows with span: at
 # span 4096 a sweep ran past 6 GB. 8 already reaches 2 GB at in = 1024, batch 64.
@@ -116,7 +117,7 @@ def sweep_svg(sweep: JacobianSweep, selected_out: int | None = None, planned_out
     if selected_out is not None:
         marks.append(("selected", selected_out, f"selected out = {selected_out}",
                       f'stroke="{INK}" stroke-opacity="0.25" stroke-width="6"'))
-    for name, size, _, style in marks:
+    for name, size, _label, style in marks:
         parts.append(f'<line class="mark {name}" x1="{x_at(size):.1f}" y1="{top}" x2="{x_at(size):.1f}" y2="{bottom}" {style}/>')
     for mode, colour in MODE_COLOURS.items():
         places = [(x_at(size), y_at(median), y_at(low), y_at(high))
@@ -140,8 +141,8 @@ def sweep_svg(sweep: JacobianSweep, selected_out: int | None = None, planned_out
     batch = "" if sweep.batch is None else f", batch {sweep.batch}"
     title = f"Jacobian of an MLP R^{sweep.in_features} → R^out{batch}"
     parts += [svg_text(left + PLOT_WIDTH / 2, TITLE_PX / 2, title, size=12),
-              svg_text(left + PLOT_WIDTH / 2, bottom + 31, "output dimension (input fixed)"),
-              svg_text(0, 0, "median time (ms)", size=11).replace(
+              svg_text(left + PLOT_WIDTH / 2, bottom + 31, _("output dimension (input fixed)")),
+              svg_text(0, 0, _("median time (ms)"), size=11).replace(
                   "<text ", f'<text transform="translate({GAP_PX + 4},{top + PLOT_HEIGHT / 2:.1f}) rotate(-90)" ', 1)]
     legend_width = 28 + max(text_width(label, 10) for label, _ in legend)
     width = max(legend_x + legend_width + GAP_PX, left + PLOT_WIDTH / 2 + text_width(title, 12) / 2 + GAP_PX)
@@ -192,12 +193,13 @@ class JacobianScaling(widgets.VBox):
             raise LabkitTypeError(f"run must be True or False, got {run!r}.")
         self._span = span
         self.in_slider = widgets.SelectionSlider(
-            options=SIZES, value=in_features, description="input dim", continuous_update=False
+            options=SIZES, value=in_features, description=_("input dim"), continuous_update=False
         )
         self.out_slider = widgets.SelectionSlider(
-            options=SIZES, value=out_features, description="output dim", continuous_update=False
+            options=SIZES, value=out_features, description=_("output dim"), continuous_update=False
         )
-        self.batch = widgets.Dropdown(options=BATCH_OPTIONS, value=batch or 0, description="batch")
+        self.batch = widgets.Dropdown(options=[(_(label), size) for label, size in BATCH_OPTIONS], value=batch or 0,
+                                      description=_("batch"))
         self.status = widgets.HTML()
         self.image = PictureView()
         self.sweep: JacobianSweep | None = None
@@ -259,17 +261,18 @@ class JacobianScaling(widgets.VBox):
     def _sweep_once(self) -> None:
         self._total = len(self.out_dims())
         self.sweep = JacobianSweep(self.in_slider.value, self.batch_size)
-        self.status.value = "<i>timing jacfwd and jacrev…</i>"
+        self.status.value = _("<i>timing jacfwd and jacrev…</i>")
         try:
             self.sweep = jacobian_sweep(self.in_slider.value, self.out_dims(), batch=self.batch_size, on_point=self.show_sweep)
         except KeyboardInterrupt:
-            self.status.value = (
-                f"<b>interrupted</b> after {len(self.sweep.points)} of {self._total} output sizes; the plot shows "
+            self.status.value = _(
+                "<b>interrupted</b> after {done} of {total} output sizes; the plot shows "
                 "those. Move a control (or call .redraw()) to time again."
-            )
+            ).format(done=len(self.sweep.points), total=self._total)
             raise
         except Exception as exc:
-            self.status.value = f"<b>stopped by an error</b>: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
+            self.status.value = _("<b>stopped by an error</b>: {error}").format(
+                error=f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}")
             raise
         self.status.value = self._summary(self.sweep)
 
@@ -278,18 +281,19 @@ class JacobianScaling(widgets.VBox):
         self.sweep = sweep
         selected = self.out_slider.value if self.out_slider.value in sweep.out_dims else None
         show_picture(self.image, sweep_svg(sweep, selected, self.out_dims()), sweep_alt(sweep), numbers=sweep.table())
-        self.status.value = f"<i>timing… {len(sweep.points)} of {self._total} output sizes done</i>"
+        self.status.value = _("<i>timing… {done} of {total} output sizes done</i>").format(
+            done=len(sweep.points), total=self._total)
 
     def _summary(self, sweep: JacobianSweep) -> str:
         point = next(p for p in sweep.points if p.out_features == self.out_slider.value)
         if point.in_features == point.out_features:
-            verdict = "a square Jacobian, where either mode can win"
+            verdict = _("a square Jacobian, where either mode can win")
         elif point.clear_winner is None:
-            verdict = "a tie: the two timings overlap within their spread"
+            verdict = _("a tie: the two timings overlap within their spread")
         elif point.faster == point.predicted:
-            verdict = "as the rule of thumb predicts"
+            verdict = _("as the rule of thumb predicts")
         else:
-            verdict = "against the rule of thumb (fixed overheads dominate at this size)"
+            verdict = _("against the rule of thumb (fixed overheads dominate at this size)")
         return (
             f"<b>{html.escape(point.summary())}</b>, {verdict}.<br>"
             f"{html.escape(sweep.summary())}."

@@ -31,17 +31,18 @@ from labkit.core.plots import INK, TAB10, svg_document, svg_text, text_width
 from labkit.core.tables import Table
 from labkit.core.widgets import PictureView, show_picture
 from labkit.fx.profile import SORT_KEYS, NodeTiming, ProfileReport, profile_model, require_count, require_profilable
+from labkit.i18n.messages import N_, _, ngettext
 
 TABLE_CLASS = "labkit-live-profile-table"
 MAX_RUNS, MAX_TOP_K = 200, 100  # the ranges of the runs and top k boxes
 #: What the bars show for each "sort by" key: the statistic the nodes are ranked by (name: A-Z, bars show the mean).
 BAR_AXIS_LABELS = {
-    "mean": "mean time per run (ms)",
-    "median": "median time per run (ms)",
-    "min": "fastest run's time (ms)",
-    "iqr": "spread of the run times, IQR (ms)",
-    "pct": "% of the whole run (mean)",
-    "name": "mean time per run (ms)",
+    "mean": N_("mean time per run (ms)"),
+    "median": N_("median time per run (ms)"),
+    "min": N_("fastest run's time (ms)"),
+    "iqr": N_("spread of the run times, IQR (ms)"),
+    "pct": "% of the whole run (mean)",  # not marked: Babel takes "% o" for a %-format and refuses any translation
+    "name": N_("mean time per run (ms)"),
 }
 
 
@@ -104,7 +105,8 @@ def bar_svg(labels: list[str], values: list[float], title: str, xlabel: str) -> 
 
 def bars_alt(title: str, xlabel: str) -> str:
     """The bar plot in words: it draws the rows of the table above it, in the table's order."""
-    return f"Horizontal bar chart of the table above, one bar per row in the table's order: {title}; bar length: {xlabel}."
+    return _("Horizontal bar chart of the table above, one bar per row in the table's order: {title}; bar length: "
+             "{xlabel}.").format(title=title, xlabel=xlabel)
 
 
 class LiveProfile(widgets.VBox):
@@ -125,13 +127,13 @@ class LiveProfile(widgets.VBox):
         self.model, self.inputs, self.kwargs, self.mode, self.warmup = model, inputs, dict(kwargs or {}), mode, warmup
         self.report: ProfileReport | None = None
         self.running = False
-        self.runs = widgets.BoundedIntText(value=runs, min=1, max=MAX_RUNS, description="runs")
-        self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=MAX_TOP_K, description="top k")
-        self.sort_by = widgets.Dropdown(options=SORT_KEYS, value="median", description="sort by")
-        self.group_by_type = widgets.Checkbox(value=False, description="group by type")
-        self.button = widgets.Button(description="Run profile", button_style="primary", icon="play")
-        self.progress = widgets.IntProgress(value=0, min=0, max=runs, description="progress")
-        self.status = widgets.HTML("Press <b>Run profile</b>.")
+        self.runs = widgets.BoundedIntText(value=runs, min=1, max=MAX_RUNS, description=_("runs"))
+        self.top_k = widgets.BoundedIntText(value=top_k, min=1, max=MAX_TOP_K, description=_("top k"))
+        self.sort_by = widgets.Dropdown(options=SORT_KEYS, value="median", description=_("sort by"))
+        self.group_by_type = widgets.Checkbox(value=False, description=_("group by type"))
+        self.button = widgets.Button(description=_("Run profile"), button_style="primary", icon="play")
+        self.progress = widgets.IntProgress(value=0, min=0, max=runs, description=_("progress"))
+        self.status = widgets.HTML(_("Press <b>Run profile</b>."))
         self.table = widgets.HTML()
         self.image = PictureView()
         controls = widgets.HBox([self.runs, self.top_k, self.sort_by, self.group_by_type])
@@ -148,19 +150,21 @@ class LiveProfile(widgets.VBox):
         The global RNG is restored afterwards (see :func:`labkit.fx.profile.profile_model`).
         """
         if self.running:
-            self.status.value += " <i>(already running: that click was ignored)</i>"
+            self.status.value += " " + _("<i>(already running: that click was ignored)</i>")
             return
         self.running, self.button.disabled = True, True
         total_runs, timed = self.runs.value, 0
         self.progress.bar_style = ""
         self.progress.max, self.progress.value = total_runs, 0
-        self.status.value = f"warming up ({self.warmup} run{'s' if self.warmup != 1 else ''})..."
+        self.status.value = ngettext("warming up ({count} run)...", "warming up ({count} runs)...", self.warmup).format(
+            count=self.warmup)
 
         def show(report: ProfileReport) -> None:
             nonlocal timed
             self.report, timed = report, report.runs
             self.progress.value = timed
-            self.status.value = f"run {timed} of {total_runs}: total {html.escape(str(report.total))}"
+            self.status.value = _("run {timed} of {runs}: total {total}").format(
+                timed=timed, runs=total_runs, total=html.escape(str(report.total)))
             self.redraw()
 
         try:
@@ -174,7 +178,7 @@ class LiveProfile(widgets.VBox):
             raise
         except Exception as exc:  # noqa: BLE001 - in a button callback it would only reach the log
             self.progress.bar_style = "danger"
-            self.status.value = f"<b>error:</b> {html.escape(f'{type(exc).__name__}: {exc}')}"
+            self.status.value = _("<b>error:</b> {error}").format(error=html.escape(f"{type(exc).__name__}: {exc}"))
         finally:
             self.running, self.button.disabled = False, False
 
@@ -184,17 +188,13 @@ class LiveProfile(widgets.VBox):
         ``timed`` is the run count of the last report this profile showed (0: none yet).
         """
         if timed == 0:
-            previous = " The table still shows the previous profile." if self.report is not None else ""
-            return (
-                f"<b>interrupted</b> before the first timed run finished: no runs were timed.{previous} "
-                "Press <b>Run profile</b> to start again."
-            )
+            previous = " " + _("The table still shows the previous profile.") if self.report is not None else ""
+            return _("<b>interrupted</b> before the first timed run finished: no runs were timed.{previous} "
+                     "Press <b>Run profile</b> to start again.").format(previous=previous)
         self.progress.value = timed
         self.redraw()  # the interrupt may have come between a report and its redraw
-        return (
-            f"<b>interrupted</b> after {timed} of {total_runs} runs: the table holds those {timed} runs only. "
-            "Press <b>Run profile</b> for a full profile."
-        )
+        return _("<b>interrupted</b> after {timed} of {runs} runs: the table holds those {timed} runs only. "
+                 "Press <b>Run profile</b> for a full profile.").format(timed=timed, runs=total_runs)
 
     def _op_type_key(self) -> str:
         """The sort key for op types: a type's time is a sum of its nodes' medians, so any time key ranks by it."""
@@ -216,14 +216,16 @@ class LiveProfile(widgets.VBox):
             return None
         if self.group_by_type.value:
             groups = report.by_op_type(self._op_type_key()).top(k).rows
-            order = "A-Z" if self._op_type_key() == "name" else "slowest first"
-            axis = "summed median time per run (ms)"
-            return [g[0] for g in groups], [g[2] * 1e3 for g in groups], f"time per op type, {order}", axis
+            order = _("A-Z") if self._op_type_key() == "name" else _("slowest first")
+            axis = _("summed median time per run (ms)")
+            title = _("time per op type, {order}").format(order=order)
+            return [g[0] for g in groups], [g[2] * 1e3 for g in groups], title, axis
         key = self.sort_by.value
         shown = report.top(k, key).rows
-        order = "A-Z" if key == "name" else f"slowest first by {key}"
-        title = f"{len(shown)} of {report.graph_nodes} nodes, {order}, after {report.runs} run(s)"
-        return [r.name for r in shown], bar_values(shown, key), title, BAR_AXIS_LABELS[key]
+        order = _("A-Z") if key == "name" else _("slowest first by {key}").format(key=key)
+        title = _("{shown} of {nodes} nodes, {order}, after {runs} run(s)").format(
+            shown=len(shown), nodes=report.graph_nodes, order=order, runs=report.runs)
+        return [r.name for r in shown], bar_values(shown, key), title, _(BAR_AXIS_LABELS[key])
 
     def redraw(self) -> None:
         """Re-render the table and the plot from the latest report (no new runs)."""

@@ -1,9 +1,10 @@
 """The check of labkit's own message catalogues (``labkit/locale``), run by ``python -m labkit i18n check``.
 
 Why a check: a message marked ``_()`` but missing from the template, an entry left untranslated or fuzzy, a ``.mo``
-compiled before the last edit of its ``.po``, or a translation that drops a ``{placeholder}`` (a KeyError in the
-learner's verdict) or an inline-code span would each reach a learner silently. Each problem names the file, the
-language and the English message. Needs Babel (the dev extra), like ``make i18n-update``.
+compiled before the last edit of its ``.po``, a translation that drops a ``{placeholder}`` (a KeyError in the
+learner's verdict) or an inline-code span, or one ``pybabel compile`` refuses would each reach a learner silently or
+stop ``make i18n-update``. Each problem names the file, the language and the English message. Needs Babel (the dev
+extra), like ``make i18n-update``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def problems(
                     f"{path} ({lang}): {problem}: {_english(message)!r}"
                     for problem in _entry_problems(message, catalogue.get(message.id), lang, terms)
                 ]
+        found += [f"{path} ({lang}): {error}: {_english(message)!r}" for message, errors in catalogue.check() for error in errors]
         found += _stale_mo(path, catalogue, lang)
     return found
 

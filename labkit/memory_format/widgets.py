@@ -38,6 +38,7 @@ from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.core.plots import TAB10, Palette, Picture, new_figure, sequential_palette, svg_document, svg_text
 from labkit.core.tables import Table
 from labkit.core.widgets import PictureView, show_picture
+from labkit.i18n.messages import N_, _
 from labkit.memory_format.layout import (
     CONVERSION_METHODS,
     FORMATS,
@@ -118,8 +119,8 @@ def _memory_strip(layout: LayoutDescription) -> np.ndarray:
     return strip
 
 
-LAYOUT_TITLE = "logical layout, number = offset in memory"
-MEMORY_TITLE = "flat memory, offset 0 top left; colour and number = channel c"
+LAYOUT_TITLE = N_("logical layout, number = offset in memory")
+MEMORY_TITLE = N_("flat memory, offset 0 top left; colour and number = channel c")
 
 
 def offset_palette() -> Palette:
@@ -164,8 +165,8 @@ def layout_figure(layout: LayoutDescription, title: str = "") -> Figure:
     axes.set_xlim(-1.5, grid.shape[1] - 0.5)
     axes.set_ylim(grid.shape[0] - 0.5, -1.5)
     axes.set_axis_off()
-    figure.colorbar(image, ax=axes, shrink=0.8, label="offset in memory")
-    axes.set_title(title or LAYOUT_TITLE, fontsize=9)
+    figure.colorbar(image, ax=axes, shrink=0.8, label=_("offset in memory"))
+    axes.set_title(title or _(LAYOUT_TITLE), fontsize=9)
     return figure
 
 
@@ -187,7 +188,7 @@ def memory_figure(layout: LayoutDescription) -> Figure:
     axes.set_xticks(range(MEMORY_ROW))
     axes.set_yticks(range(rows), [f"{MEMORY_ROW * r}" for r in range(rows)])
     axes.tick_params(labelsize=7, length=0)
-    axes.set_title(MEMORY_TITLE, fontsize=9)
+    axes.set_title(_(MEMORY_TITLE), fontsize=9)
     return figure
 
 
@@ -219,7 +220,7 @@ def _offset_scale(x: float, y: float, width: float, top_value: int) -> list[str]
         '<defs><linearGradient id="offset-scale">', *stops, "</linearGradient></defs>",
         f'<rect x="{x:g}" y="{y:g}" width="{width:g}" height="{SCALE_PX}" fill="url(#offset-scale)"/>',
         svg_text(x, label_y, "0", anchor="start"),
-        svg_text(x + width / 2, label_y, "offset in memory"),
+        svg_text(x + width / 2, label_y, _("offset in memory")),
         svg_text(x + width, label_y, str(top_value), anchor="end"),
     ]
 
@@ -230,7 +231,7 @@ def layout_svg(layout: LayoutDescription, title: str = "") -> bytes:
     ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
     """
     layout = _check_drawable(layout, "layout_svg")
-    title = title or LAYOUT_TITLE
+    title = title or _(LAYOUT_TITLE)
     numel = layout.numel
     grid, column_labels, row_labels = _block_grid(layout)
     rows, columns = grid.shape
@@ -272,25 +273,25 @@ def memory_svg(layout: LayoutDescription) -> bytes:
     parts += [svg_text(left + (col + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, str(col), size=9) for col in range(MEMORY_ROW)]
     parts += [svg_text(left - 6, top + (row + 0.5) * CELL_PX, str(MEMORY_ROW * row), anchor="end", size=9)
               for row in range(rows)]
-    parts.append(svg_text(4, TITLE_PX / 2, MEMORY_TITLE, anchor="start"))
-    width = max(left + MEMORY_ROW * CELL_PX, 8 + _text_width(MEMORY_TITLE)) + 6
-    return svg_document(width, top + rows * CELL_PX + 6, MEMORY_TITLE, parts)
+    parts.append(svg_text(4, TITLE_PX / 2, _(MEMORY_TITLE), anchor="start"))
+    width = max(left + MEMORY_ROW * CELL_PX, 8 + _text_width(_(MEMORY_TITLE))) + 6
+    return svg_document(width, top + rows * CELL_PX + 6, _(MEMORY_TITLE), parts)
 
 
 # ---------------------------------------------------------------- the pictures' text alternatives
 
 def _tensor_words(layout: LayoutDescription) -> str:
-    return (f"a tensor of shape {layout.shape}, format {layout.format}, strides {layout.strides}, "
-            f"memory order {layout.memory_order}")
+    return _("a tensor of shape {shape}, format {format}, strides {strides}, memory order {order}").format(
+        shape=layout.shape, format=layout.format, strides=layout.strides, order=layout.memory_order)
 
 
 def layout_alt(layout: LayoutDescription, title: str = "") -> str:
     """The layout picture in words: what it draws, for which tensor, and where its numbers are."""
     layout = _check_drawable(layout, "layout_alt")
-    blocks = "n and d" if len(layout.shape) == 5 else "n"
-    return (f"{title or LAYOUT_TITLE}: {_tensor_words(layout)}. Each element sits at its logical place, one block "
-            f"of H x W cells per channel c (left to right) and per {blocks} (top to bottom), numbered and coloured "
-            "by its offset in memory.")
+    blocks = _("n and d") if len(layout.shape) == 5 else "n"
+    return _("{title}: {tensor}. Each element sits at its logical place, one block "
+             "of H x W cells per channel c (left to right) and per {blocks} (top to bottom), numbered and coloured "
+             "by its offset in memory.").format(title=title or _(LAYOUT_TITLE), tensor=_tensor_words(layout), blocks=blocks)
 
 
 def memory_alt(layout: LayoutDescription) -> str:
@@ -298,8 +299,8 @@ def memory_alt(layout: LayoutDescription) -> str:
     strip = _memory_strip(_check_drawable(layout, "memory_alt"))
     first = strip.flatten()[:MEMORY_ROW]
     channels = ", ".join(str(int(c)) for c in first[~np.isnan(first)])
-    return (f"{MEMORY_TITLE}: {_tensor_words(layout)}. The first {MEMORY_ROW} memory slots hold elements of "
-            f"channels {channels}.")
+    return _("{title}: {tensor}. The first {count} memory slots hold elements of channels {channels}.").format(
+        title=_(MEMORY_TITLE), tensor=_tensor_words(layout), count=MEMORY_ROW, channels=channels)
 
 
 def layout_numbers(layout: LayoutDescription) -> Table:
@@ -307,17 +308,17 @@ def layout_numbers(layout: LayoutDescription) -> Table:
     offsets = _check_drawable(layout, "layout_numbers").memory_offsets()
     index_names = list("ncdh" if offsets.dim() == 5 else "nch")
     rows = [[*index, *offsets[index].tolist()] for index in np.ndindex(*offsets.shape[:-1])]
-    return Table([*index_names, *(f"offset at w={w}" for w in range(offsets.shape[-1]))], rows,
-                 title="Offset in memory of every element")
+    return Table([*index_names, *(_("offset at w={w}").format(w=w) for w in range(offsets.shape[-1]))], rows,
+                 title=_("Offset in memory of every element"))
 
 
 def memory_numbers(layout: LayoutDescription) -> Table:
     """The flat-memory picture's numbers: each memory slot's element (its logical index) and channel, in memory order."""
     elements = _check_drawable(layout, "memory_numbers").elements_in_memory_order()
     names = ", ".join(layout.dim_names.lower())
-    return Table(["offset", f"element ({names})", "channel c"],
+    return Table([_("offset"), _("element ({names})").format(names=names), _("channel c")],
                  [[offset, str(index), index[1]] for offset, index in enumerate(elements)],
-                 title="What each memory slot holds, in memory order")
+                 title=_("What each memory slot holds, in memory order"))
 
 
 def layout_picture(layout: LayoutDescription, title: str = "") -> Picture:
@@ -385,9 +386,9 @@ class StrideExplorer(widgets.VBox):
             _slider(letter, size, SLIDER_MAX[letter]) for letter, size in zip("NCHW", (n, c, h, w), strict=True)
         )
         self.d = _slider("D", depth, SLIDER_MAX["D"])
-        self.five_d = widgets.Checkbox(value=five_d, description="5-D (add D)")
-        self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description="format")
-        self.method = widgets.Dropdown(options=list(CONVERSION_METHODS), value=method, description="method")
+        self.five_d = widgets.Checkbox(value=five_d, description=_("5-D (add D)"))
+        self.format = widgets.Dropdown(options=list(FORMATS), value=memory_format, description=_("format"))
+        self.method = widgets.Dropdown(options=list(CONVERSION_METHODS), value=method, description=_("method"))
         self.strides = widgets.HTML()
         self.strides.add_class("labkit-strides")
         self.description = widgets.HTML()
@@ -423,14 +424,14 @@ class StrideExplorer(widgets.VBox):
             self.tensor = convert(source, self.format.value, self.method.value)
         except LabkitError as exc:
             self.tensor, self.layout_description, self.error = None, None, str(exc)
-            self.strides.value = "<b>strides:</b> —"
+            self.strides.value = _("<b>strides:</b> —")
             self.description.value = f'<p class="labkit-error">⚠ {html.escape(self.error)}</p>'
             self.layout_image.clear()  # the message only: no picture, not an empty (broken) image
             self.memory_image.clear()
             return
         self.error = ""
         layout = self.layout_description = describe(self.tensor)
-        self.strides.value = f"<b>strides:</b> <code>{layout.strides}</code>"
+        self.strides.value = _("<b>strides:</b> <code>{strides}</code>").format(strides=layout.strides)
         self.description.value = layout.to_html()
         show_picture(self.layout_image, layout_svg(layout), layout_alt(layout), numbers=layout_numbers(layout))
         show_picture(self.memory_image, memory_svg(layout), memory_alt(layout), numbers=memory_numbers(layout))
