@@ -10,13 +10,13 @@ WORKSPACE ?= workspace
 # TRACK=core: the workshop's core track (sections tagged extra left out); TRACK=all: every section
 TRACK ?=
 JUPYTER_LAB = $(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
-# what every labkit JupyterLab gets (labkit.tools.lab.server_args: widget state saved, no news toast), as labkit lab does
-LAB_SERVER_ARGS = $(shell $(PY) -c 'import shlex; from labkit.tools.lab import server_args; print(shlex.join(server_args()))')
+# what every labkit JupyterLab gets (labkit.learner.lab.server_args: widget state saved, no news toast), as labkit lab does
+LAB_SERVER_ARGS = $(shell $(PY) -c 'import shlex; from labkit.learner.lab import server_args; print(shlex.join(server_args()))')
 # the workshop hub (workshop/README.md): JupyterHub from PyPI, its proxy from npm into workshop/node_modules
 WORKSHOP_STAMP := $(VENV)/.labkit-workshop-installed
 PROXY := workshop/node_modules/.bin/configurable-http-proxy
 NOTEBOOKS := $(sort $(wildcard notebooks/0*.ipynb))
-# the oldest torch the labs are tested on (labkit.tools.doctor.TESTED_RANGE; pyproject's floor): its own venv
+# the oldest torch the labs are tested on (labkit.learner.doctor.TESTED_RANGE; pyproject's floor): its own venv
 FLOOR_VENV ?= .venv-torch-floor
 TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 # The oldest transformers labkit[hf] takes, and one whose models all export on torch 2.4 (transformers 5 turns

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.tools.student_copy import is_student_copy
+from labkit.authoring.student_copy import is_student_copy
 
 
 def pytest_configure(config: pytest.Config) -> None:

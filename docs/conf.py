@@ -1,7 +1,7 @@
 """Sphinx configuration of the labkit docs site, built by ``make docs`` (``python -m labkit docs``).
 
 That command copies this folder and ``notebooks/*.ipynb`` (as ``notebooks/``) into one
-source folder and runs ``sphinx-build -W`` on it (see :mod:`labkit.tools.docs`).
+source folder and runs ``sphinx-build -W`` on it (see :mod:`labkit.authoring.docs`).
 
 Why these choices:
 

@@ -3,7 +3,8 @@
 Layout: :mod:`labkit.core` (what every lab shares), one package per lab
 (:mod:`labkit.fx`, :mod:`labkit.memory_format`, :mod:`labkit.forward_ad`,
 :mod:`labkit.capstone`), :mod:`labkit.labs` (the registry of labs) and
-:mod:`labkit.tools` (the ``python -m labkit`` commands).
+the ``python -m labkit`` commands by who runs them: :mod:`labkit.learner`,
+:mod:`labkit.authoring` and :mod:`labkit.measurements`.
 
 Data flows one way: measure -> plain result objects -> render (tables, plots,
 widgets). ``import labkit`` stays cheap and headless: it imports neither

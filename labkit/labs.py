@@ -22,7 +22,7 @@ NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 DISTRIBUTION = "torch-labkit"
 #: labkit's public repository (``https://github.com/OWNER/NAME``), the one setting every link to it is built from:
 #: ``pip install "torch-labkit @ git+URL"`` in each notebook's first cell and the README, "Open in Colab" and Binder
-#: in the README and on the docs site (:mod:`labkit.tools.hosted`). None until the repository is public: then no
+#: in the README and on the docs site (:mod:`labkit.authoring.hosted`). None until the repository is public: then no
 #: such link is shown (one that cannot work is worse than none) and installs name :data:`DISTRIBUTION` alone. After
 #: setting it, run ``python -m labkit hosted --write``.
 REPOSITORY_URL: str | None = None

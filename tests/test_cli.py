@@ -45,7 +45,7 @@ def test_the_authors_commands_say_they_need_a_checkout_when_run_from_an_installe
 ):
     """An installed wheel has no notebooks/ or docs/ beside it (test_wheel.py runs these from a real one)."""
     from labkit import labs
-    from labkit.tools import docs, hosted
+    from labkit.authoring import docs, hosted
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(labs, "NOTEBOOKS_DIR", tmp_path / "site-packages" / "notebooks")

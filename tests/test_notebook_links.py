@@ -186,13 +186,13 @@ def test_no_placeholder_address_reaches_the_readme_a_notebook_or_a_page():
 
 
 def test_every_colab_and_binder_link_is_one_the_configured_repository_makes():
-    """None while labkit.labs.REPOSITORY_URL is None; once it is set, only the ones labkit.tools.hosted generates."""
-    from labkit.tools import hosted
+    """None while labkit.labs.REPOSITORY_URL is None; once it is set, only the ones labkit.authoring.hosted generates."""
+    from labkit.authoring import hosted
 
     made = {hosted.colab_url(path.name) for path in NOTEBOOKS_DIR.glob("0*.ipynb")} | {hosted.binder_url()}
     for path in files_read_by_users():
         unknown = set(HOSTED_URL.findall(path.read_text(encoding="utf-8"))) - made
-        assert not unknown, f"{path.relative_to(ROOT)} links {sorted(unknown)}, which labkit.tools.hosted does not make"
+        assert not unknown, f"{path.relative_to(ROOT)} links {sorted(unknown)}, which labkit.authoring.hosted does not make"
 
 
 def test_the_placeholder_check_catches_the_old_links():

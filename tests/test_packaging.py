@@ -105,7 +105,7 @@ def test_import_labkit_is_headless_and_light():
 
 
 def test_the_declared_floor_the_doctor_and_the_floor_ci_job_name_the_same_releases():
-    from labkit.tools.doctor import TESTED_RANGE
+    from labkit.learner.doctor import TESTED_RANGE
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     floors = {Requirement(r).name: str(Requirement(r).specifier) for r in pyproject["project"]["dependencies"]}
@@ -130,7 +130,7 @@ def test_version_prints_the_packages_version(capsys):
     assert done.value.code == 0 and capsys.readouterr().out == f"labkit {labkit.__version__}\n"
 
 
-# The build's conversion of the notebooks (labkit/tools/build_labs.py) as in pip's isolated build environment: a
+# The build's conversion of the notebooks (labkit/authoring/build_labs.py) as in pip's isolated build environment: a
 # top-level module imports only from the standard library, labkit, or the folders of the distributions that
 # [build-system] requires brings (argv[2:]); any other is missing, as it would be there. An optional import
 # (try/except ImportError) then takes its fallback, as it would there too.
@@ -162,8 +162,8 @@ class OnlyTheBuildRequirements:
 
 
 sys.meta_path.insert(0, OnlyTheBuildRequirements)
-from labkit.tools.build_labs import BuildPy
-from labkit.tools.workspace import learner_edition
+from labkit.authoring.build_labs import BuildPy
+from labkit.learner.workspace import learner_edition
 for track in ("all", "core"):
     learner_edition(Path(sys.argv[1]), None, track, installed=True)
 """
@@ -191,7 +191,7 @@ def _installed_folders(requirements):
 def test_the_build_requires_everything_its_conversion_of_the_notebooks_imports():
     """pip's isolated build has only [build-system] requires: a new import in the conversion must be listed there."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert pyproject["tool"]["setuptools"]["cmdclass"]["build_py"] == "labkit.tools.build_labs.BuildPy"
+    assert pyproject["tool"]["setuptools"]["cmdclass"]["build_py"] == "labkit.authoring.build_labs.BuildPy"
     folders = _installed_folders(pyproject["build-system"]["requires"])
     done = subprocess.run([sys.executable, "-c", ISOLATED_CONVERSION, str(ROOT / "notebooks"), *folders],
                           capture_output=True, text=True, timeout=300, cwd=ROOT / "notebooks")

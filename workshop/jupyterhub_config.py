@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import labkit
-from labkit.tools.lab import server_args
+from labkit.learner.lab import server_args
 from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, board_url, prepare_board_state
 from labkit.workshop.install import learner_environment
 from labkit.workshop.provision import provision_workspace, write_room_edition
@@ -86,7 +86,7 @@ c.Spawner.start_timeout = 180
 # LABKIT_BOARD_URL: where the learner's kernel sends each checker's verdict (labkit.progress.sender), with the
 # server's own token, which may reach the board and nothing more of it (SERVER_TOKEN_SCOPES).
 # LABKIT_PREFLIGHT=image: every learner runs the one installation the instructor's doctor checked (workshop/README.md,
-# step 3), so notebook 00's preflight reads its versions instead of importing every package again (labkit.tools.doctor).
+# step 3), so notebook 00's preflight reads its versions instead of importing every package again (labkit.learner.doctor).
 # OMP_WAIT_POLICY=PASSIVE: a thread waiting for work sleeps instead of spinning on a core (libgomp's default spins),
 # which on a shared server burns CPU every other learner needs (tests/workshop/test_room.py checks both).
 c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
@@ -96,7 +96,7 @@ c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", 
 c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES
 c.Spawner.disable_user_config = True  # a learner's ~/.jupyter config does not change what their server serves
 c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment (it holds the instructor's settings)
-# labkit's JupyterLab defaults (labkit.tools.lab.server_args: widget state saved with the notebook, no news toast)
+# labkit's JupyterLab defaults (labkit.learner.lab.server_args: widget state saved with the notebook, no news toast)
 c.Spawner.args = [*server_args(settings.learner_python.parent.parent if settings.separated else None),
                   # learners rarely shut a kernel down: the previous notebook's would keep its memory all day
                   f"--MappingKernelManager.cull_idle_timeout={settings.kernel_cull_after_s}",

@@ -23,8 +23,8 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from labkit.labs import find_notebooks
-from labkit.tools.docs import describe_notebook
-from labkit.tools.nbrun import read_notebook
+from labkit.authoring.docs import describe_notebook
+from labkit.authoring.nbrun import read_notebook
 
 NOTEBOOKS_FOLDER = "notebooks"  # relative to the Sphinx source folder
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

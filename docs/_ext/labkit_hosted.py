@@ -2,7 +2,7 @@
 
 Why: a reader who wants to run a page has no checkout; Colab opens the same notebook
 from the repository, and its first cell installs labkit there. The address comes from
-:func:`labkit.tools.hosted.colab_url`, built from the one setting
+:func:`labkit.authoring.hosted.colab_url`, built from the one setting
 :data:`labkit.labs.REPOSITORY_URL`, as the README's links are: never written by hand.
 A plain link (no badge image): the site loads nothing from the network. While that setting
 is None (no public repository yet) the pages have no such link.
@@ -15,9 +15,9 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from labkit.labs import NOTEBOOK_PATTERN
-from labkit.tools.hosted import colab_url
+from labkit.authoring.hosted import colab_url
 
-NOTEBOOKS_FOLDER = "notebooks"  # relative to the Sphinx source folder (labkit.tools.docs.SOURCE_NOTEBOOKS)
+NOTEBOOKS_FOLDER = "notebooks"  # relative to the Sphinx source folder (labkit.authoring.docs.SOURCE_NOTEBOOKS)
 LINK_CLASS = "labkit-open-in-colab"
 LINK_TEXT = "Open this notebook in Colab"
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import nbformat
 import polib  # type: ignore[import-untyped]  # no types published; not in the mypy overrides (pyproject is shared)
 
+from labkit.authoring.nbrun import execute_notebook, read_notebook
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.i18n import LANGS, glossary, markdown
-from labkit.tools.nbrun import execute_notebook, read_notebook
 
 METADATA_KEY = "labkit_i18n"
 LANGUAGE_NAMES = {"zh": "Simplified Chinese", "ru": "Russian"}

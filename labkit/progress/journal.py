@@ -7,7 +7,7 @@ board that was down misses nothing. Where it is:
 - ``LABKIT_PROGRESS=off``: nowhere (the tests and ``make notebooks`` run the solved labs);
 - ``LABKIT_PROGRESS=/some/file.jsonl``: there;
 - otherwise in the workspace (the folder above the notebook holding ``.labkit-manifest.json``,
-  :mod:`labkit.tools.workspace`), else in ``~/.labkit/``.
+  :mod:`labkit.learner.workspace`), else in ``~/.labkit/``.
 
 Each event is appended with one ``write`` on a file opened ``O_APPEND`` (two kernels never
 interleave their lines); a line cut short by a full disk is skipped when read, never shown.

@@ -2,5 +2,5 @@
 
 Why a package of its own: these modules serve the instructor of a room (and
 the hub that runs their code as root), not the learner or the author, whose
-commands stay in :mod:`labkit.tools`. Nothing here is imported by the labs.
+commands stay in :mod:`labkit.learner` and :mod:`labkit.authoring`. Nothing here is imported by the labs.
 """

@@ -19,7 +19,7 @@ from typing import Any
 import nbformat
 
 from labkit.labs import find_notebooks
-from labkit.tools.tracks import apply_track
+from labkit.learner.tracks import apply_track
 from labkit.workshop.settings import HubSettings
 
 NAME = "labkit-board"

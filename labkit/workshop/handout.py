@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from labkit.authoring.output_folder import MANIFEST
 from labkit.core.errors import LabkitValueError
-from labkit.tools.output_folder import MANIFEST
 from labkit.workshop.accounts import learner_accounts
 from labkit.workshop.settings import WORKSPACE_NAME, HubSettings
 

@@ -70,12 +70,12 @@ import nbformat
 import psutil  # type: ignore[import-untyped]  # no types published; not in the mypy overrides
 import websocket
 
+from labkit.authoring.nbrun import read_notebook
 from labkit.core.errors import LabkitError, require_count
 from labkit.core.files import write_text
 from labkit.core.tables import Table
 from labkit.labs import find_notebooks
-from labkit.tools.nbrun import read_notebook
-from labkit.tools.tracks import apply_track
+from labkit.learner.tracks import apply_track
 from labkit.workshop.accounts import remove_accounts
 from labkit.workshop.install import others_can_run
 from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_CHECKOUT, UNSAFE_SHARED_ROOT, HubSettings

@@ -2,7 +2,7 @@
 
 The workspace is made by ``python -m labkit workspace`` run as the learner
 (never as root inside a learner's home: a learner could plant a link there),
-so it never overwrites a learner's edits (see :mod:`labkit.tools.workspace`).
+so it never overwrites a learner's edits (see :mod:`labkit.learner.workspace`).
 In a room (``system-users``) the hook first makes the learner's Unix account
 (:mod:`labkit.workshop.accounts`), and the workspace comes from the learner
 edition the hub wrote at start (:func:`write_room_edition`): the learner's
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from labkit.tools.workspace import write_learner_edition
+from labkit.learner.workspace import write_learner_edition
 from labkit.workshop.accounts import ensure_account
 from labkit.workshop.install import learner_environment
 from labkit.workshop.settings import HubSettings

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from labkit.core.errors import LabkitValueError
-from labkit.tools.tracks import TRACKS
+from labkit.learner.tracks import TRACKS
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE_NAME = "labkit-workspace"

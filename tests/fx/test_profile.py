@@ -162,8 +162,9 @@ def test_one_disturbed_run_does_not_change_the_top_node_or_its_share(monkeypatch
     assert [r.name for r in report.top(1).rows] == ["Conv1"] == [r.name for r in report.sorted()[:1]]
     assert [r.name for r in report.top(1, "mean").rows] == ["Linear1"]  # what a mean would have said
     profiled = profile_model(small_cnn(), X, runs=3)
-    for row in profiled.rows:
-        assert row.pct == pytest.approx(row.stats.median / profiled.total.median * 100)
+    assert profiled.share_basis == pytest.approx(sum(r.stats.median for r in profiled.rows) + profiled.outside.median)
+    for row in profiled.rows:  # shares of the summed medians (issue 34): the total keeps disturbances medians drop
+        assert row.pct == pytest.approx(row.stats.median / profiled.share_basis * 100)
 
 
 def test_by_op_type_by_name_is_a_to_z_and_top_keeps_that_order():
@@ -583,7 +584,7 @@ def test_every_parameter_read_is_one_get_attr_type():
     assert [(r.op, r.target, r.op_type) for r in report.rows if r.op == "get_attr"] == [
         ("get_attr", "scale", "get_attr"), ("get_attr", "shift", "get_attr")]
     counts = {t: n for t, n, _, _ in report.by_op_type().rows}
-    assert counts == {"get_attr": 2, "mul": 1, "add": 1}
+    assert counts == {"mul": 1, "add": 1} and report.by_op_type().parameter_reads[0] == 2  # bookkeeping (issue 34)
 
 
 def test_a_torch_nn_subclass_counts_as_its_torch_nn_type_and_keeps_its_class():
@@ -668,7 +669,7 @@ def test_the_outside_share_is_each_runs_time_outside_its_nodes():
     per_run = [total - sum(samples[run] for samples in profiler.samples.values())
                for run, total in enumerate(profiler.totals)]
     assert report.outside.count == 3 and report.outside.median == pytest.approx(sorted(per_run)[1])
-    assert report.outside_pct == pytest.approx(report.outside.median / report.total.median * 100)
+    assert report.outside_pct == pytest.approx(report.outside.median / report.share_basis * 100)
     assert report.top(2).outside_pct == report.outside_pct  # kept with the report, whatever rows it keeps
 
 

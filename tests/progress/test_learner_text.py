@@ -11,9 +11,9 @@ import pytest
 
 import labkit
 from labkit.labs import NOTEBOOKS_DIR
+from labkit.learner.workspace import learner_edition
 from labkit.progress.hints import HINTS, Hint
 from labkit.progress.mistakes import MISTAKES
-from labkit.tools.workspace import learner_edition
 
 MAINTAINERS_WORDS = re.compile(
     r"stored ones|stored outputs|stored run|compared by the tests|tests do not compare|\bP\d+\.[a-z_]+|"

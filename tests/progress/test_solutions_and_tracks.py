@@ -13,11 +13,11 @@ import labkit
 from labkit.core.checks import Status
 from labkit.core.errors import LabkitValueError
 from labkit.labs import EXERCISES, NOTEBOOKS_DIR
+from labkit.learner import workspace
 from labkit.memory_format.checks import check_predict_strides
 from labkit.progress import journal, record
 from labkit.progress.hints import HINTS
 from labkit.progress.table import my_progress
-from labkit.tools import workspace
 
 PROGRESS = Path(labkit.__file__).parent / "progress"
 

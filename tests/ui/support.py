@@ -3,7 +3,7 @@
 Why session-wide: starting JupyterLab and Chromium costs seconds of CPU each,
 and the notebooks themselves take up to ~45 s on two cores. The server runs on
 a temporary copy of ``notebooks/`` (the repository's notebooks are never
-modified), started as ``labkit lab`` starts it (:func:`labkit.tools.lab.jupyter_lab_command`:
+modified), started as ``labkit lab`` starts it (:func:`labkit.learner.lab.jupyter_lab_command`:
 labkit's settings, widget state saved, no news), with its own user settings,
 workspaces and config folders so that no popup or restored layout gets in the way.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.tools.lab import jupyter_lab_command
+from labkit.learner.lab import jupyter_lab_command
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from labkit.authoring import docs
 from labkit.labs import find_notebooks
-from labkit.tools import docs
 from tests.ui.axe import IPYWIDGETS_UPSTREAM, Upstream, audit, failures, summary
 from tests.ui.support import NOTEBOOKS, static_server
 from tests.ui.test_lab_ui import WIDGET_CLASSES, widgets_in

@@ -2,7 +2,7 @@
 
 Why: ipywidgets keep their models in the kernel. Without saving the widget state
 with the notebook (the widget manager's ``saveState`` setting, which labkit's
-servers turn on: :data:`labkit.tools.lab.LAB_SETTINGS`), a notebook reopened after
+servers turn on: :data:`labkit.learner.lab.LAB_SETTINGS`), a notebook reopened after
 a restart shows "Error displaying widget: model not found" for every widget.
 The test does what a learner does: JupyterLab started as ``labkit lab`` starts it
 on a copy of notebook 00, Run All, save, stop JupyterLab, start it again, reopen.
@@ -72,7 +72,7 @@ def test_a_stored_widget_shows_its_picture_after_a_restart(browser, tmp_path: Pa
             page.close()
     model = _slider_plot_model(saved)
     state = saved.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    assert model in state, "JupyterLab saved no state for the SliderPlot it shows: is saveState on (labkit/tools/lab_settings)?"
+    assert model in state, "JupyterLab saved no state for the SliderPlot it shows: is saveState on (labkit/learner/lab_settings)?"
 
     with jupyter_lab(workspace, home, quiet=False) as (server, _):
         page = browser.new_page()

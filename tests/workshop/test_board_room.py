@@ -117,7 +117,7 @@ def test_each_verdict_appears_without_a_reload_and_the_stuck_learner_is_flagged(
     assert "stuck" in page.get_attribute('#board-grid tr[data-learner="stuck"]', "class")  # type: ignore[attr-defined]
     assert cell(page, "solver", "Stuck?")[0] == "no"
 
-    verdict = learner_cell(room, "starter", "from labkit.tools.doctor import run_preflight\nprint(run_preflight().verdict())")
+    verdict = learner_cell(room, "starter", "from labkit.learner.doctor import run_preflight\nprint(run_preflight().verdict())")
     expected = "ready" if "doctor: READY" in verdict else "not ready"
     wait_for(page, lambda: cell(page, "starter", "Preflight")[0].startswith(expected), f"starter's preflight {expected}")
     assert cell(page, "starter", "2.1")[0] == "not started"

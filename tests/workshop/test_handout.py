@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from labkit.__main__ import main
-from labkit.tools.output_folder import MANIFEST
+from labkit.authoring.output_folder import MANIFEST
 from labkit.workshop import handout
 from labkit.workshop.handout import TEMP_PREFIX, hand_out_solutions, learner_workspaces
 from labkit.workshop.settings import HubSettings

@@ -6,7 +6,7 @@ Why: in a workshop room each learner's own Unix account makes their workspace
 which learners must not read before the instructor hands the solutions out. So
 the hub (as root) converts the labs once into an edition folder that holds only
 what a workspace gets (the blank-exercise notebooks and the README,
-:func:`labkit.tools.workspace.write_learner_edition`), and each workspace is
+:func:`labkit.learner.workspace.write_learner_edition`), and each workspace is
 made from it (``python -m labkit workspace FOLDER --edition DIR``).
 
 The folder holds those files and ``edition.json`` (the tool, the format, the
@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import write_text
-from labkit.tools.tracks import TRACKS
+from labkit.learner.tracks import TRACKS
 
 RECORD = "edition.json"
 TOOL = "learner-edition"

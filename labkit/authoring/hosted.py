@@ -5,7 +5,7 @@ no labkit. So each notebook's first code cell starts with a few lines that
 install labkit where it is missing (``pip install "torch-labkit @ git+URL"``, one
 command, or ``pip install torch-labkit`` while no repository is configured), keeping
 the torch and torchvision the platform has when labkit runs on them
-(:data:`labkit.tools.doctor.TESTED_RANGE`), and say what they did. Where
+(:data:`labkit.learner.doctor.TESTED_RANGE`), and say what they did. Where
 labkit is importable they only look it up (no network, no output), so strict
 nbval and every other run see the cell as it was. Those lines are written by
 this tool from one template (:func:`install_block`), never by hand, and every
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.labs import DISTRIBUTION, NOTEBOOKS_DIR, REPOSITORY_BRANCH, REPOSITORY_URL, checkout_needed, find_notebooks
-from labkit.tools.doctor import TESTED_RANGE
+from labkit.learner.doctor import TESTED_RANGE
 
 if TYPE_CHECKING:
     import nbformat
@@ -54,7 +54,7 @@ _GITHUB = re.compile(r"^https://github\.com/([\w.-]+/[\w.-]+?)/?$")
 # $tested: (dist, oldest, newest) of TESTED_RANGE; $requirement: the pip requirement of labkit from its repository.
 _INSTALL_TEMPLATE = Template(r'''
 # Where labkit is missing (Colab, another hosted notebook) these lines install it; where it is installed they do nothing.
-# (Written by `python -m labkit hosted --write` from labkit/tools/hosted.py: change it there, not here.)
+# (Written by `python -m labkit hosted --write` from labkit/authoring/hosted.py: change it there, not here.)
 import importlib.util
 
 if importlib.util.find_spec("labkit") is None:
@@ -191,7 +191,7 @@ def planned_text(path: Path, notebooks: Sequence[str]) -> str | None:
         if path.suffix == ".md":
             text = _readme_text(path, notebooks)
             return None if text == path.read_text(encoding="utf-8") else text
-        from labkit.tools.nbrun import read_notebook  # nbclient: only for a notebook to read
+        from labkit.authoring.nbrun import read_notebook  # nbclient: only for a notebook to read
 
         notebook = read_notebook(path, write=False)  # its own errors name the path
         cell = _first_code_cell(notebook)

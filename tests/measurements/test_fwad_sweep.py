@@ -15,7 +15,7 @@ import torch
 from labkit.__main__ import main
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.forward_ad import derivatives as forward_ad
-from labkit.tools import fwad_sweep as sweep
+from labkit.measurements import fwad_sweep as sweep
 
 
 class SlightlyWrongSquare(torch.autograd.Function):

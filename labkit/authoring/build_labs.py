@@ -2,7 +2,7 @@
 
 Why: a wheel of labkit used to carry the library and no notebook, so
 ``pip install`` then ``labkit lab`` had nothing to serve. The wheel now carries
-the learner edition of every track (:func:`labkit.tools.workspace.write_packaged_labs`:
+the learner edition of every track (:func:`labkit.learner.workspace.write_packaged_labs`:
 stubs, no outputs, an installed labkit's README) in ``labkit/_labs/``, the same
 files ``make lab`` gives in a checkout. It is converted at build time from the
 solved ``notebooks/`` (the sdist carries them, see ``MANIFEST.in``) rather than
@@ -36,7 +36,7 @@ class BuildPy(build_py):
         if str(SOURCE) not in sys.path:
             sys.path.insert(0, str(SOURCE))  # the build backend's path lacks the tree; the conversion is its code
         import labkit
-        from labkit.tools.workspace import PACKAGED_LABS, write_packaged_labs
+        from labkit.learner.workspace import PACKAGED_LABS, write_packaged_labs
 
         if Path(labkit.__file__).resolve().parent != SOURCE / "labkit":
             raise RuntimeError(f"building labkit from {SOURCE} imported another labkit ({labkit.__file__}); build it with "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.tools import doctor
+from labkit.learner import doctor
 
 # Lines every full report has.
 ALL_PROBES = ("python", "torch", "torchvision", "jupyterlab", "ipywidgets", "matplotlib", "tabulate", "packaging",
@@ -121,7 +121,7 @@ def test_a_broken_dependency_is_named_as_the_culprit(tmp_path):
     (tmp_path / "jupyter_core.py").write_text("raise RuntimeError('jupyter_core is broken')\n")
     (tmp_path / "needs_core.py").write_text("import jupyter_core\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    code = ("from labkit.tools import doctor\n"
+    code = ("from labkit.learner import doctor\n"
             "r = doctor.run_probes({'x': ('import', 'jupyter_core', 'needs_core')}, 60)['x']\n"
             "print(doctor.package_probe('needs-core', 'needs_core', r).fix)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
@@ -129,7 +129,7 @@ def test_a_broken_dependency_is_named_as_the_culprit(tmp_path):
 
 
 def test_doctor_imports_none_of_the_packages_it_probes():
-    code = ("import sys, labkit.tools.doctor\n"
+    code = ("import sys, labkit.learner.doctor\n"
             "print([m for m in ('tabulate', 'packaging', 'jupyter_core', 'jupyter_client', 'torch', 'matplotlib')"
             " if m in sys.modules])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -216,7 +216,7 @@ def test_a_release_newer_than_the_tested_range_passes_with_a_warning():
 def _preflight_here(tmp_path: Path, code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``code`` in a fresh interpreter that has imported torch first (as a notebook kernel has), recording nothing."""
     env = {**os.environ, "LABKIT_PROGRESS": "off", **(env or {})}
-    return subprocess.run([sys.executable, "-c", "import torch\nfrom labkit.tools import doctor\n" + code],
+    return subprocess.run([sys.executable, "-c", "import torch\nfrom labkit.learner import doctor\n" + code],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
 
 

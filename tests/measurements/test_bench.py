@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from labkit.labs import LABS
-from labkit.tools.bench import (
+from labkit.measurements.bench import (
     HF_MODELS,
     REDRAW_GOALS_MS,
     REDRAW_PROBES,
@@ -76,7 +76,7 @@ def test_shares_sum_to_100_and_variants_are_correct(smoke_json):
 
 
 def test_only_runs_the_named_steps():
-    from labkit.tools.bench import run_bench
+    from labkit.measurements.bench import run_bench
 
     result = run_bench("smoke", only=["import"], log=lambda _m: None)
     assert [f.key for f in result.figures] == ["import.labkit_over_torch"]
@@ -85,7 +85,7 @@ def test_only_runs_the_named_steps():
 
 def test_quick_leaves_out_the_hugging_face_steps_unless_named(monkeypatch):
     """--quick runs no P6 or P7 (model builds and exports: 16-70 s on a loaded 2-core machine); --only still does."""
-    import labkit.tools.bench as bench
+    import labkit.measurements.bench as bench
 
     ran = []
     monkeypatch.setattr(bench, "STEPS", {name: lambda _c, _r, name=name: ran.append(name) for name in ("P5", "P6", "P7")})
@@ -99,7 +99,7 @@ def test_quick_leaves_out_the_hugging_face_steps_unless_named(monkeypatch):
 def test_hf_steps_are_skipped_with_a_note_where_they_cannot_run(monkeypatch):
     """Without a transformers that runs on this torch (transformers 5 needs 2.6), P6 and P7 each leave one
     figure that says why."""
-    import labkit.tools.bench as bench
+    import labkit.measurements.bench as bench
 
     monkeypatch.setattr(bench, "hf_skip_reason", lambda: "Hugging Face models need the transformers package")
     result = bench.run_bench("smoke", only=["P6", "P7"], log=lambda _m: None)
@@ -132,7 +132,7 @@ def test_hf_figures_have_their_keys_and_goals(transformers, monkeypatch):
     """A tiny P6 and P7 on BERT alone: every figure, unit and goal (no value is asserted: 2 calls mean nothing)."""
     import torch
 
-    import labkit.tools.bench as bench
+    import labkit.measurements.bench as bench
     from labkit.fx.capture import EXPORT_MIN_TORCH
 
     if torch.__version__ < EXPORT_MIN_TORCH:
@@ -158,8 +158,8 @@ def test_hf_figures_have_their_keys_and_goals(transformers, monkeypatch):
 
 def test_ratio_figures_carry_a_spread_from_side_by_side():
     """P4 and P5 ratios come with SideBySide's first-order spread (no value or ordering is asserted)."""
-    import labkit.tools.bench as bench
-    from labkit.tools.bench import run_bench
+    import labkit.measurements.bench as bench
+    from labkit.measurements.bench import run_bench
 
     assert not hasattr(bench, "_ratio_spread"), "one spread formula: SideBySide.spread / slowdown_spread"
     result = run_bench("smoke", only=["P4", "P5"], log=lambda _m: None)
@@ -173,7 +173,7 @@ def test_to_json_writes_through_a_symlink_and_refuses_a_fifo(tmp_path):
     import os
 
     from labkit.core.errors import LabkitValueError
-    from labkit.tools.bench import BenchFigure, BenchResult
+    from labkit.measurements.bench import BenchFigure, BenchResult
 
     result = BenchResult({"cpu": "test"}, "smoke", [BenchFigure("P1.fast", "fast mode", 1.0, "µs")])
     real, link = tmp_path / "real.json", tmp_path / "bench.json"
@@ -206,7 +206,7 @@ def test_every_redraw_probe_has_a_goal_and_every_widget_the_drag_goal():
 
 def test_widget_redraw_figure_reports_every_registered_widget():
     """A smoke run of the widget figure: one median (ms) per widget, with its spread; no speed is asserted."""
-    from labkit.tools.bench import run_bench
+    from labkit.measurements.bench import run_bench
 
     result = run_bench("smoke", only=["widgets"], log=lambda _m: None)
     figures = {f.key: f for f in result.figures}
@@ -224,7 +224,7 @@ def test_widget_redraw_figure_reports_every_registered_widget():
 
 
 def test_a_registered_widget_without_a_probe_is_reported_not_skipped(monkeypatch):
-    import labkit.tools.bench as bench
+    import labkit.measurements.bench as bench
 
     calls = []
     monkeypatch.setattr(bench, "REDRAW_PROBES", {"SliderPlot": ("a probe", lambda: lambda: calls.append(1))})
@@ -237,7 +237,7 @@ def test_a_registered_widget_without_a_probe_is_reported_not_skipped(monkeypatch
 
 def test_a_goal_within_the_spread_is_called_too_close_not_met():
     """P7 once read "1.14x ± 0.21, <= 1.15: met": a margin smaller than the noise is no verdict."""
-    from labkit.tools.bench import BenchFigure, BenchResult, machine_info, too_close
+    from labkit.measurements.bench import BenchFigure, BenchResult, machine_info, too_close
 
     assert too_close(1.14, 0.21, 1.15) and not too_close(0.5, 0.21, 1.15) and not too_close(1.14, None, 1.15)
     close = BenchFigure("P7.llama.over_eager", "profile over eager", 1.14, "x", 0.21, "<= 1.15", True, too_close=True)
@@ -249,7 +249,7 @@ def test_a_goal_within_the_spread_is_called_too_close_not_met():
 def test_the_interval_of_a_median_narrows_with_rounds_where_the_iqr_does_not():
     """P6 read -0.31 µs/node ± 13.7 (IQRs) against 0.92: an IQR stays as wide however long one measures."""
     from labkit.core.timing import RunStats
-    from labkit.tools.bench import decided, median_interval
+    from labkit.measurements.bench import decided, median_interval
 
     noise = [(-1) ** i * (i % 7) for i in range(700)]  # a fixed spread of -6..6 around 0
     few, many = [10.0 + n for n in noise[:20]], [10.0 + n for n in noise]
@@ -265,7 +265,7 @@ def test_rounds_are_added_until_settled_or_bounded(transformers, monkeypatch):
 
     import torch
 
-    import labkit.tools.bench as bench
+    import labkit.measurements.bench as bench
     from labkit.fx.capture import EXPORT_MIN_TORCH
 
     if torch.__version__ < EXPORT_MIN_TORCH:

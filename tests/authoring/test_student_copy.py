@@ -1,4 +1,4 @@
-"""labkit.tools.student_copy: stubs from solution files, cleared outputs, and checkers that do not crash.
+"""labkit.authoring.student_copy: stubs from solution files, cleared outputs, and checkers that do not crash.
 
 The end-to-end tests run a student copy in a real kernel (nbclient): every
 checker must answer "not yet solved" against the stubs, and "solved" after the
@@ -19,8 +19,9 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from labkit.authoring import student_copy
 from labkit.core.errors import LabkitValueError
-from labkit.tools import student_copy, tracks
+from labkit.learner import tracks
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -635,7 +636,7 @@ def test_a_mention_that_only_looks_like_a_left_out_name_is_fine(tmp_path: Path) 
 
 
 def test_the_labs_core_tracks_name_nothing_they_leave_out() -> None:
-    from labkit.tools.tracks import apply_track
+    from labkit.learner.tracks import apply_track
 
     for path in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("0*.ipynb")):
         apply_track(path, nbformat.read(path, as_version=4), "core")  # raises naming the cell

@@ -581,7 +581,7 @@ def _measure_one(args: argparse.Namespace) -> ZooRow:
 
 
 def run(args: argparse.Namespace) -> int:
-    from labkit.tools.profile import catalog_text
+    from labkit.learner.profile import catalog_text
 
     try:
         if args.list:

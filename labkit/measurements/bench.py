@@ -682,13 +682,13 @@ def bench_widget_redraw(config: BenchConfig, result: BenchResult) -> None:
         ranges[key] = [stats.min * 1e3, stats.max * 1e3]
     for name in registered_widgets():
         if name not in REDRAW_PROBES:
-            result.add(BenchFigure(f"widget.{name}", f"{name}: no redraw probe in labkit.tools.bench yet", None, "ms"))
+            result.add(BenchFigure(f"widget.{name}", f"{name}: no redraw probe in labkit.measurements.bench yet", None, "ms"))
     result.details["widgets"] = {"redraws": config.widget_redraws, "min_max_ms": ranges}
 
 
 def bench_notebooks(config: BenchConfig, result: BenchResult) -> None:
     """Wall seconds of each notebook executed headless (outputs not written)."""
-    from labkit.tools.nbrun import execute_notebook
+    from labkit.authoring.nbrun import execute_notebook
 
     seconds = {}
     for stem in config.notebooks:

@@ -5,7 +5,7 @@ solutions behind a toggle, API reference: see ``docs/conf.py``); this module onl
 runs it. It copies ``docs/`` and the notebooks into a temporary source folder (so
 ``--notebooks`` can point anywhere), runs ``sphinx-build -W`` there (a warning, such
 as a broken link, fails the build), and moves the finished site into OUTDIR through
-:mod:`labkit.tools.output_folder`: a rebuild replaces only the files it wrote and
+:mod:`labkit.authoring.output_folder`: a rebuild replaces only the files it wrote and
 nobody changed, so a ``custom.css`` added to the site stays, and a failed build leaves
 the previous site as it was. No notebook is executed: the pages show the outputs
 and widget state the notebooks were committed with, which nbval verifies.
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.authoring.nbrun import read_notebook
+from labkit.authoring.output_folder import OutputFolder
 from labkit.core.errors import LabkitError
 from labkit.labs import checkout_needed, find_notebooks
-from labkit.tools.nbrun import read_notebook
-from labkit.tools.output_folder import OutputFolder
 
 TOOL = "docs"  # the tool named in the site folder's manifest
 MARKER = ".labkit-site"  # also marks sites built before manifests
@@ -135,7 +135,7 @@ def build_site(notebooks_dir: str | Path, out_dir: str | Path) -> list[Page]:
 
     The site is built completely before anything in ``out_dir`` changes. A
     rebuild replaces only the files this tool wrote and nobody changed (see
-    :mod:`labkit.tools.output_folder`): an added ``custom.css`` stays, a hand-edited
+    :mod:`labkit.authoring.output_folder`): an added ``custom.css`` stays, a hand-edited
     page stays with the new one beside it, and what was kept is printed. A
     folder that is not a labkit site is never written to.
     """

@@ -295,7 +295,7 @@ class _ProbeProcess:
         self.timeout = timeout
         self.out = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         self.err = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
-        code = "from labkit.tools.doctor import _probe_main; _probe_main()"
+        code = "from labkit.learner.doctor import _probe_main; _probe_main()"
         self.process = subprocess.Popen(
             [sys.executable, "-c", code, kind, *args],
             stdin=subprocess.DEVNULL, stdout=self.out, stderr=self.err,

@@ -1,4 +1,4 @@
-"""labkit.tools.workspace: `make lab` serves blank exercises, and a learner's work survives every later run.
+"""labkit.learner.workspace: `make lab` serves blank exercises, and a learner's work survives every later run.
 
 The behaviour tests use a small synthetic lab (fast, and its upstream can be
 changed); the solution-code checks run on the real notebooks, once headless
@@ -21,11 +21,12 @@ import nbformat
 import pytest
 
 from labkit.__main__ import main
+from labkit.authoring import hosted, student_copy
+from labkit.authoring.output_folder import MANIFEST
 from labkit.core import files
 from labkit.core.errors import LabkitValueError
-from labkit.tools import hosted, student_copy, workspace
-from labkit.tools.edition import RECORD
-from labkit.tools.output_folder import MANIFEST
+from labkit.learner import workspace
+from labkit.learner.edition import RECORD
 from tests.ui.support import jupyter_lab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -489,7 +490,7 @@ def test_a_finishing_run_says_so_and_keeps_what_the_learner_changed_meanwhile(tw
 KILLED_RUN = """
 import os, signal, sys
 from labkit.core import files
-from labkit.tools import workspace
+from labkit.learner import workspace
 calls = []
 def write_text(path, text):
     calls.append(path)

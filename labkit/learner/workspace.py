@@ -22,7 +22,7 @@ under rules that keep the learner's work:
   a link, deletes a file or replaces anything it did not write.
 
 How it tells these apart: ``.labkit-manifest.json`` (the file
-:mod:`labkit.tools.output_folder` uses, so ``student-copy`` and ``docs``
+:mod:`labkit.authoring.output_folder` uses, so ``student-copy`` and ``docs``
 refuse this folder) records, per file, the SHA-256 of the bytes labkit wrote
 there (``files``: changed means edited) and of the latest version it has
 delivered, in place or beside (``delivered``: a new version means the labs
@@ -38,13 +38,13 @@ holding exactly labkit's bytes is labkit's; anything else is kept).
 A workshop room: the learners' own accounts make their workspaces, and must
 not read ``notebooks/`` (the solved notebooks, ``solutions/``). The hub builds
 the learner edition once (:func:`write_learner_edition`, ``--write-edition
-DIR --room``; see :mod:`labkit.tools.edition`) and each workspace is made from
+DIR --room``; see :mod:`labkit.learner.edition`) and each workspace is made from
 it (``--edition DIR``), under the same rules. A room's README (``--room``)
 names no path outside the workspace: the solutions appear in its own
 ``solutions/`` when the instructor hands them out.
 
 An installed labkit (a wheel, ``pip install torch-labkit``, Colab) has no
-``notebooks/``: its build (:mod:`labkit.tools.build_labs`) wrote the learner
+``notebooks/``: its build (:mod:`labkit.authoring.build_labs`) wrote the learner
 edition of each track into the package (``labkit/_labs/<track>/``, an edition as
 above, with an installed labkit's README), and the workspace is made from it
 under the same rules, so ``labkit lab`` in any folder gives what ``make lab``
@@ -57,7 +57,7 @@ else the labs the package carries.
 
 Tracks: ``--track core`` (``make lab TRACK=core``) gives the workshop's core
 track, without the sections tagged ``extra`` (see
-:mod:`labkit.tools.tracks`); ``--track all`` every section. The manifest
+:mod:`labkit.learner.tracks`); ``--track all`` every section. The manifest
 records the track (``track``), and a later run without ``--track`` keeps it, so
 a workshop machine set up once stays on its track. Switching tracks is one more
 change of the labs, under the same rules: a notebook the learner never edited
@@ -78,13 +78,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from labkit.authoring.hosted import repository_link
+from labkit.authoring.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.labs import NOTEBOOKS_DIR, find_notebooks
-from labkit.tools.edition import RECORD, Edition, read_edition, write_edition
-from labkit.tools.hosted import repository_link
-from labkit.tools.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
-from labkit.tools.tracks import DEFAULT_TRACK, TRACKS, exercise_ids, require_track
+from labkit.learner.edition import RECORD, Edition, read_edition, write_edition
+from labkit.learner.tracks import DEFAULT_TRACK, TRACKS, exercise_ids, require_track
 
 if TYPE_CHECKING:
     import nbformat
@@ -286,9 +286,9 @@ def learner_edition(
     """
     # Converting needs nbformat and the docs' reader (about a second to import): only here, so a workspace made
     # from a prebuilt edition (each learner's first log-in to a hub) does not wait for them.
-    from labkit.tools.docs import describe_notebook
-    from labkit.tools.nbrun import read_notebook
-    from labkit.tools.student_copy import student_notebook
+    from labkit.authoring.docs import describe_notebook
+    from labkit.authoring.nbrun import read_notebook
+    from labkit.authoring.student_copy import student_notebook
 
     sources = find_notebooks(notebooks_dir)
     files = {path.name: _notebook_text(path, student_notebook(path, track=track)) for path in sources}
@@ -318,7 +318,7 @@ def write_learner_edition(
     """Build the learner edition of ``notebooks_dir`` into ``out_dir``, for workspaces made with ``edition=out_dir``.
 
     Writes exactly the files :func:`learner_edition` computes, and the record
-    (see :mod:`labkit.tools.edition`), replacing an earlier edition in place.
+    (see :mod:`labkit.learner.edition`), replacing an earlier edition in place.
     Every notebook converts before anything is written. Raises
     :class:`LabkitValueError` for an unknown track, a notebook that does not
     convert, or an ``out_dir`` that is neither empty nor an edition.
@@ -332,7 +332,7 @@ def write_packaged_labs(notebooks_dir: str | Path, out_dir: str | Path) -> list[
     """The labs a wheel carries: the learner edition of every track in ``out_dir/<track>``, an installed labkit's README.
 
     What :func:`prepare_workspace` reads when no ``notebooks/`` is in reach
-    (:data:`PACKAGED_LABS`); the build writes it (:mod:`labkit.tools.build_labs`).
+    (:data:`PACKAGED_LABS`); the build writes it (:mod:`labkit.authoring.build_labs`).
     Every track converts before anything is written.
     """
     files = {track: learner_edition(Path(notebooks_dir), None, track, installed=True) for track in TRACKS}
@@ -607,7 +607,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = vars(args)  # labkit.tools.lab calls this with its own arguments, which lack the edition options
+    options = vars(args)  # labkit.learner.lab calls this with its own arguments, which lack the edition options
     folder = options.get("write_edition") or args.folder or DEFAULT_FOLDER
     try:
         if options.get("write_edition") is not None:

@@ -1,4 +1,4 @@
-"""labkit.tools.docs: the Sphinx site is built from stored outputs, with -W, and moved in without losing the user's files.
+"""labkit.authoring.docs: the Sphinx site is built from stored outputs, with -W, and moved in without losing the user's files.
 
 A Sphinx build of even two small notebooks takes seconds (the API page imports labkit
 and torch), so one site is built per module and copied by the tests that need an old
@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 from labkit.__main__ import main as cli
+from labkit.authoring import docs
 from labkit.core.errors import LabkitError, LabkitValueError
-from labkit.tools import docs
 
 pytestmark = pytest.mark.slow
 

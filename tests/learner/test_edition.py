@@ -1,4 +1,4 @@
-"""labkit.tools.edition: a learner edition is written whole, read only when whole, and rebuilt in place."""
+"""labkit.learner.edition: a learner edition is written whole, read only when whole, and rebuilt in place."""
 from __future__ import annotations
 
 import errno
@@ -9,8 +9,8 @@ import pytest
 
 from labkit.core import files
 from labkit.core.errors import LabkitValueError
-from labkit.tools import edition
-from labkit.tools.edition import RECORD, read_edition, write_edition
+from labkit.learner import edition
+from labkit.learner.edition import RECORD, read_edition, write_edition
 
 V1 = {"01_a.ipynb": "notebook a", "02_b.ipynb": "notebook b", "README.md": "read me"}
 

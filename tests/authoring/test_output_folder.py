@@ -1,4 +1,4 @@
-"""labkit.tools.output_folder: a tool replaces only the files it wrote, keeps the rest, and says so."""
+"""labkit.authoring.output_folder: a tool replaces only the files it wrote, keeps the rest, and says so."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from labkit.authoring import output_folder
+from labkit.authoring.output_folder import MANIFEST, OutputFolder
 from labkit.core.errors import LabkitError, LabkitValueError
-from labkit.tools import output_folder
-from labkit.tools.output_folder import MANIFEST, OutputFolder
 
 
 def folder(path: Path) -> OutputFolder:

@@ -1,9 +1,9 @@
-"""labkit.tools.hosted: each notebook's install lines (for Colab) and every "Open in Colab" link, from one setting.
+"""labkit.authoring.hosted: each notebook's install lines (for Colab) and every "Open in Colab" link, from one setting.
 
 Colab itself cannot run here: the install lines run in a Python without labkit,
 with a stand-in pip that records what it was asked and "installs" a small
 labkit, and with torch and torchvision as bare package metadata. A notebook
-running alone with labkit from its wheel is tests/tools/test_wheel.py.
+running alone with labkit from its wheel is tests/authoring/test_wheel.py.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 
 from labkit.__main__ import main
+from labkit.authoring import hosted
 from labkit.core.errors import LabkitValueError
 from labkit.labs import DISTRIBUTION, NOTEBOOKS_DIR, find_notebooks
-from labkit.tools import hosted
 
 ROOT = Path(__file__).resolve().parents[2]
 REPOSITORY = "https://github.com/someone/labkit"  # a configured repository (labkit's own is not public yet)
@@ -99,7 +99,7 @@ def test_a_newer_torch_is_kept_and_called_untested_an_older_or_missing_one_is_le
 
 
 def test_the_install_lines_name_the_tested_range_and_the_repository_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
-    from labkit.tools.doctor import TESTED_RANGE
+    from labkit.learner.doctor import TESTED_RANGE
 
     monkeypatch.setattr(hosted, "REPOSITORY_URL", REPOSITORY)
     block = hosted.install_block()

@@ -13,7 +13,7 @@ from labkit.core.errors import LabkitValueError
 
 pytest.importorskip("torchvision")
 
-from labkit.tools import zoo  # noqa: E402
+from labkit.measurements import zoo  # noqa: E402
 
 
 def test_a_small_traced_model_gets_every_column():
@@ -57,7 +57,7 @@ def test_a_model_that_fails_by_itself_is_a_failed_row(monkeypatch):
     assert row.outcome == "failed" and row.why.startswith("the model itself failed, before labkit: RuntimeError: ")
 
 
-@pytest.mark.slow  # about 3 s on an idle 2-core machine, 27 s under load; tests/tools/test_profile.py covers the fallback
+@pytest.mark.slow  # about 3 s on an idle 2-core machine, 27 s under load; tests/learner/test_profile.py covers the fallback
 def test_a_detection_model_falls_back_and_skips_fusion():
     row = zoo.measure_model("ssdlite320_mobilenet_v3_large", size=32, warmup=0, runs=1)
     assert (row.outcome, row.traced, row.mode, row.fusion_same) == ("fell back", "no", "modules", "n/a (not traced)")

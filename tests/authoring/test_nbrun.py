@@ -9,8 +9,8 @@ import nbformat
 import pytest
 
 from labkit.__main__ import main as cli
+from labkit.authoring.nbrun import execute_notebook
 from labkit.core.errors import LabkitError, LabkitValueError
-from labkit.tools.nbrun import execute_notebook
 
 
 def _write(path: Path, *sources: str) -> None:

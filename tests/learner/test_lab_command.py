@@ -1,4 +1,4 @@
-"""``python -m labkit lab`` (labkit.tools.lab): the workspace, then JupyterLab on it, as ``make lab`` does."""
+"""``python -m labkit lab`` (labkit.learner.lab): the workspace, then JupyterLab on it, as ``make lab`` does."""
 from __future__ import annotations
 
 import json

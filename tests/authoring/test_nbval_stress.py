@@ -3,7 +3,7 @@ import nbformat
 import pytest
 
 from labkit.__main__ import main as cli
-from labkit.tools import nbval_stress
+from labkit.authoring import nbval_stress
 
 
 def _notebook(path, source, stored):

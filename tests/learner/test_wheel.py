@@ -42,11 +42,12 @@ import tomllib
 from packaging.requirements import Requirement
 
 import labkit
+from labkit.authoring import hosted
 from labkit.labs import find_notebooks
-from labkit.tools import hosted, workspace
-from labkit.tools.edition import RECORD
-from labkit.tools.tracks import TRACKS
-from tests.tools.test_workspace import assert_no_solution_code, real_solutions
+from labkit.learner import workspace
+from labkit.learner.edition import RECORD
+from labkit.learner.tracks import TRACKS
+from tests.learner.test_workspace import assert_no_solution_code, real_solutions
 
 pytestmark = pytest.mark.slow
 

@@ -14,12 +14,12 @@ The copy is built in a staging folder and moved in only when complete, so an
 error leaves the previous copy as it was. Updating a copy (``--force``)
 replaces only the files this tool wrote and nobody changed since: files an
 instructor added stay, and a notebook a learner edited stays too, with the new
-version beside it (``01_x.labkit-new.ipynb``); see :mod:`labkit.tools.output_folder`.
+version beside it (``01_x.labkit-new.ipynb``); see :mod:`labkit.authoring.output_folder`.
 pytest never collects a student copy (the repository's ``conftest.py``), so
 one written into ``notebooks/handout`` is not run as tests.
 
 Tracks (``--track core|all``, sections tagged ``extra`` left out) are
-:mod:`labkit.tools.tracks`.
+:mod:`labkit.learner.tracks`.
 """
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.authoring.docs import describe_notebook
+from labkit.authoring.nbrun import read_notebook
+from labkit.authoring.output_folder import MANIFEST, OutputFolder
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.labs import checkout_needed, find_notebooks, in_checkout
-from labkit.tools.docs import describe_notebook
-from labkit.tools.nbrun import read_notebook
-from labkit.tools.output_folder import MANIFEST, OutputFolder
-from labkit.tools.tracks import DEFAULT_TRACK, TRACKS, apply_track, require_track
+from labkit.learner.tracks import DEFAULT_TRACK, TRACKS, apply_track, require_track
 
 SOLUTION_TAG = "solution"
 KEEP_OUTPUT_TAG = "keep_output"
@@ -281,7 +281,7 @@ def make_student_copy(
 
     A folder that already holds a student copy is updated only with
     ``force``, and then only the files this tool wrote there and nobody
-    changed are replaced (see :mod:`labkit.tools.output_folder`): files an
+    changed are replaced (see :mod:`labkit.authoring.output_folder`): files an
     instructor added are kept, and a notebook a learner edited is kept with
     the new version written beside it (``01_x.labkit-new.ipynb``). What was
     kept is printed. Nothing is written unless every notebook converts.

@@ -1,6 +1,6 @@
 """``python -m labkit lab``: what ``make lab`` does, for a machine without ``make`` (Windows).
 
-Brings the learner workspace up to date (:mod:`labkit.tools.workspace`: blank
+Brings the learner workspace up to date (:mod:`labkit.learner.workspace`: blank
 exercises, the learner's edits never overwritten), then replaces this process
 (on Windows: waits for) ``jupyter lab`` serving that folder, so Ctrl-C stops
 JupyterLab as usual.
@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from labkit.tools.tracks import TRACKS
-from labkit.tools.workspace import DEFAULT_FOLDER, NOTEBOOKS_HELP
-from labkit.tools.workspace import run as update_workspace
+from labkit.learner.tracks import TRACKS
+from labkit.learner.workspace import DEFAULT_FOLDER, NOTEBOOKS_HELP
+from labkit.learner.workspace import run as update_workspace
 
 # JupyterLab's defaults for every labkit server (labkit lab, make lab-reference, a hub's learners): an app settings
 # folder whose overrides.json saves widget state with the notebook (a reopened notebook shows its widgets, not
