@@ -18,6 +18,7 @@ from pathlib import Path
 from labkit.core.errors import LabkitError
 from labkit.core.files import write_text
 from labkit.workshop.install import is_current, others_can_run
+from labkit.workshop.limits import short_of_space
 from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_SHARED_ROOT, UNSAFE_TRUSTED, HubSettings
 
 INSTRUCTOR_CODE = "instructor-sign-up-code"
@@ -119,6 +120,16 @@ def check_room(settings: HubSettings, hub_code: list[Path]) -> None:
         if exposed is not None:
             raise RoomError(f"a learner could change {exposed}, which the hub runs: make it root's and not "
                             f"group- or world-writable (chmod go-w {exposed}).")
+    short = short_of_space([_nearest_existing(settings.homes), _nearest_existing(settings.state)])
+    if short:  # the spawner checks again before each server; a room that starts short would refuse every learner
+        raise RoomError(f"not starting the room: {short}.")
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path``, or the nearest folder above it that exists (the state folder is made after this check)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def instructor_sign_up_code(settings: HubSettings) -> str:

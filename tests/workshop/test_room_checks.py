@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import pwd
 import secrets
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -15,6 +17,7 @@ import pytest
 from labkit.core.errors import LabkitValueError
 from labkit.workshop.accounts import AccountError, ensure_account, learner_accounts, remove_account, remove_accounts
 from labkit.workshop.install import others_can_run
+from labkit.workshop.limits import short_of_space
 from labkit.workshop.room import (
     INSTRUCTOR_CODE,
     RoomError,
@@ -194,3 +197,17 @@ def test_the_shared_account_is_refused_when_the_hub_runs_as_root():
         with pytest.raises(RoomError, match="every learner's kernel would run as root"):
             check_isolation(shared, euid=0)
     check_isolation(HubSettings(spawner="shared-account", unsafe_shared_account_as_root=True), euid=0)  # the tests' machine
+
+
+def test_a_room_short_of_disk_space_is_refused_before_it_starts(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("labkit.workshop.room.is_current", lambda prefix: True)
+    monkeypatch.setattr("labkit.workshop.room.others_can_run", lambda path: False)
+    settings = dataclasses.replace(_room(tmp_path, tmp_path / "notebooks"), homes=tmp_path / "homes")
+    settings.learner_python.parent.mkdir(parents=True)
+    settings.learner_python.touch()
+    check_room(settings, hub_code=[])  # this disk has room: the state and homes folders need not exist yet
+    free = shutil.disk_usage(tmp_path).free
+    monkeypatch.setattr("labkit.workshop.room.short_of_space",
+                        functools.partial(short_of_space, keep_free=free + 2**40))
+    with pytest.raises(RoomError, match=r"not starting the room: the disk of .* GiB free"):
+        check_room(settings, hub_code=[])
