@@ -35,6 +35,7 @@ from labkit.core.checks import (
     run_check,
 )
 from labkit.core.notebook import seeded
+from labkit.i18n.messages import _
 from labkit.memory_format.tracker import _tensors
 
 _CL = torch.channels_last
@@ -50,7 +51,7 @@ class _Hint(NamedTuple):
 
 def _first_line(error: BaseException) -> str:
     """The exception's type and the first line of its message: torch's overload lists would bury the hint after it."""
-    first, _, rest = str(error).strip().partition("\n")
+    first, _newline, rest = str(error).strip().partition("\n")
     return f"{type(error).__name__}: {first.rstrip(':')}{' (…)' if rest.strip() else ''}"
 
 
@@ -106,48 +107,57 @@ def _memory_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> str | Non
 def _stride_hint(shape: tuple[int, ...], name: str, got: tuple[int, ...], expected: tuple[int, ...],
                  right_for_the_object: bool) -> _Hint:
     """What the wrong strides ``got`` are, when they are something recognisable: the message for 2.1."""
-    said = f"For shape {shape} in {name} you predicted {got}, torch gives {expected}."
+    said = _("For shape {shape} in {name} you predicted {got}, torch gives {expected}.").format(
+               shape=shape, name=name, got=got, expected=expected)
     letters = ", ".join(_LETTERS.get(len(shape), "?"))
     order = _MEMORY_ORDER.get((name, len(shape)), "?")
     if right_for_the_object:
-        return _Hint(f"{said} Your code gives torch's strides when it is passed the object torch.{name}, but the checker "
-                     f"passes memory_format as a string, {name!r}, as the docstring says: a string never equals "
-                     f"torch.{name}. Compare memory_format with the format's name.", mistake="compares-with-the-object")
+        return _Hint(_("{said} Your code gives torch's strides when it is passed the object torch.{name}, "
+                       "but the checker passes memory_format as a string, {name!r}, as the docstring says: "
+                       "a string never equals torch.{name}. Compare memory_format with the format's name.").format(
+                         said=said, name=name), mistake="compares-with-the-object")
     if got == shape:
-        return _Hint(f"{said} Those are the sizes (the shape), not the strides: a dimension's stride is how many elements "
-                     "apart in memory two neighbours along it are.", mistake="returns-the-sizes")
+        return _Hint(_("{said} Those are the sizes (the shape), not the strides: a dimension's stride is "
+                       "how many elements apart in memory two neighbours along it are.").format(said=said),
+                       mistake="returns-the-sizes")
     if got in _off_by_one(shape, expected):
-        return _Hint(f"{said} Each of those is off by one dimension: a stride is the product of the sizes *inside* its "
-                     "dimension (1 for the innermost), not including its own size, nor skipping the next one.",
+        return _Hint(_("{said} Each of those is off by one dimension: a stride is the product of the sizes "
+                       "*inside* its dimension (1 for the innermost), not including its own size, nor "
+                       "skipping the next one.").format(said=said),
                      mistake="off-by-one")
     for size in (2, 4, 8):
         if got == tuple(size * stride for stride in expected):
-            return _Hint(f"{said} Those are {size} times torch's: strides count elements, not bytes "
-                         "(NumPy's .strides are in bytes; torch's are not).", mistake="strides-in-bytes")
+            return _Hint(_("{said} Those are {size} times torch's: strides count elements, not bytes "
+                           "(NumPy's .strides are in bytes; torch's are not).").format(said=said, size=size),
+                           mistake="strides-in-bytes")
     if got == expected[::-1]:
-        return _Hint(f"{said} Those are torch's strides in reverse: list them in the order of the dimensions, {letters}, "
-                     "as torch does.", mistake="reversed-order")
+        return _Hint(_("{said} Those are torch's strides in reverse: list them in the order of the "
+                       "dimensions, {letters}, as torch does.").format(said=said, letters=letters), mistake="reversed-order")
     if name != "contiguous_format":
         if got == torch.empty(shape).stride():
             if name == "channels_last_3d":
-                return _Hint(f"{said} Those are the contiguous strides: channels_last_3d, the 5-D format, puts the "
-                             f"channels innermost as channels_last does, memory order {order}.",
+                return _Hint(_("{said} Those are the contiguous strides: channels_last_3d, the 5-D format, "
+                               "puts the channels innermost as channels_last does, memory order {order}.").format(
+                                 said=said, order=order),
                              mistake="forgets-channels-last-3d")
-            return _Hint(f"{said} Those are the contiguous strides (memory order "
-                         f"{_MEMORY_ORDER[('contiguous_format', 4)]}): your code gives the same strides whatever "
-                         f"memory_format says. In {name} the channels are innermost: memory order {order}.",
+            return _Hint(_("{said} Those are the contiguous strides (memory order {contiguous_order}): your "
+                           "code gives the same strides whatever memory_format says. In {name} the "
+                           "channels are innermost: memory order {order}.").format(
+                             said=said, contiguous_order=_MEMORY_ORDER[('contiguous_format', 4)], name=name, order=order),
                          mistake="ignores-the-format")
         in_memory_order = (0, *range(2, len(shape)), 1)
         if got == tuple(expected[dim] for dim in in_memory_order):
-            return _Hint(f"{said} Those are torch's strides listed in memory order ({order}); torch lists strides in the "
-                         f"order of the logical dimensions, {letters}, whatever the layout, so C's stride comes second.",
+            return _Hint(_("{said} Those are torch's strides listed in memory order ({order}); torch lists "
+                           "strides in the order of the logical dimensions, {letters}, whatever the "
+                           "layout, so C's stride comes second.").format(said=said, order=order, letters=letters),
                          mistake="listed-in-memory-order")
     implied = _memory_order(shape, got)
     if implied is not None:
-        return _Hint(f"{said} Your strides describe the memory order {implied} (outermost to innermost); {name} is "
-                     f"{order}.", mistake="wrong-memory-order")
-    return _Hint(f"{said} Hint: list the dimensions from innermost to outermost; each stride is the product of the sizes "
-                 "inside it.", mistake="wrong-strides")
+        return _Hint(_("{said} Your strides describe the memory order {implied} (outermost to innermost); "
+                       "{name} is {order}.").format(said=said, implied=implied, name=name, order=order),
+                       mistake="wrong-memory-order")
+    return _Hint(_("{said} Hint: list the dimensions from innermost to outermost; each stride is the "
+                   "product of the sizes inside it.").format(said=said), mistake="wrong-strides")
 
 
 def _off_by_one(shape: tuple[int, ...], expected: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
@@ -209,26 +219,31 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
         cases = stride_cases(case_draws())
         for shape, name in cases:
             expected = torch.empty(shape, memory_format=getattr(torch, name)).stride()
-            case = f"the {len(shape)}-D shape {shape} ({', '.join(_LETTERS[len(shape)])}) in {name}"
+            case = _("the {shape_count}-D shape {shape} ({letters}) in {name}").format(
+                       shape_count=len(shape), shape=shape, letters=', '.join(_LETTERS[len(shape)]), name=name)
             with learner_case(case), _KernelWatch(shape) as kernels, _TensorWatch(shape) as watch:
                 got = call_learner(predict_strides, shape, name)
             used = used or watch.used or kernels.used
             strides = int_tuple(got)
             if strides is None:
-                raise CheckFailed(f"For shape {shape} in {name} you predicted {got!r}; return a tuple of ints, "
-                                  "one stride per dimension.", mistake="not-a-tuple-of-ints")
+                raise CheckFailed(_("For shape {shape} in {name} you predicted {got!r}; return a tuple of "
+                                    "ints, one stride per dimension.").format(shape=shape, name=name, got=got),
+                                    mistake="not-a-tuple-of-ints")
             if strides != expected:
                 raise CheckFailed(*_stride_hint(shape, name, strides, expected,
                                                 _right_for_the_object(predict_strides, shape, name, expected)))
             lists = lists or isinstance(got, list)
         expect(used is None, (
-            f"Your strides match torch's, but your code read them off a tensor (it called {used} on a tensor of the shape "
-            "it was asked about). Work them out from the shape alone, without creating a tensor."
+            _("Your strides match torch's, but your code read them off a tensor (it called {used} on a "
+              "tensor of the shape it was asked about). Work them out from the shape alone, without "
+              "creating a tensor.").format(used=used)
         ), mistake="reads-strides-off-a-tensor")
-        note = (" You returned lists, which this checker accepts since the numbers are right; note that "
-                "Tensor.stride() gives a tuple, and in Python a list never equals a tuple ([3, 1] == (3, 1) is False).") \
+        note = (_(" You returned lists, which this checker accepts since the numbers are right; note that "
+                  "Tensor.stride() gives a tuple, and in Python a list never equals a tuple ([3, 1] == (3, "
+                  "1) is False).")) \
             if lists else ""
-        return f"All {len(cases)} stride tuples match torch, including size-1 and 5-D shapes.{note}"
+        return _("All {cases_count} stride tuples match torch, including size-1 and 5-D shapes.{note}").format(
+                   cases_count=len(cases), note=note)
 
     return run_check("2.1", check, predict_strides)
 
@@ -390,7 +405,7 @@ def _own_modes(modes: list[TorchFunctionMode], before: list[TorchFunctionMode]) 
 def _modes_in_traceback(error: BaseException) -> list[TorchFunctionMode]:
     """The modes whose ``__torch_function__`` the exception passed through."""
     modes = []
-    for frame, _ in traceback.walk_tb(error.__traceback__):
+    for frame, _line in traceback.walk_tb(error.__traceback__):
         mode = frame.f_locals.get("self") if frame.f_code.co_name == "__torch_function__" else None
         if isinstance(mode, TorchFunctionMode):
             modes.append(mode)
@@ -405,20 +420,23 @@ def _mode_hint(mode: TorchFunctionMode) -> _Hint | None:
         result = call_learner(mode.__torch_function__, torch.neg, (torch.Tensor,), (a,), None)
     except LearnerError as exc:
         if isinstance(exc.original, TypeError) and "mapping" in str(exc.original):
-            return _Hint(f"torch calls {name} with kwargs=None when a call has no keyword arguments, and ** of None "
-                         "raises this TypeError: treat None as no keyword arguments.", mistake="kwargs-none")
+            return _Hint(_("torch calls {name} with kwargs=None when a call has no keyword arguments, and "
+                           "** of None raises this TypeError: treat None as no keyword arguments.").format(name=name),
+                           mistake="kwargs-none")
         return None
     if not (isinstance(result, torch.Tensor) and result.shape == a.shape and torch.equal(result, -a)):
         got = "None" if result is None else f"a {type(result).__name__}"
-        return _Hint(f"{name} returned {got} for torch.neg(x), not what torch.neg gives: it must call func and return "
-                     "func's result, or every call inside your mode loses its value.", mistake="loses-func-result")
+        return _Hint(_("{name} returned {got} for torch.neg(x), not what torch.neg gives: it must call "
+                       "func and return func's result, or every call inside your mode loses its value.").format(
+                         name=name, got=got), mistake="loses-func-result")
     try:
         result = call_learner(mode.__torch_function__, torch.add, (torch.Tensor,), (a, b), {"alpha": 2})
     except LearnerError:
         return None
     if isinstance(result, torch.Tensor) and result.shape == a.shape and torch.equal(result, a + b):
-        return _Hint(f"{name} drops the keyword arguments: torch.add(a, b, alpha=2) gave a + b inside your mode "
-                     "(and softmax(x, dim=1) loses its dim). Pass kwargs on to func.", mistake="drops-kwargs")
+        return _Hint(_("{name} drops the keyword arguments: torch.add(a, b, alpha=2) gave a + b inside "
+                       "your mode (and softmax(x, dim=1) loses its dim). Pass kwargs on to func.").format(name=name),
+                       mistake="drops-kwargs")
     return None
 
 
@@ -431,20 +449,23 @@ def _conversion_hint(label: str, got: object, seen: list[_Seen]) -> _Hint | None
     """Why nothing could drop: the model ran on an NCHW input, or with NCHW weights; None when it ran in channels_last."""
     if any(each.input_channels_last or each.weight_channels_last for each in seen):
         return None
-    return _Hint(f"For the {label} you answered {got!r}: your code ran the model on an NCHW input with NCHW weights, so no "
-                 "tensor was channels_last and nothing could drop it: convert the model and the input to channels_last "
-                 "before running it.", mistake="not-converted")
+    return _Hint(_("For the {label} you answered {got!r}: your code ran the model on an NCHW input with "
+                   "NCHW weights, so no tensor was channels_last and nothing could drop it: convert the "
+                   "model and the input to channels_last before running it.").format(label=label, got=got),
+                   mistake="not-converted")
 
 
 def _type_hint(label: str, got: object) -> _Hint:
     """The hint for an answer that is neither a string nor None."""
     if callable(got):
-        return _Hint(f"For the {label} you returned the function {getattr(got, '__name__', '?')} itself; return its name "
-                     "as a string, or None.", mistake="returns-the-function")
+        return _Hint(_("For the {label} you returned the function {function} itself; return its name as a "
+                       "string, or None.").format(label=label, function=getattr(got, '__name__', '?')),
+                       mistake="returns-the-function")
     if isinstance(got, (list, tuple)):
-        return _Hint(f"For the {label} you returned a {type(got).__name__}; return only the first name, as a string, or "
-                     "None.", mistake="returns-a-list")
-    return _Hint(f"For the {label} you returned a {type(got).__name__}; return the operator's name as a string, or None.",
+        return _Hint(_("For the {label} you returned a {type}; return only the first name, as a string, or "
+                       "None.").format(label=label, type=type(got).__name__), mistake="returns-a-list")
+    return _Hint(_("For the {label} you returned a {type}; return the operator's name as a string, or None.").format(
+                     label=label, type=type(got).__name__),
                  mistake="returns-not-a-name")
 
 
@@ -453,38 +474,46 @@ def _answer_hint(label: str, got: str | None, calls: list[_Call]) -> _Hint:
     droppers = [call for call in calls if call.dropped]
     expected = droppers[0].name if droppers else None
     short = got.rsplit(".", 1)[-1] if got else got
-    said = f"For the {label} you answered {got!r}"
+    said = _("For the {label} you answered {got!r}").format(label=label, got=got)
     named = [call for call in calls if call.name == short]
     if got is not None and got.startswith("<"):
         printed = got.split(" at 0x")[0] + (" ...>" if " at 0x" in got else "")
-        return _Hint(f"For the {label} you answered {printed!r}, the function's printed form (str(func)); return its name "
-                     "(its __name__), a string.", mistake="returns-str-of-func")
+        return _Hint(_("For the {label} you answered {printed!r}, the function's printed form (str(func)); "
+                       "return its name (its __name__), a string.").format(label=label, printed=printed),
+                       mistake="returns-str-of-func")
     if got == "" and expected is None:
-        return _Hint(f"{said}: nothing drops channels_last there, so return None, not an empty string.",
+        return _Hint(_("{said}: nothing drops channels_last there, so return None, not an empty string.").format(said=said),
                      mistake="empty-string-for-none")
     if got is None and droppers and not droppers[0].first_took:
-        return _Hint(f"{said}, but {expected} drops channels_last there: its channels_last input is not its first "
-                     "argument. Look at every tensor argument, not only the first.", mistake="first-argument-only")
+        return _Hint(_("{said}, but {expected} drops channels_last there: its channels_last input is not "
+                       "its first argument. Look at every tensor argument, not only the first.").format(
+                         said=said, expected=expected), mistake="first-argument-only")
     if named and named[0].dropped:
-        return _Hint(f"{said}; it drops channels_last too, but after {expected!r}. Return the first call that drops it.",
+        return _Hint(_("{said}; it drops channels_last too, but after {expected!r}. Return the first call "
+                       "that drops it.").format(said=said, expected=expected),
                      mistake="not-the-first-dropper")
     if named and named[0].took_channels_last and named[0].ambiguous:
-        return _Hint(f"{said}, but its result, shape {named[0].shape}, is contiguous and channels_last at once (a 1x1 "
-                     f"image fits both layouts), so it kept the format. Ask whether the result is channels_last, not "
-                     "whether it is contiguous.", mistake="tests-contiguous")
+        return _Hint(_("{said}, but its result, shape {shape}, is contiguous and channels_last at once (a "
+                       "1x1 image fits both layouts), so it kept the format. Ask whether the result is "
+                       "channels_last, not whether it is contiguous.").format(said=said, shape=named[0].shape),
+                       mistake="tests-contiguous")
     if named and named[0].took_channels_last:
-        return _Hint(f"{said}, but {short} took channels_last and returned channels_last: it kept the format (its strides "
-                     "differ from its input's where its sizes do). Record a call only when a channels_last input gave a "
-                     "4-D result that is not channels_last.", mistake="compares-strides")
+        return _Hint(_("{said}, but {short} took channels_last and returned channels_last: it kept the "
+                       "format (its strides differ from its input's where its sizes do). Record a call "
+                       "only when a channels_last input gave a 4-D result that is not channels_last.").format(
+                         said=said, short=short), mistake="compares-strides")
     if named:
-        why = "its inputs were NCHW all along" if named[0].has_tensor_input else "it makes a new tensor from no input"
-        return _Hint(f"{said}, but {short} had no channels_last input ({why}), so it had no format to drop. Record a call "
-                     "only when one of its tensor inputs was channels_last.", mistake="no-channels-last-input")
+        why = _("its inputs were NCHW all along") if named[0].has_tensor_input else _("it makes a new tensor from no input")
+        return _Hint(_("{said}, but {short} had no channels_last input ({why}), so it had no format to "
+                       "drop. Record a call only when one of its tensor inputs was channels_last.").format(
+                         said=said, short=short, why=why), mistake="no-channels-last-input")
     if expected is None:
-        return _Hint(f"{said}, but no operator drops channels_last there: return None.", mistake="names-a-keeper")
-    return _Hint(f"{said}, but the first operator that drops channels_last is {expected!r}. Hint: in __torch_function__, "
-                 "call func first, then compare the formats of its 4-D tensor inputs and of its result "
-                 "(is_contiguous(memory_format=...)).", mistake="wrong-operator")
+        return _Hint(_("{said}, but no operator drops channels_last there: return None.").format(said=said),
+        mistake="names-a-keeper")
+    return _Hint(_("{said}, but the first operator that drops channels_last is {expected!r}. Hint: in "
+                   "__torch_function__, call func first, then compare the formats of its 4-D tensor inputs "
+                   "and of its result (is_contiguous(memory_format=...)).").format(said=said, expected=expected),
+                   mistake="wrong-operator")
 
 
 @dataclass(frozen=True)
@@ -523,31 +552,34 @@ def _check_structure(label: str, run: _LearnerRun) -> None:
     """The answer must come from running the model inside a TorchFunctionMode of the learner's, which exits."""
     if run.leaked:
         raise CheckFailed(
-            f"Your code left its {type(run.leaked[-1]).__name__} on torch's mode stack (entered, never exited), so every "
-            "torch call after it, in the checker and in your notebook, would still go through it; the checker took it "
-            "off. Enter the mode with a `with` block, which exits it even when the model raises.",
+            _("Your code left its {type} on torch's mode stack (entered, never exited), so every torch "
+              "call after it, in the checker and in your notebook, would still go through it; the checker "
+              "took it off. Enter the mode with a `with` block, which exits it even when the model raises.").format(
+                type=type(run.leaked[-1]).__name__),
             mistake="leaves-the-mode-on",
         )
     if run.error is not None:
         hint = _first_mode_hint(run.modes)
         if hint:
-            raise CheckFailed(f"On the {label}, your code raised {_first_line(run.error.original)}. {hint.text}",
+            raise CheckFailed(_("On the {label}, your code raised {first_line}. {text}").format(
+                                  label=label, first_line=_first_line(run.error.original), text=hint.text),
                               mistake=hint.mistake)
         raise run.error
     expect(run.seen, (
-        f"For the {label} your code answered {run.answer!r} without running the model: the answer must come from running "
-        "it inside your TorchFunctionMode and reading what the mode recorded."
+        _("For the {label} your code answered {answer!r} without running the model: the answer must come "
+          "from running it inside your TorchFunctionMode and reading what the mode recorded.").format(
+            label=label, answer=run.answer)
     ), mistake="does-not-run-the-model")
-    besides = " as well as in a TorchFunctionMode of your own" if run.modes else (
-        ", not a TorchFunctionMode of your own")
+    besides = _(" as well as in a TorchFunctionMode of your own") if run.modes else (
+        _(", not a TorchFunctionMode of your own"))
     expect(not run.tracked_by_labkit, (
-        f"For the {label} your code ran the model inside labkit's FormatTracker{besides}: the exercise is to write "
-        "that mode (DropLogger) yourself."
+        _("For the {label} your code ran the model inside labkit's FormatTracker{besides}: the exercise is "
+          "to write that mode (DropLogger) yourself.").format(label=label, besides=besides)
     ), mistake="uses-format-tracker")
     expect(run.modes, (
-        f"For the {label} your code ran the model outside any TorchFunctionMode of yours: run it inside the `with` block "
-        "of your mode (a subclass of torch.overrides.TorchFunctionMode; module hooks and a TorchDispatchMode do not "
-        "count), where torch hands every call to its __torch_function__."
+        _("For the {label} your code ran the model outside any TorchFunctionMode of yours: run it inside "
+          "the `with` block of your mode (a subclass of torch.overrides.TorchFunctionMode; module hooks "
+          "and a TorchDispatchMode do not count), where torch hands every call to its __torch_function__.").format(label=label)
     ), mistake="runs-outside-the-mode")
 
 
@@ -568,13 +600,14 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
     """Exercise 2.2: ``find_format_dropper(model, x)`` names the first operator that loses channels_last."""
 
     def check() -> str:
-        for index, (label, _) in enumerate(_DROPPER_MODELS):
+        for index, (label, _model) in enumerate(_DROPPER_MODELS):
             run = _run_learner(find_format_dropper, index)
             _check_structure(label, run)
             _check_answer(label, run, _reference_trace(index))
-        return ("You found layer_norm, softmax (the first of two drops) and add (channels_last as its second input), saw "
-                "that the clean model keeps channels_last throughout (a 1x1 result is channels_last too), and did not count "
-                "calls on NCHW tensors made inside a model as drops.")
+        return (_("You found layer_norm, softmax (the first of two drops) and add (channels_last as its "
+                  "second input), saw that the clean model keeps channels_last throughout (a 1x1 result is "
+                  "channels_last too), and did not count calls on NCHW tensors made inside a model as "
+                  "drops."))
 
     return run_check("2.2", check, find_format_dropper)
 
@@ -630,25 +663,29 @@ def _raised_in_module_to(error: BaseException) -> bool:
 def _conversion_error_hint(error: BaseException, model: nn.Module) -> _Hint | None:
     """The hint for an exception from the learner's convert that is a known slip; None for any other."""
     first_line = str(error).strip().split("\n")[0]
-    said = f"Your code raised {_first_line(error)}."
+    said = _("Your code raised {first_line}.").format(first_line=_first_line(error))
     if isinstance(error, RuntimeError) and "rank 4 tensor to use channels_last format" in first_line:
         if _raised_in_module_to(error):
             done = [name for name, fmt in _CONV_FORMATS.items()
                     if _in_format(getattr(getattr(model, name, None), "weight", torch.empty(0)), fmt)]
-            left = (f"The layers before the Conv3d ({', '.join(done)}) were converted before torch raised, so the model "
-                    "is left half converted." if done else "")
-            return _Hint(f"{said} .to(memory_format=torch.channels_last) on a module gives every 4-D and 5-D parameter in "
-                         f"it that format, and the Conv3d's 5-D weight cannot take it. {left} 5-D weights take "
-                         "torch.channels_last_3d: convert the Conv2d and the Conv3d weights each with its own format.",
+            left = (_("The layers before the Conv3d ({value}) were converted before torch raised, so the "
+                      "model is left half converted.").format(value=', '.join(done)) if done else "")
+            return _Hint(_("{said} .to(memory_format=torch.channels_last) on a module gives every 4-D and "
+                           "5-D parameter in it that format, and the Conv3d's 5-D weight cannot take it. "
+                           "{left} 5-D weights take torch.channels_last_3d: convert the Conv2d and the "
+                           "Conv3d weights each with its own format.").format(said=said, left=left),
                          mistake="model-to-channels-last")
-        return _Hint(f"{said} That is torch.channels_last on a 5-D tensor, the Conv3d's weight: channels_last is for 4-D "
-                     "tensors; 5-D ones take torch.channels_last_3d.", mistake="channels-last-on-5d")
+        return _Hint(_("{said} That is torch.channels_last on a 5-D tensor, the Conv3d's weight: "
+                       "channels_last is for 4-D tensors; 5-D ones take torch.channels_last_3d.").format(said=said),
+                       mistake="channels-last-on-5d")
     if isinstance(error, RuntimeError) and "rank 5 tensor to use channels_last_3d format" in first_line:
-        return _Hint(f"{said} That is torch.channels_last_3d on a 4-D tensor, a Conv2d's weight: channels_last_3d is for "
-                     "5-D tensors; 4-D ones take torch.channels_last.", mistake="channels-last-3d-on-4d")
+        return _Hint(_("{said} That is torch.channels_last_3d on a 4-D tensor, a Conv2d's weight: "
+                       "channels_last_3d is for 5-D tensors; 4-D ones take torch.channels_last.").format(said=said),
+                       mistake="channels-last-3d-on-4d")
     if isinstance(error, TypeError) and "cannot assign" in first_line and "parameter" in first_line:
-        return _Hint(f"{said} A layer's .weight must stay an nn.Parameter, so assigning a plain tensor to it fails; change "
-                     "the Parameter's data in place instead (torch.nn.utils has converters that do).",
+        return _Hint(_("{said} A layer's .weight must stay an nn.Parameter, so assigning a plain tensor to "
+                       "it fails; change the Parameter's data in place instead (torch.nn.utils has "
+                       "converters that do).").format(said=said),
                      mistake="assigns-a-plain-tensor")
     return None
 
@@ -660,21 +697,24 @@ def _expect_same_parameters(model: nn.Module, reference: nn.Module) -> None:
     for name, original in mine.items():
         param = theirs.get(name)
         if not isinstance(param, nn.Parameter):
-            raise CheckFailed(f"{name} is no longer an nn.Parameter of the model: keep it one (optimizers and state_dict() "
-                              "see only parameters) and change only its layout.", mistake="no-longer-a-parameter")
+            raise CheckFailed(_("{name} is no longer an nn.Parameter of the model: keep it one (optimizers "
+                                "and state_dict() see only parameters) and change only its layout.").format(name=name),
+                                mistake="no-longer-a-parameter")
         expect(type(param) is nn.Parameter, (
-            f"{name} is a {type(param).__name__}, a subclass of nn.Parameter: keep torch's own nn.Parameter, whose "
-            "is_contiguous reports the layout its strides really have."
+            _("{name} is a {type}, a subclass of nn.Parameter: keep torch's own nn.Parameter, whose "
+              "is_contiguous reports the layout its strides really have.").format(name=name, type=type(param).__name__)
         ), mistake="parameter-subclass")
         expect(param.shape == original.shape and torch.equal(param.detach(), original.detach()),
-               f"{name} changed its values or shape: convert layouts, not values.", mistake="changes-values")
+               _("{name} changed its values or shape: convert layouts, not values.").format(name=name), mistake="changes-values")
         expect(param.requires_grad == original.requires_grad,
-               f"{name}.requires_grad changed: convert layouts and leave the parameters trainable as they were.",
+               _("{name}.requires_grad changed: convert layouts and leave the parameters trainable as they "
+                 "were.").format(name=name),
                mistake="changes-requires-grad")
     for name, buffer in reference.named_buffers():
         theirs_buffer = dict(model.named_buffers()).get(name)
         expect(isinstance(theirs_buffer, torch.Tensor) and theirs_buffer.shape == buffer.shape
-               and torch.equal(theirs_buffer, buffer), f"The buffer {name} changed: convert layouts, not values.",
+               and torch.equal(theirs_buffer, buffer), _("The buffer {name} changed: convert layouts, not "
+                                                         "values.").format(name=name),
                mistake="changes-values")
 
 
@@ -683,26 +723,27 @@ def _expect_formats(model: nn.Module, reference: nn.Module) -> None:
     weights = {name: getattr(model, name).weight for name in _CONV_FORMATS}
     converted = [name for name, fmt in _CONV_FORMATS.items() if _in_format(weights[name], fmt)]
     expect(converted, (
-        "The model you got back has no weight converted: frames, temporal and spatial are all still contiguous. If your "
-        "code converted a copy of the model, it returned the original: convert the model you were given, in place, and "
-        "return it."
+        _("The model you got back has no weight converted: frames, temporal and spatial are all still "
+          "contiguous. If your code converted a copy of the model, it returned the original: convert the "
+          "model you were given, in place, and return it.")
     ), mistake="converts-a-copy")
     expect("temporal" in converted, (
-        "The Conv3d weight (temporal) is not channels_last_3d. Hint: 5-D tensors take torch.channels_last_3d, and the "
-        "Conv2d converter of torch.nn.utils touches only Conv2d layers; torch.nn.utils has one for Conv3d layers too."
+        _("The Conv3d weight (temporal) is not channels_last_3d. Hint: 5-D tensors take "
+          "torch.channels_last_3d, and the Conv2d converter of torch.nn.utils touches only Conv2d layers; "
+          "torch.nn.utils has one for Conv3d layers too.")
     ), mistake="conv3d-not-converted")
     missing = [name for name in ("frames", "spatial") if name not in converted]
     expect(not missing, (
-        f"The Conv2d weight of {' and '.join(missing)} is not channels_last: 4-D weights take torch.channels_last, and the "
-        "Conv3d converter touches only Conv3d layers."
+        _("The Conv2d weight of {value} is not channels_last: 4-D weights take torch.channels_last, and "
+          "the Conv3d converter touches only Conv3d layers.").format(value=' and '.join(missing))
     ), mistake="conv2d-not-converted")
     old = {**dict(reference.named_parameters()), **dict(reference.named_buffers())}
     for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
         if name not in {f"{conv}.weight" for conv in _CONV_FORMATS}:
             expect(tensor.stride() == old[name].stride(), (
-                f"{name} is not a convolution's weight, but your code changed its layout (strides {old[name].stride()} "
-                f"became {tensor.stride()}): convert the Conv2d and Conv3d weights only, layer by layer, not every 4-D "
-                "or 5-D tensor."
+                _("{name} is not a convolution's weight, but your code changed its layout (strides {value} "
+                  "became {value2}): convert the Conv2d and Conv3d weights only, layer by layer, not every "
+                  "4-D or 5-D tensor.").format(name=name, value=old[name].stride(), value2=tensor.stride())
             ), mistake="converts-by-rank")
 
 
@@ -721,28 +762,31 @@ def check_convert_conv3d(convert: Callable[[nn.Module], nn.Module]) -> CheckResu
             if hint:
                 raise CheckFailed(*hint) from None
             raise
-        expect(returned is not None, "Your code returned None: convert the model in place and return it.",
+        expect(returned is not None, _("Your code returned None: convert the model in place and return it."),
                mistake="returns-none")
-        what = "a different model" if isinstance(returned, nn.Module) else f"an object of type {type(returned).__name__}"
+        what = _("a different model") if isinstance(returned, nn.Module) else _("an object of type {type}").format(
+                                                                               type=type(returned).__name__)
         expect(returned is given, (
-            f"Your code returned {what}, not the model it was given: convert that model in place and return it, as "
-            "torch.nn.utils' converters do."
+            _("Your code returned {what}, not the model it was given: convert that model in place and "
+              "return it, as torch.nn.utils' converters do.").format(what=what)
         ), mistake="returns-another-object")
         for name, kind in _LAYER_TYPES.items():
-            expect(type(given._modules.get(name)) is kind, f"Keep the model's layers: {name} must still be the "
-                                                           f"{kind.__name__} it was.", mistake="replaces-layers")
+            expect(type(given._modules.get(name)) is kind, _("Keep the model's layers: {name} must still be the "
+                                                             "{type} it was.").format(name=name, type=kind.__name__),
+                                                             mistake="replaces-layers")
         _expect_same_parameters(given, reference)
         _expect_formats(given, reference)
         try:
             with torch.inference_mode():
                 got = call_learner(_ClipNet.forward, given, clip.contiguous(memory_format=_CL3D))
         except LearnerError as exc:
-            raise CheckFailed(f"Running your converted model raised {exc}. Convert layouts, not shapes or values.",
+            raise CheckFailed(_("Running your converted model raised {exc}. Convert layouts, not shapes or "
+                                "values.").format(exc=exc),
                               mistake="breaks-the-model") from None
         expect(isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.allclose(got, expected, atol=1e-5),
-               "The converted model gives different outputs; convert layouts, not values.", mistake="changes-outputs")
-        return ("Conv3d weight in channels_last_3d, both Conv2d weights in channels_last, the 4-D position bias left as it "
-                "was, same outputs as before.")
+               _("The converted model gives different outputs; convert layouts, not values."), mistake="changes-outputs")
+        return (_("Conv3d weight in channels_last_3d, both Conv2d weights in channels_last, the 4-D "
+                  "position bias left as it was, same outputs as before."))
 
     return run_check("2.3", check, convert)
 

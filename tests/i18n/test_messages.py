@@ -52,7 +52,8 @@ def test_a_wrong_answer_reads_in_the_learners_language_and_follows_a_change_in_t
 
     monkeypatch.setenv("LABKIT_LANG", "zh")
     chinese = check_predict_strides(ones)
-    assert str(chinese).startswith("❌ 练习 2.1：未解出。 For shape ")  # the checker's own hint: not marked yet
+    assert str(chinese).startswith("❌ 练习 2.1：未解出。 对 ")  # the checker's own hint too, its values as they are
+    assert "，torch 给出的是 (" in str(chinese) and "For shape" not in str(chinese)
     assert '卡住了？labkit.hint("2.1") 会给出下一条提示。' in str(chinese)
     assert chinese.status.value == "not solved"  # what the journal and the board record stays English
 
