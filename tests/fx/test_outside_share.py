@@ -87,3 +87,13 @@ def test_parameter_reads_of_an_exported_model_are_bookkeeping_not_an_op_type_or_
     assert "get_attr" not in report.table().to_text().split("\n", 1)[1]  # no row of the node table
     assert "Not shown as nodes: parameter reads (4 get_attr nodes" in text
     assert breakdown.top(1).parameter_reads == report.parameter_reads
+
+
+def test_profile_model_and_compare_with_torch_profiler_agree_on_the_outside_share_within_5_points():
+    from labkit.fx.crosscheck import compare_with_torch_profiler
+
+    x = torch.randn(96, 96)
+    check = compare_with_torch_profiler(Outside().eval(), x, warmup=1, runs=5, mode="modules")
+    report = profile_model(Outside().eval(), x, warmup=1, runs=5, mode="modules")
+    assert check.compared_pct == (100, 100)  # so its shares are of all of labkit's time, as the report's
+    assert report.outside_pct == pytest.approx(check.labkit_pct[OUTSIDE], abs=5.0)  # the old report: ~11 vs ~95
