@@ -65,6 +65,7 @@ from labkit.core.checks import (
 )
 from labkit.core.errors import LabkitValueError
 from labkit.core.timing import RunStats, compare
+from labkit.i18n.messages import _
 
 REQUIRED_SPEEDUP = 1.3
 #: Paired rounds the checker times by default (each: CALLS_PER_ROUND calls of each version, interleaved).
@@ -141,10 +142,10 @@ class _Threads:
         self.requested.clear()
         expect(
             not changed,
-            f"{who} changed torch's thread count (torch.set_num_threads: {self.count} -> {changed[0] if changed else ''}). "
-            f"The checker times both versions on the same {self.count} thread(s), the count it started with, so a "
-            "version that runs on other threads, or slows the original's, cannot count; it put the count back. "
-            "Leave the thread count alone.",
+            _("{who} changed torch's thread count (torch.set_num_threads: {count} -> {value}). The checker "
+              "times both versions on the same {count} thread(s), the count it started with, so a version "
+              "that runs on other threads, or slows the original's, cannot count; it put the count back. "
+              "Leave the thread count alone.").format(who=who, count=self.count, value=changed[0] if changed else ''),
             mistake="changed-threads",
         )
 
@@ -218,9 +219,10 @@ def _learners_threads(before: set[int]) -> list[str]:
 def _expect_no_threads_of_the_learner(before: set[int], who: str) -> None:
     threads = _learners_threads(before)
     expect(not threads, (
-        f"{who} started a thread that is still running your code while the checker times ({', '.join(threads)}): "
-        "work running beside the timed calls takes CPU from the original's calls, so the comparison cannot count. "
-        "Do all the work inside the callable you return, and let any thread you start finish before it returns."
+        _("{who} started a thread that is still running your code while the checker times ({value}): work "
+          "running beside the timed calls takes CPU from the original's calls, so the comparison cannot "
+          "count. Do all the work inside the callable you return, and let any thread you start finish "
+          "before it returns.").format(who=who, value=', '.join(threads))
     ), mistake="started-a-thread")
 
 
@@ -233,23 +235,23 @@ def _has_extras(module: nn.Module) -> bool:
 def _difference(model: nn.Module, reference: nn.Module) -> str:
     """How ``model`` differs from ``reference`` as a phrase ("its weights are channels_last now"), or ``""``."""
     if [type(m) for m in model.modules()] != [type(m) for m in reference.modules()]:
-        return "its layers were replaced"
+        return _("its layers were replaced")
     if any(_has_extras(m) for m in model.modules()):
-        return "a hook or a forward was added to it"
+        return _("a hook or a forward was added to it")
     if any(m.training != r.training for m, r in zip(model.modules(), reference.modules())):
-        return "it was switched to training mode"
+        return _("it was switched to training mode")
     state, expected = model.state_dict(), reference.state_dict()
     if list(state) != list(expected):
-        return "its parameters or buffers were replaced"
+        return _("its parameters or buffers were replaced")
     for name, tensor in state.items():
         if tensor.dtype != expected[name].dtype:
-            return f"its {name} is {tensor.dtype} now"
+            return _("its {name} is {dtype} now").format(name=name, dtype=tensor.dtype)
         if tensor.stride() != expected[name].stride():
             channels_last = tensor.dim() == 4 and tensor.is_contiguous(memory_format=torch.channels_last)
-            layout = "channels_last" if channels_last else "laid out otherwise"
-            return f"its {name} is {layout} now: Module.to converts a module in place"
+            layout = "channels_last" if channels_last else _("laid out otherwise")
+            return _("its {name} is {layout} now: Module.to converts a module in place").format(name=name, layout=layout)
         if not torch.equal(tensor, expected[name]):
-            return f"its {name} has other values"
+            return _("its {name} has other values").format(name=name)
     return ""
 
 
@@ -265,13 +267,13 @@ def _expect_original_unchanged(model: nn.Module, reference: nn.Module, x: torch.
                 expected = reference(x)
                 got = call_learner(model, x)
         except LearnerError:
-            what = "it raises when called"
+            what = _("it raises when called")
         else:
-            what = "" if isinstance(got, torch.Tensor) and torch.equal(got, expected) else "its output differs"
+            what = "" if isinstance(got, torch.Tensor) and torch.equal(got, expected) else _("its output differs")
     expect(
         not what,
-        f"The model you were given changed ({what}). Work on a copy (copy.deepcopy, or inplace=False where a "
-        "function offers it): the checker compares against the model it gave you.",
+        _("The model you were given changed ({what}). Work on a copy (copy.deepcopy, or inplace=False "
+          "where a function offers it): the checker compares against the model it gave you.").format(what=what),
         mistake="changed-the-given-model",
     )
 
@@ -280,10 +282,11 @@ def _expect_not_unchanged(faster: object, given: nn.Module, reference: nn.Module
     """Refuse the model itself, or an unchanged copy: it runs exactly as the original does, so cannot be faster."""
     if not isinstance(faster, nn.Module) or _difference(faster, reference):
         return
-    what = "the model you were given" if faster is given else "a copy of the model"
+    what = _("the model you were given") if faster is given else _("a copy of the model")
     raise CheckFailed(
-        f"You returned {what}, unchanged: it runs exactly as the original does, so it cannot be faster, and a "
-        "measured speedup could only be noise. Change how your copy computes, then measure it against the original.",
+        _("You returned {what}, unchanged: it runs exactly as the original does, so it cannot be faster, "
+          "and a measured speedup could only be noise. Change how your copy computes, then measure it "
+          "against the original.").format(what=what),
         mistake="returned-it-unchanged",
     )
 
@@ -299,23 +302,26 @@ class _Reference:
     def expect_match(self, got: object, batch: torch.Tensor, expected: torch.Tensor, where: str) -> None:
         """Fail with a hint naming the likely mistake unless ``got`` is ``expected`` up to float32 rounding."""
         if not isinstance(got, torch.Tensor):  # an if, not expect(): it tells the type checker ``got`` is a tensor below
-            raise CheckFailed(f"{where} your callable returned a {type(got).__name__}; return the model's output tensor.",
+            raise CheckFailed(_("{where} your callable returned a {type}; return the model's output tensor.").format(
+                                  where=where, type=type(got).__name__),
                               mistake="not-a-tensor")
         expect(
             got.shape == expected.shape,
-            f"{where} the output shape {tuple(got.shape)} differs from the original's {tuple(expected.shape)}.",
+            _("{where} the output shape {shape} differs from the original's {shape2}.").format(
+                where=where, shape=tuple(got.shape), shape2=tuple(expected.shape)),
             mistake="wrong-shape",
         )
         expect(
             got.dtype not in (torch.bfloat16, torch.float16),
-            f"{where} your output is {got.dtype}: the outputs must match the original's float32 up to rounding, "
-            "so a lower precision does not count here.",
+            _("{where} your output is {dtype}: the outputs must match the original's float32 up to "
+              "rounding, so a lower precision does not count here.").format(where=where, dtype=got.dtype),
             mistake="lower-precision",
         )
         expect(
             type(got) is torch.Tensor and got.layout == torch.strided and got.device == expected.device
             and got.is_floating_point(),
-            f"{where} the output is not an ordinary floating-point {expected.device.type} tensor like the original's.",
+            _("{where} the output is not an ordinary floating-point {type} tensor like the original's.").format(
+                where=where, type=expected.device.type),
             mistake="not-a-tensor",
         )
         got = got.detach().float()
@@ -332,21 +338,24 @@ class _Reference:
         diff = float((got - expected).abs().max())
         share = diff / float(expected.abs().max())
         if any(self._close(got, earlier, RTOL) for earlier in self.earlier):
-            return CheckFailed(f"{where} your callable returned the output of an earlier batch. Compute from the input "
-                               "every time: a stored result does not count.", mistake="stored-output")
+            return CheckFailed(_("{where} your callable returned the output of an earlier batch. Compute "
+                                 "from the input every time: a stored result does not count.").format(where=where),
+                                 mistake="stored-output")
         training = copy.deepcopy(self.model).train()
         if self._close(got, training(batch), RTOL):
-            return CheckFailed(f"{where} the outputs are what the model gives in training mode: BatchNorm then normalizes "
-                               "with the batch's own statistics instead of the running ones. Keep your version in eval "
-                               "mode.", mistake="training-mode")
+            return CheckFailed(_("{where} the outputs are what the model gives in training mode: BatchNorm "
+                                 "then normalizes with the batch's own statistics instead of the running "
+                                 "ones. Keep your version in eval mode.").format(where=where), mistake="training-mode")
         if share <= LOWER_PRECISION_RTOL:
-            return CheckFailed(f"{where} the outputs differ from the original's by {diff:.2g} ({share:.2%} of the largest "
-                               f"output, where float32 rounding stays within {RTOL:.2%}): about what bfloat16 or float16 "
-                               "gives. The outputs must match float32 up to rounding, so a lower precision does not count "
-                               "here.", mistake="lower-precision")
-        return CheckFailed(f"{where} the outputs differ from the original's (max abs difference {diff:.3g}, {share:.0%} of "
-                           "the largest output): your version must compute the same function as the model, from the input "
-                           "it is given.", mistake="wrong-output")
+            return CheckFailed(_("{where} the outputs differ from the original's by {diff:.2g} "
+                                 "({share:.2%} of the largest output, where float32 rounding stays within "
+                                 "{RTOL:.2%}): about what bfloat16 or float16 gives. The outputs must "
+                                 "match float32 up to rounding, so a lower precision does not count here.").format(
+                                   where=where, diff=diff, share=share, RTOL=RTOL), mistake="lower-precision")
+        return CheckFailed(_("{where} the outputs differ from the original's (max abs difference "
+                             "{diff:.3g}, {share:.0%} of the largest output): your version must compute "
+                             "the same function as the model, from the input it is given.").format(
+                               where=where, diff=diff, share=share), mistake="wrong-output")
 
 
 @dataclass(frozen=True)
@@ -408,7 +417,8 @@ def _timed_rounds(
         threads.expect_kept("Your callable")
         _expect_no_threads_of_the_learner(reference.threads, "Your code")
         for batch, expected, got in outputs:
-            reference.expect_match(got, batch, expected, f"On fresh input batch {number} of {total},")
+            reference.expect_match(got, batch, expected, _("On fresh input batch {number} of {total},").format(
+                                                             number=number, total=total))
             number += 1
         timed.append(round_)
     return timed
@@ -443,38 +453,46 @@ def _verdict(rounds: list[_Round]) -> str:
     wins = sum(r.reached for r in rounds)
     needed = wins_needed(len(speedups))
     median = statistics.median(speedups)
-    counted = f"{wins} of {len(speedups)} interleaved rounds (median speedup {median:.2f}x)"
+    counted = _("{wins} of {speedups_count} interleaved rounds (median speedup {median:.2f}x)").format(
+                  wins=wins, speedups_count=len(speedups), median=median)
     if wins < needed and (busy := _too_busy(rounds)):
         raise CheckNotJudged(
-            f"{TOO_BUSY}. Outputs match, and your version was at least {REQUIRED_SPEEDUP}x faster than the original in "
-            f"{counted}; {needed} are needed, and in {len(busy)} of the rounds that missed, the original itself ran "
-            f"more than {BUSY_FACTOR}x slower than its best: other programs were using the CPU. That says nothing "
-            "against your answer; run this cell again when the machine is quieter."
+            _("{too_busy}. Outputs match, and your version was at least {required}x faster than "
+              "the original in {counted}; {needed} are needed, and in {busy_count} of the rounds that "
+              "missed, the original itself ran more than {busy_factor}x slower than its best: other "
+              "programs were using the CPU. That says nothing against your answer; run this cell again "
+              "when the machine is quieter.").format(
+                too_busy=TOO_BUSY, required=REQUIRED_SPEEDUP, counted=counted, needed=needed, busy_count=len(busy),
+                busy_factor=BUSY_FACTOR)
         )
     if wins < needed:
         unsteady = median >= REQUIRED_SPEEDUP
         advice = (
-            "Your version is faster in most rounds but not steadily: close other programs and run the check again."
+            _("Your version is faster in most rounds but not steadily: close other programs and run the "
+              "check again.")
             if unsteady else
-            "Profile your version and the original (labkit.profile_model) and compare the time per op type: the op "
-            "types that take as long as before are where more speed must come from."
+            _("Profile your version and the original (labkit.profile_model) and compare the time per op "
+              "type: the op types that take as long as before are where more speed must come from.")
         )
         raise CheckFailed(
-            f"Outputs match, but your version was at least {REQUIRED_SPEEDUP}x faster than the original in only "
-            f"{counted}; at least {needed} are needed, so that noise alone cannot pass. {advice}",
+            _("Outputs match, but your version was at least {REQUIRED_SPEEDUP}x faster than the original "
+              "in only {counted}; at least {needed} are needed, so that noise alone cannot pass. {advice}").format(
+                REQUIRED_SPEEDUP=REQUIRED_SPEEDUP, counted=counted, needed=needed, advice=advice),
             mistake="not-steadily-faster" if unsteady else "not-fast-enough",
         )
     return (
-        f"Outputs match on fresh inputs, and your version was at least {REQUIRED_SPEEDUP}x faster than the original in "
-        f"{counted}, timed as called: whatever your function does to each input is counted."
+        _("Outputs match on fresh inputs, and your version was at least {REQUIRED_SPEEDUP}x faster than "
+          "the original in {counted}, timed as called: whatever your function does to each input is "
+          "counted.").format(REQUIRED_SPEEDUP=REQUIRED_SPEEDUP, counted=counted)
     )
 
 
 def _require_rounds(rounds: object) -> int:
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < MIN_ROUNDS:
         raise LabkitValueError(
-            f"rounds must be a whole number of at least {MIN_ROUNDS} (fewer paired rounds cannot rule out noise), "
-            f"e.g. check_make_faster(make_faster, rounds={ROUNDS}); got {rounds!r}."
+            _("rounds must be a whole number of at least {MIN_ROUNDS} (fewer paired rounds cannot rule out "
+              "noise), e.g. check_make_faster(make_faster, rounds={ROUNDS}); got {rounds!r}.").format(
+                MIN_ROUNDS=MIN_ROUNDS, ROUNDS=ROUNDS, rounds=rounds)
         )
     return rounds
 
@@ -502,14 +520,14 @@ def check_make_faster(
             _expect_no_threads_of_the_learner(before, "make_faster")
             expect(
                 not isinstance(faster, tuple),
-                "Return one callable that takes the plain NCHW input batch, not a pair: converting the input is part "
-                "of the work that is timed.",
+                _("Return one callable that takes the plain NCHW input batch, not a pair: converting the "
+                  "input is part of the work that is timed."),
                 mistake="returned-a-pair",
             )
             expect(
                 callable(faster),
-                "make_faster must return a callable (a model or a function) that takes the input batch, "
-                f"not a {type(faster).__name__}.",
+                _("make_faster must return a callable (a model or a function) that takes the input batch, "
+                  "not a {type}.").format(type=type(faster).__name__),
                 mistake="not-callable",
             )
             _expect_original_unchanged(given, original, x)
@@ -519,7 +537,7 @@ def check_make_faster(
                 threads.pin()
                 got = call_learner(faster, x.clone())
                 threads.expect_kept("Your callable")
-                reference.expect_match(got, x, expected, "On the challenge input")
+                reference.expect_match(got, x, expected, _("On the challenge input"))
                 # Fresh batches, from a generator of the checker's own: nothing can be cached or prepared.
                 generator = torch.Generator()
                 generator.seed()
@@ -530,8 +548,8 @@ def check_make_faster(
             _expect_original_unchanged(given, original, x)
             changed = _difference(original, challenge_model())
             expect(not changed, (
-                f"The checker's own copy of the model changed while your code ran ({changed}): your code reached a model "
-                "it was not given. Change only your own copy."
+                _("The checker's own copy of the model changed while your code ran ({changed}): your code "
+                  "reached a model it was not given. Change only your own copy.").format(changed=changed)
             ), mistake="changed-the-checkers-model")
         return _verdict(timed)
 

@@ -51,6 +51,7 @@ from labkit.core.checks import (
 from labkit.core.notebook import seeded
 from labkit.fx.profile import OpTypeBreakdown, ProfileReport
 from labkit.fx.runs import RunWatch, WatchedReport, watch_runs
+from labkit.i18n.messages import _
 
 
 class _Hint(NamedTuple):
@@ -66,18 +67,22 @@ class _Hint(NamedTuple):
 def _report_type_hint(value: object) -> _Hint:
     """What to say when ``profile_my_model()`` returned something other than a ProfileReport."""
     if value is None:
-        return _Hint("profile_my_model() returned None: does it end with `return`? Printing or displaying the report is "
-                     "not returning it; return the report labkit.profile_model(...) gives you.", mistake="returns-none")
+        return _Hint(_("profile_my_model() returned None: does it end with `return`? Printing or "
+                       "displaying the report is not returning it; return the report "
+                       "labkit.profile_model(...) gives you."), mistake="returns-none")
     if isinstance(value, str):
-        return _Hint("profile_my_model() returned a str (a printed table?); return the report object "
-                     "labkit.profile_model(...) gives you, not its text.", mistake="returns-text")
+        return _Hint(_("profile_my_model() returned a str (a printed table?); return the report object "
+                       "labkit.profile_model(...) gives you, not its text."), mistake="returns-text")
     if isinstance(value, nn.Module):
-        return _Hint(f"profile_my_model() returned the model (a {type(value).__name__}), not its profile; return what "
-                     "labkit.profile_model(model, x, ...) gives you.", mistake="returns-model")
+        return _Hint(_("profile_my_model() returned the model (a {type}), not its profile; return what "
+                       "labkit.profile_model(model, x, ...) gives you.").format(type=type(value).__name__),
+                       mistake="returns-model")
     if isinstance(value, OpTypeBreakdown):
-        return _Hint("profile_my_model() returned report.by_op_type(), a summary by type; return the whole report.",
+        return _Hint(_("profile_my_model() returned report.by_op_type(), a summary by type; return the "
+                       "whole report."),
                      mistake="returns-summary")
-    return _Hint(f"profile_my_model() returned {type(value).__name__}; return what labkit.profile_model(...) gives you.",
+    return _Hint(_("profile_my_model() returned {type}; return what labkit.profile_model(...) gives you.").format(
+                     type=type(value).__name__),
                  mistake="returns-not-a-report")
 
 
@@ -89,33 +94,40 @@ def _claimed_runs(report: ProfileReport) -> object:
 def _watched(report: ProfileReport, watch: RunWatch) -> WatchedReport:
     """The record of the profile labkit really made during the call that ``report`` is, unchanged; else fail, saying
     what is off (no profile at all, more runs claimed than were timed, a part of the report, a changed report)."""
-    expect(watch.reports, "profile_my_model() returned a ProfileReport, but labkit timed no runs while it ran: the checker "
-                          "watches labkit's profilers and saw none. Profile your model inside profile_my_model() and return "
-                          "that report, not one made earlier or built by hand.", mistake="report-not-profiled")
+    expect(watch.reports, _("profile_my_model() returned a ProfileReport, but labkit timed no runs while "
+                            "it ran: the checker watches labkit's profilers and saw none. Profile your "
+                            "model inside profile_my_model() and return that report, not one made earlier "
+                            "or built by hand."), mistake="report-not-profiled")
     own = sorted(cls.__name__ for cls in watch.profiler_classes if not cls.__module__.startswith("labkit."))
-    expect(not own, f"Your code timed its runs with a profiler class of its own ({', '.join(own)}), not labkit's: the "
-                    "checker counts only the runs labkit's profilers really time. Profile your model with "
-                    "labkit.profile_model(...) and return its report.", mistake="report-not-profiled")
+    expect(not own, _("Your code timed its runs with a profiler class of its own ({value}), not labkit's: "
+                      "the checker counts only the runs labkit's profilers really time. Profile your model "
+                      "with labkit.profile_model(...) and return its report.").format(value=', '.join(own)),
+                      mistake="report-not-profiled")
     same_runs = [watched for watched in watch.reports
                  if watched.report.total == report.total and watched.timed_runs <= watch.timed_runs]
     claimed = _claimed_runs(report)
     if not same_runs:
         if isinstance(claimed, int) and claimed > watch.timed_runs:
-            raise CheckFailed(f"The report says it has {claimed} timed runs, but labkit really timed only "
-                              f"{watch.timed_runs} run(s) while profile_my_model() ran: the report was relabelled or "
-                              "built by hand. Ask labkit.profile_model for the runs (runs=3) and return its report as it is.",
+            raise CheckFailed(_("The report says it has {claimed} timed runs, but labkit really timed only "
+                                "{timed_runs} run(s) while profile_my_model() ran: the report was "
+                                "relabelled or built by hand. Ask labkit.profile_model for the runs "
+                                "(runs=3) and return its report as it is.").format(
+                                  claimed=claimed, timed_runs=watch.timed_runs),
                               mistake="relabelled-runs")
-        raise CheckFailed("The report's timings are not those of any profile labkit ran while profile_my_model() ran; "
-                          "return the report labkit.profile_model(...) gave you, as it is.", mistake="changed-report")
+        raise CheckFailed(_("The report's timings are not those of any profile labkit ran while "
+                            "profile_my_model() ran; return the report labkit.profile_model(...) gave you, "
+                            "as it is."), mistake="changed-report")
     for watched in reversed(same_runs):
         if watched.report == report:
             return watched
     original = same_runs[-1].report
     rows = getattr(report, "rows", None)
     if isinstance(rows, list) and len(rows) < len(original.rows) and all(row in original.rows for row in rows):
-        raise CheckFailed(f"The report holds {len(rows)} of the model's {len(original.rows)} nodes (report.top(...)?); "
-                          "return the whole report.", mistake="returns-top-rows")
-    raise CheckFailed("The report was changed after labkit.profile_model made it; return it as it is.", mistake="changed-report")
+        raise CheckFailed(_("The report holds {rows_count} of the model's {count} nodes "
+                            "(report.top(...)?); return the whole report.").format(
+                              rows_count=len(rows), count=len(original.rows)), mistake="returns-top-rows")
+    raise CheckFailed(_("The report was changed after labkit.profile_model made it; return it as it is."),
+    mistake="changed-report")
 
 
 def _call_profile(profile_my_model: Callable[[], Any]) -> Any:
@@ -124,9 +136,9 @@ def _call_profile(profile_my_model: Callable[[], Any]) -> Any:
         return call_learner(profile_my_model)
     except LearnerError as exc:
         if isinstance(exc.original, dataclasses.FrozenInstanceError):
-            raise CheckFailed(f"Your code raised FrozenInstanceError: {exc.original}. A ProfileReport cannot be changed: "
-                              "its runs are the runs labkit timed. Ask labkit.profile_model for them (runs=3) "
-                              "instead.", mistake="assigns-to-report") from exc
+            raise CheckFailed(_("Your code raised FrozenInstanceError: {original}. A ProfileReport cannot "
+                                "be changed: its runs are the runs labkit timed. Ask labkit.profile_model "
+                                "for them (runs=3) instead.").format(original=exc.original), mistake="assigns-to-report") from exc
         raise
 
 
@@ -144,19 +156,24 @@ def check_profile_own_model(profile_my_model: Callable[[], Any]) -> CheckResult:
         expect(isinstance(report, ProfileReport), *_report_type_hint(report))
         watched = _watched(report, watch)
         runs = watched.timed_runs
-        expect(runs == watched.report.runs, f"The report says it has {watched.report.runs} timed runs, but its profiler "
-                                            f"really timed {runs}; return the report labkit.profile_model(...) gave you.",
+        expect(runs == watched.report.runs, _("The report says it has {runs} timed runs, but its profiler "
+                                              "really timed {runs2}; return the report "
+                                              "labkit.profile_model(...) gave you.").format(
+                                                runs=watched.report.runs, runs2=runs),
                mistake="relabelled-runs")
-        expect(runs >= 3, f"The report has {runs} timed run(s); pass runs=3 or more.", mistake="too-few-runs")
-        expect(not watched.training, "Your model was profiled in train mode (every nn.Module starts in it; BatchNorm and "
-                                     "Dropout then do training work); call model.eval() before profiling, as the "
-                                     "exercise asks.", mistake="forgot-eval")
+        expect(runs >= 3, _("The report has {runs} timed run(s); pass runs=3 or more.").format(runs=runs), mistake="too-few-runs")
+        expect(not watched.training, _("Your model was profiled in train mode (every nn.Module starts in "
+                                       "it; BatchNorm and Dropout then do training work); call "
+                                       "model.eval() before profiling, as the exercise asks."), mistake="forgot-eval")
         modules = [row for row in watched.report.rows if row.op == "call_module"]
-        expect(len(modules) >= 3, f"Your model has {len(modules)} layer(s) in the graph; build one with at least 3.",
+        expect(len(modules) >= 3, _("Your model has {modules_count} layer(s) in the graph; build one with "
+                                    "at least 3.").format(modules_count=len(modules)),
                mistake="too-few-layers")
         types = watched.report.by_op_type().pct
-        expect("Conv2d" in types, f"No Conv2d in your model (found {sorted(types)}); add an nn.Conv2d.", mistake="no-conv2d")
-        return f"{len(watched.report.rows)} nodes of {len(types)} op types profiled over {runs} runs."
+        expect("Conv2d" in types, _("No Conv2d in your model (found {types}); add an nn.Conv2d.").format(types=sorted(types)),
+        mistake="no-conv2d")
+        return _("{count} nodes of {types_count} op types profiled over {runs} runs.").format(
+                   count=len(watched.report.rows), types_count=len(types), runs=runs)
 
     return run_check("1.1", check, profile_my_model)
 
@@ -173,7 +190,7 @@ def _recorder_case(draws: random.Random) -> tuple[nn.Module, torch.Tensor]:
     input's size give different counts; ``mix`` is a Linear fed a 3-D input (batch, channels, positions), so a count
     right only for 2-D inputs fails; ``fc`` has in_features != out_features; ``bn`` must not be counted. A draw whose
     slips would give the same count twice is drawn again, so each slip keeps its own hint."""
-    for _ in range(100):
+    for _attempt in range(100):
         cin, c1, c2 = draws.randint(1, 4), 2 * draws.randint(2, 6), 2 * draws.randint(3, 8)
         side, pool, mix_out, classes = 2 * draws.randint(5, 10), draws.randint(2, 3), draws.randint(2, 6), draws.randint(2, 10)
         seed = draws.randrange(2**31)
@@ -193,7 +210,7 @@ def _recorder_case(draws: random.Random) -> tuple[nn.Module, torch.Tensor]:
         x = torch.randn(draws.randint(1, 4), cin, side, side, generator=torch.Generator().manual_seed(seed))
         if slips_apart(model, x) and pool * pool != mix_out and c2 * mix_out != classes:
             return model, x
-    raise RuntimeError("no draw of exercise 1.2's model kept its slips apart in 100 tries")
+    raise RuntimeError(_("no draw of exercise 1.2's model kept its slips apart in 100 tries"))
 
 
 def recorder_layers(model: nn.Module, x: torch.Tensor) -> list[tuple[nn.Module, torch.Size, torch.Size]]:
@@ -235,28 +252,35 @@ def _conv_slips(layer: nn.Conv2d, inputs: torch.Size, outputs: torch.Size) -> li
     (kh, kw), cin, cout, groups = layer.kernel_size, layer.in_channels, layer.out_channels, layer.groups
     out, per_output = math.prod(outputs), cin // groups * kh * kw
     input_positions = outputs[0] * cout * inputs[2] * inputs[3]
-    square = _Hint(f" This kernel is {kh}x{kw}, not square: multiply by kernel height * kernel width, both entries of "
-                   "kernel_size.", mistake="square-kernel")
+    square = _Hint(_(" This kernel is {kh}x{kw}, not square: multiply by kernel height * kernel width, "
+                     "both entries of kernel_size.").format(kh=kh, kw=kw), mistake="square-kernel")
     return [
         (out * per_output, _PER_MAC),
-        (2 * out * cin * kh * kw, _Hint(f" This convolution has groups={groups}: each output value sums over in_channels "
-                                        f"/ groups = {cin // groups} input channels, not all {cin} of them.",
+        (2 * out * cin * kh * kw, _Hint(_(" This convolution has groups={groups}: each output value sums "
+                                          "over in_channels / groups = {value} input channels, not all "
+                                          "{cin} of them.").format(groups=groups, value=cin // groups, cin=cin),
                                         mistake="groups")),
-        (2 * input_positions * per_output, _Hint(f" This convolution has stride={layer.stride[0]}: its output is "
-                                                 f"{outputs[2]}x{outputs[3]}, smaller than its {inputs[2]}x{inputs[3]} "
-                                                 "input; count the output values, not the input's positions.",
+        (2 * input_positions * per_output, _Hint(_(" This convolution has stride={stride}: its output is "
+                                                   "{outputs}x{outputs2}, smaller than its "
+                                                   "{inputs}x{inputs2} input; count the output values, not "
+                                                   "the input's positions.").format(
+                                                     stride=layer.stride[0], outputs=outputs[2], outputs2=outputs[3],
+                                                     inputs=inputs[2], inputs2=inputs[3]),
                                                  mistake="forgets-stride")),
-        (2 * math.prod(inputs) * per_output, _Hint(f" You counted per value of the node's *input* {tuple(inputs)}; the "
-                                                   f"multiply-adds are per value of its output {tuple(outputs)}.",
+        (2 * math.prod(inputs) * per_output, _Hint(_(" You counted per value of the node's *input* "
+                                                     "{inputs}; the multiply-adds are per value of its "
+                                                     "output {outputs}.").format(inputs=tuple(inputs), outputs=tuple(outputs)),
                                                    mistake="per-input-value")),
         (2 * out * per_output + out, _BIAS),
         (2 * out * per_output + 2 * out, _BIAS),
         (2 * out * (cin // groups) * kh * kh, square),
         (2 * out * (cin // groups) * kw * kw, square),
-        (2 * out * (cin // groups), _Hint(f" Each output value also sums over the {kh}x{kw} kernel window: multiply by "
-                                          "kernel height * kernel width.", mistake="forgets-kernel")),
-        (2 * out * (cout // groups) * kh * kw, _Hint(" Each output value sums over the *input* channels of its group: "
-                                                     "in_channels / groups, not out_channels / groups.",
+        (2 * out * (cin // groups), _Hint(_(" Each output value also sums over the {kh}x{kw} kernel "
+                                            "window: multiply by kernel height * kernel width.").format(kh=kh, kw=kw),
+                                            mistake="forgets-kernel")),
+        (2 * out * (cout // groups) * kh * kw, _Hint(_(" Each output value sums over the *input* channels "
+                                                       "of its group: in_channels / groups, not "
+                                                       "out_channels / groups."),
                                                      mistake="out-channels")),
     ]
 
@@ -265,16 +289,18 @@ def _linear_slips(layer: nn.Linear, outputs: torch.Size) -> list[tuple[int, _Hin
     """(the count a slip gives, the hint naming it) for the usual slips in a Linear's FLOPs."""
     out, features = math.prod(outputs), layer.in_features
     rows = math.prod(outputs[:-1])
-    only_2d = _Hint(f" This Linear gets a {len(outputs)}-D input: it applies to each of its {rows} rows (every dimension "
-                    f"but the last), so count per output value ({out} of them), not per batch entry.",
+    only_2d = _Hint(_(" This Linear gets a {outputs_count}-D input: it applies to each of its {rows} rows "
+                      "(every dimension but the last), so count per output value ({out} of them), not per "
+                      "batch entry.").format(outputs_count=len(outputs), rows=rows, out=out),
                     mistake="linear-2d-only")
     return [
         (out * features, _PER_MAC),
         *([(2 * outputs[0] * features * layer.out_features, only_2d)] if len(outputs) > 2 else []),
         (2 * out * features + out, _BIAS),
         (2 * out * features + 2 * out, _BIAS),
-        (2 * out * layer.out_features, _Hint(f" Each output value of a Linear sums over its in_features ({features}) "
-                                             f"inputs, not out_features ({layer.out_features}).", mistake="out-features")),
+        (2 * out * layer.out_features, _Hint(_(" Each output value of a Linear sums over its in_features "
+                                               "({features}) inputs, not out_features ({out_features}).").format(
+                                                 features=features, out_features=layer.out_features), mistake="out-features")),
     ]
 
 
@@ -282,11 +308,11 @@ def _flop_hint(layer: nn.Module, got: int, expected: int, inputs: torch.Size, ou
     """The slip that gives exactly ``got``; a pointer to the formula when none of them does."""
     if isinstance(layer, nn.Conv2d):
         slips = _conv_slips(layer, inputs, outputs)
-        general = _Hint(" Per output value, a Conv2d does (in_channels / groups) * kernel height * kernel width "
-                        "multiply-adds.", mistake="conv-formula")
+        general = _Hint(_(" Per output value, a Conv2d does (in_channels / groups) * kernel height * "
+                          "kernel width multiply-adds."), mistake="conv-formula")
     else:
         slips = _linear_slips(cast(nn.Linear, layer), outputs)
-        general = _Hint(" Per output value, a Linear does in_features multiply-adds.", mistake="linear-formula")
+        general = _Hint(_(" Per output value, a Linear does in_features multiply-adds."), mistake="linear-formula")
     return next((hint for count, hint in slips if count == got and count != expected), general)
 
 
@@ -310,7 +336,7 @@ def _graph_changes(given: torch.fx.GraphModule, reference: torch.fx.GraphModule)
         ("node(s) rewired:", [name for name in ours if name in theirs and ours[name] != theirs[name]]),
     ) if names]
     if not changes and list(ours) != list(theirs):
-        changes.append("the nodes reordered")
+        changes.append(_("the nodes reordered"))
     for name, module in reference.named_modules():
         try:
             now = given.get_submodule(name)
@@ -318,20 +344,22 @@ def _graph_changes(given: torch.fx.GraphModule, reference: torch.fx.GraphModule)
             changes.append(f"module {name!r} removed")
             continue
         if name and (type(now) is not type(module) or str(now) != str(module)):
-            changes.append(f"module {name!r} replaced: {module} is now {now}")
+            changes.append(_("module {name!r} replaced: {module} is now {now}").format(name=name, module=module, now=now))
     return changes
 
 
 def _expect_graph_unchanged(given: torch.fx.GraphModule, reference: torch.fx.GraphModule) -> None:
     changes = _graph_changes(given, reference)
-    expect(not changes, f"Your code changed the graph module it was given ({'; '.join(changes)}). The checker compares "
-                        "with its own copy, which your code never sees: record what the graph does, and leave it as it is.",
+    expect(not changes, _("Your code changed the graph module it was given ({value}). The checker compares "
+                          "with its own copy, which your code never sees: record what the graph does, and "
+                          "leave it as it is.").format(value='; '.join(changes)),
            mistake="changes-graph")
 
 
 def _keyed_by_nodes(table: dict[Any, Any], what: str) -> None:
     expect(not any(isinstance(key, torch.fx.Node) for key in table),
-           f"self.{what} is keyed by the Node objects; key it by each node's name, n.name (a str).", mistake="keyed-by-node")
+           _("self.{what} is keyed by the Node objects; key it by each node's name, n.name (a str).").format(what=what),
+           mistake="keyed-by-node")
 
 
 def _check_shapes(shapes: object, nodes: Nodes) -> None:
@@ -339,12 +367,13 @@ def _check_shapes(shapes: object, nodes: Nodes) -> None:
         raise CheckFailed("After run(), self.shapes must be a dict {node name: shape tuple}.", mistake="no-shapes-dict")
     _keyed_by_nodes(shapes, "shapes")
     missing = sorted(set(nodes) - set(shapes))
-    expect(not missing, f"No shape recorded for node(s) {missing}; record every node whose output is a tensor.",
+    expect(not missing, _("No shape recorded for node(s) {missing}; record every node whose output is a "
+                          "tensor.").format(missing=missing),
            mistake="missing-shapes")
-    for name, (node, _) in nodes.items():
+    for name, (node, _value) in nodes.items():
         got, shape = shapes[name], tuple(node.meta["tensor_meta"].shape)
-        said = f"Node {name!r}: you recorded {got!r}, the output shape is {shape}"
-        expect(int_tuple(got) is not None, f"{said}; record a tuple of ints, e.g. tuple(result.shape).",
+        said = _("Node {name!r}: you recorded {got!r}, the output shape is {shape}").format(name=name, got=got, shape=shape)
+        expect(int_tuple(got) is not None, _("{said}; record a tuple of ints, e.g. tuple(result.shape).").format(said=said),
                mistake="shape-not-a-tuple")
         expect(int_tuple(got) == shape, f"{said}.", mistake="wrong-shape")
 
@@ -355,14 +384,17 @@ def _check_one_count(name: str, got: object, node: torch.fx.Node, layer: nn.Modu
     outputs = node.meta["tensor_meta"].shape
     expected = _counted_flops(layer, torch.zeros(inputs))
     if isinstance(got, float) and got == expected:
-        raise CheckFailed(f"Node {name!r}: {got!r} is the right count, but a float; record the FLOPs as an int "
-                          "(`/` makes a float, `//` keeps an int).", mistake="float-flops")
+        raise CheckFailed(_("Node {name!r}: {got!r} is the right count, but a float; record the FLOPs as "
+                            "an int (`/` makes a float, `//` keeps an int).").format(name=name, got=got), mistake="float-flops")
     expect(isinstance(got, numbers.Integral) and not isinstance(got, bool),
-           f"Node {name!r}: record the FLOPs as an int, got {type(got).__name__} {got!r}.", mistake="flops-not-an-int")
+           _("Node {name!r}: record the FLOPs as an int, got {type} {got!r}.").format(
+               name=name, type=type(got).__name__, got=got), mistake="flops-not-an-int")
     counted = int(cast(int, got))
     slip = _flop_hint(layer, counted, expected, inputs, outputs)
-    expect(counted == expected, f"Node {name!r} ({layer}): you counted {counted} FLOPs, torch.utils.flop_counter counts "
-                                f"{expected}.{slip.text}", mistake=slip.mistake)
+    expect(counted == expected, _("Node {name!r} ({layer}): you counted {counted} FLOPs, "
+                                  "torch.utils.flop_counter counts {expected}.{text}").format(
+                                    name=name, layer=layer, counted=counted, expected=expected, text=slip.text),
+                                    mistake=slip.mistake)
 
 
 def _check_flops(flops: object, nodes: Nodes) -> int:
@@ -376,11 +408,13 @@ def _check_flops(flops: object, nodes: Nodes) -> int:
         got = flops.get(name, 0)
         if not isinstance(layer, (nn.Conv2d, nn.Linear)):
             kind = type(layer).__name__ if layer else node.target
-            expect(not got, f"Node {name!r} ({kind}) has {got!r} FLOPs in self.flops; count only nn.Conv2d and nn.Linear "
-                            f"nodes: torch.utils.flop_counter counts none for {kind}.", mistake="counts-other-layers")
+            expect(not got, _("Node {name!r} ({kind}) has {got!r} FLOPs in self.flops; count only "
+                              "nn.Conv2d and nn.Linear nodes: torch.utils.flop_counter counts none for "
+                              "{kind}.").format(name=name, kind=kind, got=got), mistake="counts-other-layers")
             continue
-        expect(name in flops, f"No FLOPs recorded for node {name!r}, a {type(layer).__name__}; record every nn.Conv2d "
-                              f"and nn.Linear node: self.fetch_attr(n.target) is the module a call_module node calls.",
+        expect(name in flops, _("No FLOPs recorded for node {name!r}, a {type}; record every nn.Conv2d and "
+                                "nn.Linear node: self.fetch_attr(n.target) is the module a call_module "
+                                "node calls.").format(name=name, type=type(layer).__name__),
                mistake="missing-flops")
         _check_one_count(name, got, node, layer)
         compared += 1
@@ -399,7 +433,8 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
     def check() -> str:
         expect(
             isinstance(recorder_class, type),
-            "Pass the class itself (a subclass of torch.fx.Interpreter), e.g. check_shape_flop_recorder(ShapeFlopRecorder).",
+            _("Pass the class itself (a subclass of torch.fx.Interpreter), e.g. "
+              "check_shape_flop_recorder(ShapeFlopRecorder)."),
             mistake="passes-an-instance",
         )
         model, x = _recorder_case(case_draws())
@@ -410,7 +445,8 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
         _expect_graph_unchanged(given, reference)
         expect(
             callable(getattr(recorder, "run", None)),
-            f"{getattr(recorder_class, '__name__', recorder_class)!s} has no run() method: subclass torch.fx.Interpreter.",
+            _("{getattr!s} has no run() method: subclass torch.fx.Interpreter.").format(
+                getattr=getattr(recorder_class, '__name__', recorder_class)),
             mistake="not-an-interpreter",
         )
         with torch.no_grad():
@@ -418,8 +454,9 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
         _expect_graph_unchanged(given, reference)
         _check_shapes(getattr(recorder, "shapes", None), nodes)
         compared = _check_flops(getattr(recorder, "flops", None), nodes)
-        return (f"all {len(nodes)} tensor shapes match torch.fx's ShapeProp, and the FLOPs of all {compared} "
-                "Conv2d and Linear nodes match torch.utils.flop_counter.")
+        return (_("all {nodes_count} tensor shapes match torch.fx's ShapeProp, and the FLOPs of all "
+                  "{compared} Conv2d and Linear nodes match torch.utils.flop_counter.").format(
+                    nodes_count=len(nodes), compared=compared))
 
     return run_check("1.2", check, recorder_class, "run_node")
 
@@ -472,27 +509,31 @@ def _close(got: torch.Tensor, want: torch.Tensor, tolerance: float) -> bool:
 
 def _weight_hint(linear: nn.Linear, bn: nn.BatchNorm1d, weight: torch.Tensor, tolerance: float) -> _Hint:
     """Why a folded weight is off, for the usual slips; a pointer to the formula when none of them explains it."""
-    _, variance, gamma, _ = _bn_terms(bn)
-    by_variance = _Hint(" The weights divide by the variance; divide by the standard deviation, sqrt(running_var + eps).",
+    _mean, variance, gamma, _beta = _bn_terms(bn)
+    by_variance = _Hint(_(" The weights divide by the variance; divide by the standard deviation, "
+                          "sqrt(running_var + eps)."),
                         mistake="divides-by-variance")
     rows = [
-        (gamma / torch.sqrt(variance), _Hint(" The weights miss bn.eps: the scale is gamma / sqrt(running_var + eps).",
+        (gamma / torch.sqrt(variance), _Hint(_(" The weights miss bn.eps: the scale is gamma / "
+                                               "sqrt(running_var + eps)."),
                                              mistake="forgets-eps")),
-        (gamma / torch.sqrt(variance + 1e-5), _Hint(f" The weights use eps = 1e-5, but this BatchNorm has eps={bn.eps:g}: "
-                                                    "read it from bn.eps.", mistake="hard-coded-eps")),
+        (gamma / torch.sqrt(variance + 1e-5), _Hint(_(" The weights use eps = 1e-5, but this BatchNorm has "
+                                                      "eps={eps:g}: read it from bn.eps.").format(eps=bn.eps),
+                                                      mistake="hard-coded-eps")),
         (gamma / variance, by_variance),
         (gamma / (variance + bn.eps), by_variance),
-        (1 / torch.sqrt(variance + bn.eps), _Hint(" The weights miss bn.weight (gamma): the scale is gamma / "
-                                                  "sqrt(running_var + eps).", mistake="forgets-gamma")),
+        (1 / torch.sqrt(variance + bn.eps), _Hint(_(" The weights miss bn.weight (gamma): the scale is "
+                                                    "gamma / sqrt(running_var + eps)."), mistake="forgets-gamma")),
     ]
     scale = gamma / torch.sqrt(variance + bn.eps)
     if linear.in_features == linear.out_features and _close(weight, linear.weight * scale, tolerance):
-        return _Hint(" Each output feature c is a *row* of linear.weight (its shape is (out_features, in_features)): "
-                     "scale the rows, not the columns.", mistake="rows-and-columns")
+        return _Hint(_(" Each output feature c is a *row* of linear.weight (its shape is (out_features, "
+                       "in_features)): scale the rows, not the columns."), mistake="rows-and-columns")
     for wrong_scale, hint in rows:
         if _close(weight, linear.weight * wrong_scale.unsqueeze(1), tolerance):
             return hint
-    return _Hint(" The folded weight is linear.weight with row c multiplied by s_c = gamma_c / sqrt(running_var_c + eps).",
+    return _Hint(_(" The folded weight is linear.weight with row c multiplied by s_c = gamma_c / "
+                   "sqrt(running_var_c + eps)."),
                  mistake="wrong-weight")
 
 
@@ -502,19 +543,22 @@ def _bias_hint(linear: nn.Linear, bn: nn.BatchNorm1d, bias: torch.Tensor, tolera
     scale = gamma / torch.sqrt(variance + bn.eps)
     own = linear.bias if linear.bias is not None else torch.zeros_like(mean)
     slips = [
-        (-mean * scale + beta, _Hint(" The Linear's own bias passes through BatchNorm too: the folded bias is "
-                                     "(b - running_mean) * s + beta.", mistake="forgets-own-bias")),
-        (own * scale + beta, _Hint(" The folded bias misses the running mean: (b - running_mean) * s + beta.",
+        (-mean * scale + beta, _Hint(_(" The Linear's own bias passes through BatchNorm too: the folded "
+                                       "bias is (b - running_mean) * s + beta."), mistake="forgets-own-bias")),
+        (own * scale + beta, _Hint(_(" The folded bias misses the running mean: (b - running_mean) * s + "
+                                     "beta."),
                                    mistake="forgets-mean")),
-        ((own - mean) * scale, _Hint(" The folded bias misses bn.bias (beta): (b - running_mean) * s + beta.",
+        ((own - mean) * scale, _Hint(_(" The folded bias misses bn.bias (beta): (b - running_mean) * s + "
+                                       "beta."),
                                      mistake="forgets-beta")),
-        (own - mean + beta, _Hint(" The shift b - running_mean is scaled by s too: (b - running_mean) * s + beta.",
+        (own - mean + beta, _Hint(_(" The shift b - running_mean is scaled by s too: (b - running_mean) * "
+                                    "s + beta."),
                                   mistake="unscaled-shift")),
     ]
     for wrong, hint in slips[0 if linear.bias is not None else 1:]:
         if _close(bias, wrong, tolerance):
             return hint
-    return _Hint(" The folded bias is (b_c - running_mean_c) * s_c + beta_c.", mistake="wrong-bias")
+    return _Hint(_(" The folded bias is (b_c - running_mean_c) * s_c + beta_c."), mistake="wrong-bias")
 
 
 def _same(before: object, after: object) -> bool:
@@ -532,10 +576,11 @@ def _module_changes(given: nn.Module, private: nn.Module, name: str) -> list[str
     """What the answer changed on the module it was given, against the checker's untouched copy: settings (``eps``,
     ``momentum``, ``training``...), parameters and buffers, and whether each parameter requires grad."""
     if type(given) is not type(private):
-        return [f"{name} is now a {type(given).__name__}"]
+        return [_("{name} is now a {type}").format(name=name, type=type(given).__name__)]
     missing = object()
     settings = sorted(key for key in {*vars(private), *vars(given)} if not key.startswith("_"))
-    changes = [f"{name}.{key}: {vars(private).get(key, missing)!r} is now {vars(given).get(key, missing)!r}"
+    changes = [_("{name}.{key}: {value!r} is now {value2!r}").format(
+                   name=name, key=key, value=vars(private).get(key, missing), value2=vars(given).get(key, missing))
                for key in settings if not _same(vars(private).get(key, missing), vars(given).get(key, missing))]
     ours, theirs = private.state_dict(), given.state_dict()
     changes += [f"{name}.{key}" for key in sorted(ours.keys() | theirs.keys()) if not _same(ours.get(key), theirs.get(key))]
@@ -548,19 +593,22 @@ def _module_changes(given: nn.Module, private: nn.Module, name: str) -> list[str
 def _expect_unchanged(label: str, given: tuple[nn.Linear, nn.BatchNorm1d], private: tuple[nn.Linear, nn.BatchNorm1d]) -> None:
     linear, bn = _module_changes(given[0], private[0], "linear"), _module_changes(given[1], private[1], "bn")
     which = " and the ".join(kind for kind, changes in (("Linear", linear), ("BatchNorm", bn)) if changes)
-    expect(not which, f"For {label}, your code changed the {which} it was given ({'; '.join(linear + bn)}); build a new "
-                      "nn.Linear and leave both as they are. The checker compares with its own copies, which your code "
-                      "never sees.", mistake="changes-its-inputs")
+    expect(not which, _("For {label}, your code changed the {which} it was given ({value}); build a new "
+                        "nn.Linear and leave both as they are. The checker compares with its own copies, "
+                        "which your code never sees.").format(label=label, which=which, value='; '.join(linear + bn)),
+                        mistake="changes-its-inputs")
 
 
 def _shape_hint(label: str, linear: nn.Linear, error: BaseException) -> str:
     """The learner's broadcast error, cut to its first line, and what the shapes are: the weight's rows are outputs."""
     first_line = (str(error).strip().splitlines() or [""])[0]
     out_features, in_features = linear.weight.shape
-    return (f"On {label}, your code raised {type(error).__name__}: {first_line}. linear.weight has shape "
-            f"(out_features, in_features) = ({out_features}, {in_features}) and the BatchNorm one value per output "
-            f"feature ({out_features}): output feature c is row c, so the scale multiplies the rows, and the folded "
-            "layer maps in_features to out_features like the Linear it replaces.")
+    return (_("On {label}, your code raised {type}: {first_line}. linear.weight has shape (out_features, "
+              "in_features) = ({out_features}, {in_features}) and the BatchNorm one value per output "
+              "feature ({out_features}): output feature c is row c, so the scale multiplies the rows, and "
+              "the folded layer maps in_features to out_features like the Linear it replaces.").format(
+                label=label, type=type(error).__name__, first_line=first_line, out_features=out_features,
+                in_features=in_features))
 
 
 #: torch's own fold, the checker's reference: an answer that calls it has not written the fold.
@@ -595,35 +643,40 @@ def _call_fold(fold_linear_bn: Callable[..., Any], label: str, linear: nn.Linear
         if isinstance(exc.original, RuntimeError) and "must match the size" in str(exc.original):
             raise CheckFailed(_shape_hint(label, linear, exc.original), mistake="rows-and-columns") from exc
         raise
-    expect(not called, f"For {label} your code called torch.nn.utils.fusion.{called[0] if called else ''}, the fold the "
-                       "checker compares with: that is torch's answer, not yours. Compute the folded weight and bias "
-                       "yourself from linear's and bn's tensors.", mistake="calls-torchs-fold")
+    expect(not called, _("For {label} your code called torch.nn.utils.fusion.{value}, the fold the checker "
+                         "compares with: that is torch's answer, not yours. Compute the folded weight and "
+                         "bias yourself from linear's and bn's tensors.").format(
+                           label=label, value=called[0] if called else ''), mistake="calls-torchs-fold")
     return folded
 
 
 def _check_fold(label: str, folded: Any, given: nn.Linear, linear: nn.Linear, bn: nn.BatchNorm1d) -> float:
     """Compare the learner's folded layer with torch's fold of the checker's own copies; return the tolerance used."""
     expect(isinstance(folded, nn.Linear) and folded is not given,
-           f"For {label} you returned {type(folded).__name__}; return one new nn.Linear (not a Sequential, "
-           f"not the Linear you were given).", mistake="not-a-new-linear")
-    same_shape_and_bias = (f"For {label} the folded Linear must have the same weight shape {tuple(linear.weight.shape)} "
-                           "and a bias (bias=True): BatchNorm's shift becomes its bias.")
+           _("For {label} you returned {type}; return one new nn.Linear (not a Sequential, not the Linear "
+             "you were given).").format(label=label, type=type(folded).__name__), mistake="not-a-new-linear")
+    same_shape_and_bias = (_("For {label} the folded Linear must have the same weight shape {shape} and a "
+                             "bias (bias=True): BatchNorm's shift becomes its bias.").format(
+                               label=label, shape=tuple(linear.weight.shape)))
     expect(folded.weight.shape == linear.weight.shape, same_shape_and_bias, mistake="wrong-weight-shape")
     expect(folded.bias is not None, same_shape_and_bias, mistake="no-folded-bias")
     for name in ("weight", "bias"):
         value = getattr(folded, name)
-        expect(is_plain_tensor(value), tensor_subclass_hint(f"For {label} your folded layer's {name}", value),
+        expect(is_plain_tensor(value), tensor_subclass_hint(_("For {label} your folded layer's {name}").format(
+                                                                label=label, name=name), value),
                mistake="tensor-subclass")
     dtype = folded.weight.dtype
     expect(dtype in (torch.float32, torch.float64) and folded.bias.dtype == dtype,
-           f"For {label} your folded layer is {dtype} (bias {folded.bias.dtype}); build it in float64, the dtype of the "
-           f"Linear you were given, or float32.", mistake="wrong-dtype")
+           _("For {label} your folded layer is {dtype} (bias {dtype2}); build it in float64, the dtype of "
+             "the Linear you were given, or float32.").format(label=label, dtype=dtype, dtype2=folded.bias.dtype),
+             mistake="wrong-dtype")
     tolerance = _tolerance(dtype)
     reference = fuse_linear_bn_eval(linear, bn)
     x = torch.randn(5, linear.in_features, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         weight, bias = folded.weight.detach(), folded.bias.detach()
-        differs = f"For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval."
+        differs = _("For {label} your folded layer differs from torch.nn.utils.fusion.fuse_linear_bn_eval.").format(
+                      label=label)
         if not _close(weight, reference.weight, tolerance):
             slip = _weight_hint(linear, bn, weight, tolerance)
             raise CheckFailed(differs + slip.text, mistake=slip.mistake)
@@ -632,10 +685,11 @@ def _check_fold(label: str, folded: Any, given: nn.Linear, linear: nn.Linear, bn
             raise CheckFailed(differs + slip.text, mistake=slip.mistake)
         output = call_learner(folded, x.to(dtype))
         expect(not isinstance(output, torch.Tensor) or is_plain_tensor(output),
-               tensor_subclass_hint(f"For {label} your folded layer's output", output), mistake="tensor-subclass")
+               tensor_subclass_hint(_("For {label} your folded layer's output").format(label=label), output),
+               mistake="tensor-subclass")
         expect(isinstance(output, torch.Tensor) and _close(output, bn(linear(x)), tolerance),
-               f"For {label} the folded layer's output differs from bn(linear(x)), although its weight and bias are "
-               "right: return a plain nn.Linear.", mistake="not-a-plain-linear")
+               _("For {label} the folded layer's output differs from bn(linear(x)), although its weight "
+                 "and bias are right: return a plain nn.Linear.").format(label=label), mistake="not-a-plain-linear")
     return tolerance
 
 
@@ -654,10 +708,12 @@ def check_fold_linear_bn(fold_linear_bn: Callable[..., Any]) -> CheckResult:
             folded = _call_fold(fold_linear_bn, label, *given)
             _expect_unchanged(label, given, (linear, bn))
             tolerances.append(_check_fold(label, folded, given[0], linear, bn))
-        done = "for a Linear with and without bias, your layer equals torch.nn.utils.fusion.fuse_linear_bn_eval's"
+        done = _("for a Linear with and without bias, your layer equals "
+                 "torch.nn.utils.fusion.fuse_linear_bn_eval's")
         if max(tolerances) == _FLOAT64_TOLERANCE:
-            return f"{done} and computes bn(linear(x)) to 1e-9."
-        return (f"{done} and computes bn(linear(x)) to float32 precision ({max(tolerances):.1e}): your layer is float32, "
-                "the Linear you were given float64; build it in linear's dtype to keep float64.")
+            return _("{done} and computes bn(linear(x)) to 1e-9.").format(done=done)
+        return (_("{done} and computes bn(linear(x)) to float32 precision ({max:.1e}): your layer is "
+                  "float32, the Linear you were given float64; build it in linear's dtype to keep float64.").format(
+                    done=done, max=max(tolerances)))
 
     return run_check("1.3", check, fold_linear_bn)

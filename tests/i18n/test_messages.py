@@ -27,6 +27,16 @@ GLOSSARY = ROOT / "notebooks" / "i18n" / "glossary.csv"
 TRANSLATED = ("zh", "ru")
 
 
+class _Value:
+    """A value for any placeholder: every format spec and conversion of a template accepts it."""
+
+    def __format__(self, spec: str) -> str:
+        return "X"
+
+    def __repr__(self) -> str:
+        return "X"
+
+
 def ones(shape: tuple[int, ...], memory_format: str) -> tuple[int, ...]:
     """A wrong answer to exercise 2.1: every stride 1."""
     return (1,) * len(shape)
@@ -130,7 +140,7 @@ def test_every_translation_formats_with_the_english_placeholders(lang: str) -> N
         if not message.id:
             continue
         english = message.id if isinstance(message.id, str) else message.id[-1]
-        values = {name: "X" for name in fields(english)}
+        values = {name: _Value() for name in fields(english)}
         for form in [message.string] if isinstance(message.string, str) else message.string or ():
             assert form.format(**values), message.id  # a dropped or renamed {name} raises here
 
