@@ -42,6 +42,7 @@ from labkit.core.checks import (
 )
 from labkit.core.context import bound
 from labkit.core.notebook import seeded
+from labkit.i18n.messages import _
 
 
 def _float64_pair(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,11 +55,13 @@ def _float64_pair(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, torc
 
 def _expect_comparable(got: object, expected: torch.Tensor, what: str) -> torch.Tensor:
     """``got``, once it is a tensor that can be compared with ``expected``; else fail with a hint (no crash in the checker)."""
-    hint = f"{what} is not an ordinary {expected.device.type} tensor ({type(got).__name__}); return a tensor like f(x)."
+    hint = _("{what} is not an ordinary {type} tensor ({type2}); return a tensor like f(x).").format(
+               what=what, type=expected.device.type, type2=type(got).__name__)
     tensor = expect_instance(got, torch.Tensor, hint, mistake="not-a-tensor")
     expect(is_plain_tensor(tensor), tensor_subclass_hint(what, tensor), mistake="tensor-subclass")
     expect(tensor.layout == torch.strided and tensor.device == expected.device, hint, mistake="not-a-tensor")
-    expect(tensor.dtype.is_floating_point, f"{what} has dtype {tensor.dtype}; return a floating-point tensor like f(x).",
+    expect(tensor.dtype.is_floating_point, _("{what} has dtype {dtype}; return a floating-point tensor "
+                                             "like f(x).").format(what=what, dtype=tensor.dtype),
            mistake="not-floating-point")
     return tensor
 
@@ -193,16 +196,17 @@ def _returns_a_value(function: Callable[..., object]) -> bool | None:
 
 def _none_failure(name: str, seen: _ModesSeen, returns: bool | None) -> CheckFailed:
     if returns is False:
-        return CheckFailed(f"For {name} your function returned None: it has no `return` with a value. Return the "
-                           f"derivative.", mistake="no-return")
+        return CheckFailed(_("For {name} your function returned None: it has no `return` with a value. "
+                             "Return the derivative.").format(name=name), mistake="no-return")
     if seen.jvps:
         return CheckFailed(
-            f"For {name} you returned None, though your code did push v through f as a tangent: the tangent was read "
-            f"after the `with fwAD.dual_level():` block closed, so it was gone (a tangent lives only inside its level, "
-            f"and unpack_dual then gives None). Unpack the result inside the block.",
+            _("For {name} you returned None, though your code did push v through f as a tangent: the "
+              "tangent was read after the `with fwAD.dual_level():` block closed, so it was gone (a "
+              "tangent lives only inside its level, and unpack_dual then gives None). Unpack the result "
+              "inside the block.").format(name=name),
             mistake="tangent-read-after-level",
         )
-    return CheckFailed(f"For {name} you returned None; return the derivative, a tensor shaped like f(x).",
+    return CheckFailed(_("For {name} you returned None; return the derivative, a tensor shaped like f(x).").format(name=name),
                        mistake="returned-none")
 
 
@@ -212,48 +216,52 @@ def _expect_a_derivative_tensor(got: object, expected: torch.Tensor, name: str, 
     if got is None:
         raise _none_failure(name, seen, _returns_a_value(learner))
     expect(not isinstance(got, tuple), (
-        f"For {name} you returned a tuple of {len(got) if isinstance(got, tuple) else 0}; return the derivative "
-        f"alone, a tensor (torch.func.jvp gives the pair (f(x), derivative))."
+        _("For {name} you returned a tuple of {value}; return the derivative alone, a tensor "
+          "(torch.func.jvp gives the pair (f(x), derivative)).").format(
+            name=name, value=len(got) if isinstance(got, tuple) else 0)
     ), mistake="returned-pair")
-    expect(isinstance(got, torch.Tensor), f"For {name} you returned a {type(got).__name__}; return a tensor.",
+    expect(isinstance(got, torch.Tensor), _("For {name} you returned a {type}; return a tensor.").format(
+                                              name=name, type=type(got).__name__),
            mistake="not-a-tensor")
     tensor = cast(torch.Tensor, got)
     expect(tensor.shape == expected.shape, (
-        f"For {name} the result has shape {tuple(tensor.shape)}, but f(x) has shape {tuple(expected.shape)}: "
-        f"a directional derivative is shaped like the output."
+        _("For {name} the result has shape {shape}, but f(x) has shape {shape2}: a directional derivative "
+          "is shaped like the output.").format(name=name, shape=tuple(tensor.shape), shape2=tuple(expected.shape))
     ), mistake="wrong-shape")
-    return _expect_comparable(tensor, expected, f"For {name} your result")
+    return _expect_comparable(tensor, expected, _("For {name} your result").format(name=name))
 
 
 def _expect_forward_mode(name: str, seen: _ModesSeen, x: torch.Tensor, error: float) -> None:
     """The answer ran f once with v as a forward-mode tangent, not reverse mode, finite differences or a Jacobian."""
     expect(not (seen.backwards and seen.jvps), (
-        f"For {name} your code ran f's backward pass as well as a forward-mode pass: reverse mode is not needed "
-        f"here. One forward pass with v as the tangent gives the directional derivative by itself."
+        _("For {name} your code ran f's backward pass as well as a forward-mode pass: reverse mode is not "
+          "needed here. One forward pass with v as the tangent gives the directional derivative by itself.").format(name=name)
     ), mistake="forward-and-reverse")
     if seen.backwards:
         raise CheckFailed(
-            f"For {name}, this is reverse mode: your code ran f's backward pass (as torch.autograd.grad, .backward(), "
-            f"torch.func.vjp and jacrev do, and torch.autograd.functional.jvp by the double-backward trick), and no "
-            f"tangent went forward through f. The exercise asks for forward mode: push v through f as a tangent, in "
-            f"one forward pass.",
+            _("For {name}, this is reverse mode: your code ran f's backward pass (as torch.autograd.grad, "
+              ".backward(), torch.func.vjp and jacrev do, and torch.autograd.functional.jvp by the "
+              "double-backward trick), and no tangent went forward through f. The exercise asks for "
+              "forward mode: push v through f as a tangent, in one forward pass.").format(name=name),
             mistake="reverse-mode",
         )
     if not seen.jvps and seen.calls >= 2:
         raise CheckFailed(
-            f"For {name} your answer is off by {error:.1e}: your code evaluated f {seen.calls} times without a "
-            f"tangent, which is finite differences, an approximation whose error depends on the step. Forward mode "
-            f"carries v through f as a tangent, in one pass, and is exact up to rounding.",
+            _("For {name} your answer is off by {error:.1e}: your code evaluated f {calls} times without a "
+              "tangent, which is finite differences, an approximation whose error depends on the step. "
+              "Forward mode carries v through f as a tangent, in one pass, and is exact up to rounding.").format(
+                name=name, error=error, calls=seen.calls),
             mistake="finite-differences",
         )
     expect(seen.jvps, (
-        f"For {name} your code never pushed a tangent through f (f ran {seen.calls} time(s), always without one). "
-        f"Compute the derivative in forward mode: run f once, with v as the tangent of x."
+        _("For {name} your code never pushed a tangent through f (f ran {calls} time(s), always without "
+          "one). Compute the derivative in forward mode: run f once, with v as the tangent of x.").format(
+            name=name, calls=seen.calls)
     ), mistake="no-tangent")
     expect(not seen.batched_jvps, (
-        f"For {name} your code built the whole Jacobian in forward mode (jacfwd: one pass per entry of x, "
-        f"{x.numel()} here) and then contracted it with v. A directional derivative is one JVP: a single forward "
-        f"pass with v as the tangent, no Jacobian."
+        _("For {name} your code built the whole Jacobian in forward mode (jacfwd: one pass per entry of x, "
+          "{value} here) and then contracted it with v. A directional derivative is one JVP: a single "
+          "forward pass with v as the tangent, no Jacobian.").format(name=name, value=x.numel())
     ), mistake="whole-jacobian")
 
 
@@ -261,17 +269,18 @@ def _wrong_derivative(name: str, got: torch.Tensor, f: Callable[[torch.Tensor], 
                       x: torch.Tensor, v: torch.Tensor) -> CheckFailed:
     """Name what a wrong forward-mode value is, when it is a common slip."""
     if _close(got, f(x)):
-        return CheckFailed(f"For {name} your answer is f(x) itself, the primal: return the tangent part of the result, "
-                           f"not the value.", mistake="returned-primal")
+        return CheckFailed(_("For {name} your answer is f(x) itself, the primal: return the tangent part "
+                             "of the result, not the value.").format(name=name), mistake="returned-primal")
     if x.shape == v.shape and _close(got, torch.func.jvp(f, (v,), (x,))[1]):
-        return CheckFailed(f"For {name} your answer is the derivative at v along x: the point and the direction are "
-                           f"swapped. The primal (the point x) comes first, the tangent (the direction v) second.",
+        return CheckFailed(_("For {name} your answer is the derivative at v along x: the point and the "
+                             "direction are swapped. The primal (the point x) comes first, the tangent "
+                             "(the direction v) second.").format(name=name),
                            mistake="point-and-direction-swapped")
     if _close(got, torch.func.jvp(f, (x,), (torch.ones_like(x),))[1]):
-        return CheckFailed(f"For {name} your answer is the derivative along a vector of ones, not along v: the tangent "
-                           f"must be v.", mistake="tangent-of-ones")
-    return CheckFailed(f"For {name} your answer is not the derivative along v: check which tensor you gave as the "
-                       f"tangent.", mistake="wrong-tangent")
+        return CheckFailed(_("For {name} your answer is the derivative along a vector of ones, not along "
+                             "v: the tangent must be v.").format(name=name), mistake="tangent-of-ones")
+    return CheckFailed(_("For {name} your answer is not the derivative along v: check which tensor you "
+                         "gave as the tangent.").format(name=name), mistake="wrong-tangent")
 
 
 def _call_with_tangent(directional_derivative: Callable, name: str, f: Callable, x: torch.Tensor,
@@ -281,8 +290,9 @@ def _call_with_tangent(directional_derivative: Callable, name: str, f: Callable,
         return call_learner(directional_derivative, _watched(f), x.clone(), v.clone())
     except LearnerError as exc:
         expect("forward gradient that has a different size" not in str(exc.original), (
-            f"For {name}, torch refused the tangent: it is not shaped like x, {tuple(x.shape)} (v[None] or a reshape "
-            "adds a dimension). A tangent has exactly its primal's shape: give v as it is."
+            _("For {name}, torch refused the tangent: it is not shaped like x, {shape} (v[None] or a "
+              "reshape adds a dimension). A tangent has exactly its primal's shape: give v as it is.").format(
+                name=name, shape=tuple(x.shape))
         ), mistake="tangent-shape")
         raise
 
@@ -302,7 +312,8 @@ def check_directional_derivative(directional_derivative: Callable) -> CheckResul
             _expect_forward_mode(name, seen, x, error)
             if not _close(tensor, expected):
                 raise _wrong_derivative(name, tensor.detach().to(expected.dtype), f, x, v)
-        return f"Your forward-mode JVP matches torch.func.jvp on {len(DIRECTIONAL_CASES)} functions to 1e-9."
+        return _("Your forward-mode JVP matches torch.func.jvp on {cases} functions to "
+                 "1e-9.").format(cases=len(DIRECTIONAL_CASES))
 
     return run_check("3.1", check, directional_derivative)
 
@@ -362,11 +373,12 @@ def _cheaper(in_features: int, out_features: int) -> str | None:
 def _expect_transform_name(mode: object) -> str:
     if isinstance(mode, str) and mode.lower().startswith(("forward", "reverse", "fwd", "rev")):
         raise CheckFailed(
-            f"Return the string 'jacfwd' or 'jacrev' first, not {mode!r}: name the transform (torch.func.jacfwd is "
-            f"forward mode, torch.func.jacrev reverse mode), not the mode.",
+            _("Return the string 'jacfwd' or 'jacrev' first, not {mode!r}: name the transform "
+              "(torch.func.jacfwd is forward mode, torch.func.jacrev reverse mode), not the mode.").format(mode=mode),
             mistake="named-the-mode",
         )
-    expect(isinstance(mode, str) and mode in _MODE_OF, f"Return the string 'jacfwd' or 'jacrev' first, not {_short(mode)}.",
+    expect(isinstance(mode, str) and mode in _MODE_OF, _("Return the string 'jacfwd' or 'jacrev' first, not "
+                                                         "{short}.").format(short=_short(mode)),
            mistake="not-a-transform-name")
     return cast(str, mode)
 
@@ -374,7 +386,7 @@ def _expect_transform_name(mode: object) -> str:
 def _short(value: object) -> str:
     """``value`` as a message names it in a few words: a tensor by its shape, never its entries."""
     if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)}"
+        return _("a tensor of shape {shape}").format(shape=tuple(value.shape))
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:57]}..."
 
@@ -384,14 +396,17 @@ def _wrong_choice(case: _JacobianCase, mode: str) -> CheckFailed:
     first_in, first_out = case.in_shape[0], case.out_shape[0]
     if len(case.in_shape) + len(case.out_shape) > 2 and mode == _cheaper(first_in, first_out):
         return CheckFailed(
-            f"For {case.label} (x of shape {case.in_shape}, f(x) of shape {case.out_shape}) you chose {mode}, as if "
-            f"in = {first_in} and out = {first_out}: that is the first dimension. Count every entry (numel): jacfwd "
-            f"needs {n_in} passes here, jacrev {n_out}.",
+            _("For {label} (x of shape {in_shape}, f(x) of shape {out_shape}) you chose {mode}, as if in = "
+              "{first_in} and out = {first_out}: that is the first dimension. Count every entry (numel): "
+              "jacfwd needs {n_in} passes here, jacrev {n_out}.").format(
+                label=case.label, in_shape=case.in_shape, out_shape=case.out_shape, mode=mode, first_in=first_in,
+                first_out=first_out, n_in=n_in, n_out=n_out),
             mistake="counted-first-dimension",
         )
     return CheckFailed(
-        f"For {case.label} you chose {mode}. Count the passes: jacfwd needs one per input dimension ({n_in}), "
-        f"jacrev one per output dimension ({n_out}); read both sizes from x and f(x).",
+        _("For {label} you chose {mode}. Count the passes: jacfwd needs one per input dimension ({n_in}), "
+          "jacrev one per output dimension ({n_out}); read both sizes from x and f(x).").format(
+            label=case.label, mode=mode, n_in=n_in, n_out=n_out),
         mistake="more-passes",
     )
 
@@ -399,39 +414,44 @@ def _wrong_choice(case: _JacobianCase, mode: str) -> CheckFailed:
 def _expect_jacobian_tensor(jacobian: object, case: _JacobianCase, reference: torch.Tensor) -> torch.Tensor:
     """The learner's Jacobian as torch.func shapes it (out shape + in shape); a flat (out, in) matrix is accepted."""
     expect(not callable(jacobian) or isinstance(jacobian, torch.Tensor), (
-        f"For {case.label} you returned the transform itself ({type(jacobian).__name__}), not the Jacobian: "
-        f"the transform gives a function, to be called at x."
+        _("For {label} you returned the transform itself ({type}), not the Jacobian: the transform gives a "
+          "function, to be called at x.").format(label=case.label, type=type(jacobian).__name__)
     ), mistake="transform-not-called")
     n_in, n_out = case.sizes
     shapes = {tuple(reference.shape), (n_out, n_in)}
     got = tuple(jacobian.shape) if isinstance(jacobian, torch.Tensor) else type(jacobian).__name__
-    transposed = " (in, out): it is transposed" if got in {case.in_shape + case.out_shape, (n_in, n_out)} - shapes else ""
+    transposed = _(" (in, out): it is transposed") if got in {case.in_shape + case.out_shape, (n_in, n_out)} - shapes else ""
     expect(isinstance(jacobian, torch.Tensor) and got in shapes, (
-        f"For {case.label} the Jacobian has shape {tuple(reference.shape)} (out, in); you returned {got}{transposed}."
+        _("For {label} the Jacobian has shape {shape} (out, in); you returned {got}{transposed}.").format(
+            label=case.label, shape=tuple(reference.shape), got=got, transposed=transposed)
     ), mistake="transposed" if transposed else "wrong-shape")
-    return _expect_comparable(jacobian, reference, f"For {case.label} your Jacobian").reshape(reference.shape)
+    return _expect_comparable(jacobian, reference, _("For {label} your Jacobian").format(
+        label=case.label)).reshape(reference.shape)
 
 
 def _expect_named_transform_ran(case: _JacobianCase, mode: str, seen: _ModesSeen) -> None:
     """The Jacobian came from the transform the answer named, as watched through f, not from the other one."""
     expect(seen.mode is not None, (
-        f"For {case.label} your Jacobian came from neither transform: no forward-mode or reverse-mode pass went "
-        f"through f (finite differences, or a formula of your own?). Compute it with the transform you chose, {mode}."
+        _("For {label} your Jacobian came from neither transform: no forward-mode or reverse-mode pass "
+          "went through f (finite differences, or a formula of your own?). Compute it with the transform "
+          "you chose, {mode}.").format(label=case.label, mode=mode)
     ), mistake="neither-transform")
     expect(seen.mode != "both", (
-        f"For {case.label} your code ran both forward and reverse mode through f, and so paid for both; compute the "
-        f"Jacobian with {mode} alone."
+        _("For {label} your code ran both forward and reverse mode through f, and so paid for both; "
+          "compute the Jacobian with {mode} alone.").format(label=case.label, mode=mode)
     ), mistake="both-transforms")
     if seen.mode == _MODE_OF[mode]:
         return
     loop, mistake = "", "other-transform"
     if seen.backwards > 1 and not seen.batched_backwards:
-        loop = (f" (backward ran {seen.backwards} times, one call per output: torch.autograd.functional.jacobian "
-                f"works that way unless given strategy='forward-mode')")
+        loop = (_(" (backward ran {backwards} times, one call per output: "
+                  "torch.autograd.functional.jacobian works that way unless given strategy='forward-mode')").format(
+                    backwards=seen.backwards))
         mistake = "backward-loop"
     raise CheckFailed(
-        f"For {case.label} you named {mode}, but your Jacobian was computed in {seen.mode} mode{loop}. The name must "
-        f"say which transform did the work: compute it with {mode}.",
+        _("For {label} you named {mode}, but your Jacobian was computed in {mode2} mode{loop}. The name "
+          "must say which transform did the work: compute it with {mode}.").format(
+            label=case.label, mode=mode, mode2=seen.mode, loop=loop),
         mistake=mistake,
     )
 
@@ -445,11 +465,11 @@ def check_cheaper_jacobian(jacobian_the_cheaper_way: Callable[..., object]) -> C
             f, x = case.function(), case.point()
             with _watching() as seen:
                 answer = call_learner(jacobian_the_cheaper_way, _watched(f), x.clone())
-            expect(isinstance(answer, tuple) and len(answer) == 2, "Return a pair: (the mode's name, the Jacobian).",
+            expect(isinstance(answer, tuple) and len(answer) == 2, _("Return a pair: (the mode's name, the Jacobian)."),
                    mistake="not-a-pair")
             expect(not (isinstance(answer[1], str) and answer[1] in _MODE_OF), (  # type: ignore[index]
-                f"Your pair is the wrong way round: you returned ({_short(answer[0])}, {answer[1]!r}). "  # type: ignore[index]
-                "Return the transform's name first, then the Jacobian."
+                _("Your pair is the wrong way round: you returned ({short}, {answer!r}). Return the "
+                  "transform's name first, then the Jacobian.").format(short=_short(answer[0]), answer=answer[1])  # type: ignore[index]
             ), mistake="pair-swapped")
             mode = _expect_transform_name(answer[0])  # type: ignore[index]
             if _cheaper(*case.sizes) not in (None, mode):
@@ -459,15 +479,17 @@ def check_cheaper_jacobian(jacobian_the_cheaper_way: Callable[..., object]) -> C
             _expect_named_transform_ran(case, mode, seen)
             if not _close(jacobian, reference):
                 expect(not (reference.dim() == 2 and _close(jacobian.mT, reference)), (
-                    f"For {case.label} your Jacobian is transposed: rows are outputs, columns inputs, (out, in)."
+                    _("For {label} your Jacobian is transposed: rows are outputs, columns inputs, (out, "
+                      "in).").format(label=case.label)
                 ), mistake="transposed")
                 raise CheckFailed(
-                    f"For {case.label} your Jacobian's values are off, although {mode} ran: compute the Jacobian of f "
-                    f"itself, at x, and return what the transform gives.",
+                    _("For {label} your Jacobian's values are off, although {mode} ran: compute the "
+                      "Jacobian of f itself, at x, and return what the transform gives.").format(label=case.label, mode=mode),
                     mistake="wrong-values",
                 )
-        return (f"You chose the transform with fewer passes on {len(MODE_CASES)} shapes (matrices too; at in = out, where "
-                f"the counts tie, either is right) and computed the exact Jacobian with the one you named.")
+        return (_("You chose the transform with fewer passes on {cases} shapes (matrices too; "
+                  "at in = out, where the counts tie, either is right) and computed the exact Jacobian "
+                  "with the one you named.").format(cases=len(MODE_CASES)))
 
     return run_check("3.2", check, jacobian_the_cheaper_way)
 
@@ -506,41 +528,44 @@ def _expect_modern_function(cls: object) -> type[torch.autograd.Function]:
     """The class the exercise asks for: a Function subclass whose own forward, setup_context and jvp torch calls."""
     expect(
         isinstance(cls, type) and issubclass(cls, torch.autograd.Function),
-        "Pass the class itself (a subclass of torch.autograd.Function), e.g. check_custom_sin(Sin).",
+        _("Pass the class itself (a subclass of torch.autograd.Function), e.g. check_custom_sin(Sin)."),
         mistake="not-a-function-class",
     )
     function = cast(type[torch.autograd.Function], cls)
     missing = [name for name in ("forward", "setup_context", "jvp") if _own_method(function, name) is None]
-    none_of = f", and defines no {_either(missing)} of its own" if missing else ""
+    none_of = _(", and defines no {either} of its own").format(either=_either(missing)) if missing else ""
     expect(_own_method(function, "apply") is None, (
-        f"Your class replaces apply itself{none_of}: "
-        f"then torch never runs a forward-mode rule of yours, whatever comes out. Leave apply to torch.autograd.Function "
-        f"(it calls your forward, setup_context and jvp) and write those three as staticmethods."
+        _("Your class replaces apply itself{none_of}: then torch never runs a forward-mode rule of yours, "
+          "whatever comes out. Leave apply to torch.autograd.Function (it calls your forward, "
+          "setup_context and jvp) and write those three as staticmethods.").format(none_of=none_of)
     ), mistake="replaced-apply")
     forward = _own_method(function, "forward")
     if "setup_context" in missing and forward is not None and _parameter_count(forward) >= 2:
         raise CheckFailed(
-            "Your forward takes ctx: that is the old style, which torch.func.jvp rejects. Write forward(x) without "
-            "ctx, and save tensors in a separate setup_context(ctx, inputs, output) staticmethod.",
+            _("Your forward takes ctx: that is the old style, which torch.func.jvp rejects. Write "
+              "forward(x) without ctx, and save tensors in a separate setup_context(ctx, inputs, output) "
+              "staticmethod."),
             mistake="old-style",
         )
     if "jvp" in missing:
         owner = _owner(function, "jvp")
-        inherited = f" (it inherits {owner.__name__}'s)" if owner and not owner.__module__.startswith("torch.") else ""
+        inherited = (_(" (it inherits {type}'s)").format(type=owner.__name__)
+                     if owner and not owner.__module__.startswith("torch.") else "")
         raise CheckFailed(
-            f"{function.__name__} has no jvp of its own{inherited}: define the staticmethod jvp(ctx, x_tangent), the "
-            f"forward-mode rule, which returns the output's tangent.",
+            _("{type} has no jvp of its own{inherited}: define the staticmethod jvp(ctx, x_tangent), the "
+              "forward-mode rule, which returns the output's tangent.").format(type=function.__name__, inherited=inherited),
             mistake="no-jvp",
         )
     if missing:
         raise CheckFailed(
-            f"{function.__name__} has no {_either(missing)} of its own; the modern style needs forward(x) without "
-            f"ctx, setup_context(ctx, inputs, output) and jvp(ctx, x_tangent), each a staticmethod.",
+            _("{type} has no {either} of its own; the modern style needs forward(x) without ctx, "
+              "setup_context(ctx, inputs, output) and jvp(ctx, x_tangent), each a staticmethod.").format(
+                type=function.__name__, either=_either(missing)),
             mistake="missing-staticmethod",
         )
     expect(forward is None or _parameter_count(forward) < 2, (
-        "Your forward takes ctx although you wrote setup_context: in the modern style forward(x) has no ctx; "
-        "setup_context receives it instead."
+        _("Your forward takes ctx although you wrote setup_context: in the modern style forward(x) has no "
+          "ctx; setup_context receives it instead.")
     ), mistake="forward-takes-ctx")
     return function
 
@@ -574,17 +599,18 @@ def _observed(function: type[torch.autograd.Function], calls: _JvpCalls) -> type
 def _wrong_jvp(where: str, got: torch.Tensor, x: torch.Tensor, v: torch.Tensor) -> CheckFailed:
     """Name the usual wrong rules: the derivative alone, a sign, the output used as the input."""
     known = [
-        (torch.cos(x), "cos(x), the derivative alone: multiply it by x_tangent, the direction", "forgot-the-tangent"),
-        (-torch.cos(x) * v, "-cos(x) * x_tangent: the sign is wrong, d/dx sin(x) = +cos(x)", "wrong-sign"),
-        (torch.sin(x) * v, "sin(x) * x_tangent: the derivative of sin is cos", "sin-for-cos"),
-        (v, "x_tangent unchanged: the rule must multiply it by the derivative, cos(x)", "tangent-unchanged"),
-        (torch.cos(torch.sin(x)) * v, "cos(sin(x)) * x_tangent: it uses the output, sin(x), where the rule needs the "
-                                      "input x (setup_context gets both: inputs and output)", "used-the-output"),
+        (torch.cos(x), _("cos(x), the derivative alone: multiply it by x_tangent, the direction"), "forgot-the-tangent"),
+        (-torch.cos(x) * v, _("-cos(x) * x_tangent: the sign is wrong, d/dx sin(x) = +cos(x)"), "wrong-sign"),
+        (torch.sin(x) * v, _("sin(x) * x_tangent: the derivative of sin is cos"), "sin-for-cos"),
+        (v, _("x_tangent unchanged: the rule must multiply it by the derivative, cos(x)"), "tangent-unchanged"),
+        (torch.cos(torch.sin(x)) * v, _("cos(sin(x)) * x_tangent: it uses the output, sin(x), where the "
+                                        "rule needs the input x (setup_context gets both: inputs and "
+                                        "output)"), "used-the-output"),
     ]
     for value, what, mistake in known:
         if _close(got, value):
-            return CheckFailed(f"{where}, your jvp returns {what}.", mistake)
-    return CheckFailed(f"{where}, your jvp does not return cos(x) * x_tangent.", mistake="wrong-jvp")
+            return CheckFailed(_("{where}, your jvp returns {what}.").format(where=where, what=what), mistake)
+    return CheckFailed(_("{where}, your jvp does not return cos(x) * x_tangent.").format(where=where), mistake="wrong-jvp")
 
 
 def _run_jvp(label: str, run: Callable[[], object], calls: _JvpCalls, x: torch.Tensor, v: torch.Tensor) -> None:
@@ -595,15 +621,17 @@ def _run_jvp(label: str, run: Callable[[], object], calls: _JvpCalls, x: torch.T
     except LearnerError:
         if calls.saved_for_backward_only:
             raise CheckFailed(
-                f"{label}, your jvp found nothing in ctx.saved_tensors: setup_context saved x with "
-                f"ctx.save_for_backward, which keeps it for backward (reverse mode) only. In forward mode "
-                f"ctx.saved_tensors holds what ctx.save_for_forward(...) saved: that is the one jvp can read.",
+                _("{label}, your jvp found nothing in ctx.saved_tensors: setup_context saved x with "
+                  "ctx.save_for_backward, which keeps it for backward (reverse mode) only. In forward mode "
+                  "ctx.saved_tensors holds what ctx.save_for_forward(...) saved: that is the one jvp can "
+                  "read.").format(label=label),
                 mistake="save-for-backward",
             ) from None
         raise
-    expect(calls.count > before, f"{label}, torch never called your jvp, so the tangent did not come from it.",
+    expect(calls.count > before, _("{label}, torch never called your jvp, so the tangent did not come from "
+                                   "it.").format(label=label),
            mistake="jvp-not-called")
-    tensor = _expect_comparable(got, x, f"{label}, the output tangent")
+    tensor = _expect_comparable(got, x, _("{label}, the output tangent").format(label=label))
     if not _close(tensor, torch.cos(x) * v):
         raise _wrong_jvp(label, tensor.detach().to(x.dtype), x, v)
 
@@ -619,13 +647,13 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
         function = _expect_modern_function(sin_function)
         x, v = _float64_pair((6,), seed=3)
         try:
-            _expect_close(call_learner(function.apply, x), torch.sin(x), "forward(x) does not return sin(x).",
+            _expect_close(call_learner(function.apply, x), torch.sin(x), _("forward(x) does not return sin(x)."),
                           mistake="forward-not-sin")
         except CheckFailed as exc:  # the wrong value is forward's: point at forward, not at jvp
             raise CheckFailed(str(exc), exc.mistake, method="forward") from None
         calls = _JvpCalls()
         observed = _observed(function, calls)
-        _run_jvp("Under the dual API", lambda: jvp(observed.apply, x, v)[1], calls, x, v)
+        _run_jvp(_("Under the dual API"), lambda: jvp(observed.apply, x, v)[1], calls, x, v)
         _run_jvp("Under torch.func.jvp", lambda: torch.func.jvp(observed.apply, (x,), (v,))[1], calls, x, v)
         try:
             call_learner(gradcheck_forward, function, x, include_backward=False)
@@ -634,8 +662,8 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
                 raise CheckFailed(f"gradcheck(check_forward_ad=True) failed: {str(exc.original).splitlines()[0]}",
                                   mistake="gradcheck-failed") from None
             raise
-        return ("torch calls your own jvp under the dual API and torch.func.jvp, it gives cos(x) * x_tangent, "
-                "and gradcheck(check_forward_ad=True) passes.")
+        return (_("torch calls your own jvp under the dual API and torch.func.jvp, it gives cos(x) * "
+                  "x_tangent, and gradcheck(check_forward_ad=True) passes."))
 
     return run_check("3.3", check, sin_function, "jvp")
 
@@ -653,8 +681,8 @@ def _scaling_cases() -> list[tuple[str, nn.Module]]:
         with torch.no_grad():
             cast(torch.Tensor, with_bn[1].running_mean).uniform_(-1, 1)
             cast(torch.Tensor, with_bn[1].running_var).uniform_(0.5, 2)
-    return [("a Tanh MLP", tanh_mlp.double()), ("a ReLU MLP without biases", relu_mlp.double()),
-            ("an MLP with an eval-mode BatchNorm1d", with_bn.double().eval())]
+    return [(_("a Tanh MLP"), tanh_mlp.double()), (_("a ReLU MLP without biases"), relu_mlp.double()),
+            (_("an MLP with an eval-mode BatchNorm1d"), with_bn.double().eval())]
 
 
 def _jvp_along(model: nn.Module, x: torch.Tensor, tangent: Callable[[str, torch.Tensor], torch.Tensor]) -> torch.Tensor:
@@ -756,7 +784,8 @@ def _restore_module(name: str, state: _ModuleState, changes: Changes) -> None:
             changes.setdefault(("replaced-parameters", f"{kind.strip('_')} replaced"), []).append(name)
     if module.training != state.training:
         module.training = state.training
-        changes.setdefault(("changed-train-mode", f"left in {'eval' if state.training else 'train'} mode"), []).append(name)
+        changes.setdefault(("changed-train-mode", _("left in {value} mode").format(
+            value='eval' if state.training else 'train')), []).append(name)
 
 
 def _restore_tensor(name: str, state: _TensorState, changes: Changes) -> None:
@@ -770,7 +799,7 @@ def _restore_tensor(name: str, state: _TensorState, changes: Changes) -> None:
         changes.setdefault(("changed-values", "values changed"), []).append(name)
     if tensor.grad is not None and not state.had_grad:
         tensor.grad = None
-        changes.setdefault(("left-grad", ".grad left on"), []).append(name)
+        changes.setdefault(("left-grad", _(".grad left on")), []).append(name)
     _restore_hooks(tensor, state.hooks, name, changes)
 
 
@@ -796,12 +825,13 @@ def _expect_no_buffer_tangent(exc: LearnerError, label: str, model: nn.Module) -
     message = str(exc.original)
     integer_buffers = any(not buffer.is_floating_point() for buffer in model.buffers())
     statistics, counter = "running_mean" in message, "floating point" in message and integer_buffers
-    which = "its running statistics" if statistics else \
-        "its integer num_batches_tracked; its running statistics cannot carry one either"
+    which = _("its running statistics") if statistics else \
+        _("its integer num_batches_tracked; its running statistics cannot carry one either")
     expect(not (statistics or counter), (
-        f"On {label}, torch refused a tangent ({message.splitlines()[0].strip()[:90]}): your code gave one to the "
-        f"BatchNorm's buffers ({which}). Buffers are not parameters "
-        f"and cannot carry a tangent: give tangents to the parameters only (named_parameters, not the state_dict)."
+        _("On {label}, torch refused a tangent ({value}): your code gave one to the BatchNorm's buffers "
+          "({which}). Buffers are not parameters and cannot carry a tangent: give tangents to the "
+          "parameters only (named_parameters, not the state_dict).").format(
+            label=label, value=message.splitlines()[0].strip()[:90], which=which)
     ), mistake="buffer-tangents")
 
 
@@ -809,13 +839,15 @@ def _expect_no_known_refusal(exc: LearnerError, label: str, changes: list[tuple[
     """Name the mistakes behind two refusals of torch.func, whose own words do not say what to change."""
     message = str(exc.original)
     expect(not ("mutate a captured Tensor" in message and any(kind == "changed-train-mode" for kind, _ in changes)), (
-        f"On {label}, your code switched the model to training mode (model.train()): its BatchNorm then updates its "
-        "running statistics in place, and torch.func refuses that inside a transform (\"mutate a captured Tensor\"). "
-        "Leave the model's mode as it was given: the derivative is that of the model as it is."
+        _("On {label}, your code switched the model to training mode (model.train()): its BatchNorm then "
+          "updates its running statistics in place, and torch.func refuses that inside a transform "
+          "(\"mutate a captured Tensor\"). Leave the model's mode as it was given: the derivative is that of "
+          "the model as it is.").format(label=label)
     ), mistake="train-mode-inside")
     expect("parameter_and_buffer_dicts to be dictionaries" not in message, (
-        f"On {label}, torch.func.functional_call refused your parameters: it takes them as a dict {{name: tensor}} "
-        "(from named_parameters), not as a list, since the names say which module each tensor belongs to."
+        _("On {label}, torch.func.functional_call refused your parameters: it takes them as a dict {{name: "
+          "tensor}} (from named_parameters), not as a list, since the names say which module each tensor "
+          "belongs to.").format(label=label)
     ), mistake="parameters-as-a-list")
 
 
@@ -840,8 +872,9 @@ def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tens
                 changes = snapshot.restore()
     if changes:
         raise CheckFailed(
-            f"For {label}, your code changed the model it was given: {'; '.join(what for _, what in changes)}. The "
-            f"checker put it back. torch.func.functional_call runs a model with other tensors and leaves it as it is.",
+            _("For {label}, your code changed the model it was given: {value}. The checker put it back. "
+              "torch.func.functional_call runs a model with other tensors and leaves it as it is.").format(
+                label=label, value='; '.join(what for _, what in changes)),
             mistake=changes[0][0],  # the first change names the mistake: the others usually follow from it
         )
     return got, calls[0], seen
@@ -851,20 +884,22 @@ def _wrong_scaling(label: str, got: torch.Tensor, model: nn.Module, x: torch.Ten
     """Name the usual wrong directions: the output, zeros, ones, the weights without the biases."""
     with torch.no_grad():
         output = model(x)
-    start = f"For {label}, your derivative differs from the JVP along the parameters."
+    start = _("For {label}, your derivative differs from the JVP along the parameters.").format(label=label)
     if _close(got, output):
-        return CheckFailed(f"{start} That is model(x) itself: return the tangent part of the JVP, not the output.",
+        return CheckFailed(_("{start} That is model(x) itself: return the tangent part of the JVP, not the "
+                             "output.").format(start=start),
                            mistake="returned-output")
     if not torch.any(got):
-        return CheckFailed(f"{start} It is all zeros: the tangents never reached the parameters (an nn.Parameter drops "
-                           f"a tangent).", mistake="tangents-dropped")
+        return CheckFailed(_("{start} It is all zeros: the tangents never reached the parameters (an "
+                             "nn.Parameter drops a tangent).").format(start=start), mistake="tangents-dropped")
     if _close(got, _jvp_along(model, x, lambda name, p: torch.ones_like(p))):
-        return CheckFailed(f"{start} It is the derivative along ones: the tangent of each parameter p is p itself, not "
-                           f"ones.", mistake="tangent-of-ones")
+        return CheckFailed(_("{start} It is the derivative along ones: the tangent of each parameter p is "
+                             "p itself, not ones.").format(start=start), mistake="tangent-of-ones")
     if _close(got, _jvp_along(model, x, lambda name, p: p if name.endswith("weight") else torch.zeros_like(p))):
-        return CheckFailed(f"{start} Only the weights moved: the biases are parameters too, and each parameter p, a "
-                           f"bias included, has tangent p.", mistake="weights-only")
-    return CheckFailed(f"{start} The direction is the parameters themselves: the tangent of each parameter p is p.",
+        return CheckFailed(_("{start} Only the weights moved: the biases are parameters too, and each "
+                             "parameter p, a bias included, has tangent p.").format(start=start), mistake="weights-only")
+    return CheckFailed(_("{start} The direction is the parameters themselves: the tangent of each "
+                         "parameter p is p.").format(start=start),
                        mistake="wrong-direction")
 
 
@@ -881,24 +916,30 @@ def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> Chec
         for label, model in _scaling_cases():
             got, passes, seen = _run_on_a_copy(weight_scaling_derivative, label, model, x)
             expected = _jvp_along(model, x, lambda name, p: p)  # only now: while the answer ran there was none to find
-            expect(not isinstance(got, tuple), f"For {label} you returned a tuple; return the derivative only (torch.func.jvp "
-                                               f"gives (output, derivative)).", mistake="returned-pair")
-            expect(passes == 1, f"For {label} your code ran the model {passes} times; one JVP runs it once, carrying "
-                                "the derivative along with the output (finite differences need two passes, and are not "
-                                "exact).", mistake="not-one-pass")
+            expect(not isinstance(got, tuple), _("For {label} you returned a tuple; return the derivative "
+                                                 "only (torch.func.jvp gives (output, derivative)).").format(label=label),
+                                                 mistake="returned-pair")
+            expect(passes == 1, _("For {label} your code ran the model {passes} times; one JVP runs it "
+                                  "once, carrying the derivative along with the output (finite differences "
+                                  "need two passes, and are not exact).").format(label=label, passes=passes),
+                                  mistake="not-one-pass")
             expect(not seen.backwards, (
-                f"For {label}, this is reverse mode: a backward pass went through the model's output (as "
-                f"torch.autograd.functional.jvp's double-backward trick, torch.autograd.grad and torch.func.vjp do). The "
-                f"exercise asks for a JVP in forward mode: carry the parameters as their own tangents through one "
-                f"forward pass (torch.func.jvp with torch.func.functional_call)."
+                _("For {label}, this is reverse mode: a backward pass went through the model's output (as "
+                  "torch.autograd.functional.jvp's double-backward trick, torch.autograd.grad and "
+                  "torch.func.vjp do). The exercise asks for a JVP in forward mode: carry the parameters "
+                  "as their own tangents through one forward pass (torch.func.jvp with "
+                  "torch.func.functional_call).").format(label=label)
             ), mistake="reverse-mode")
-            tensor = _expect_comparable(got, expected, f"For {label}, the result")
-            expect(tensor.shape == expected.shape, f"For {label} the result has shape {tuple(tensor.shape)}; the derivative "
-                                                   f"is shaped like model(x), {tuple(expected.shape)}.", mistake="wrong-shape")
+            tensor = _expect_comparable(got, expected, _("For {label}, the result").format(label=label))
+            expect(tensor.shape == expected.shape, _("For {label} the result has shape {shape}; the "
+                                                     "derivative is shaped like model(x), {shape2}.").format(
+                                                       label=label, shape=tuple(tensor.shape), shape2=tuple(expected.shape)),
+                                                       mistake="wrong-shape")
             tensor = tensor.detach().to(expected.dtype)
             if not _close(tensor, expected):
                 raise _wrong_scaling(label, tensor, model, x)
-        return ("On 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters to 1e-9, "
-                "and each model was left as it was given (hooks, requires_grad, parameters, buffers, train/eval).")
+        return (_("On 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters "
+                  "to 1e-9, and each model was left as it was given (hooks, requires_grad, parameters, "
+                  "buffers, train/eval)."))
 
     return run_check("3.4", check, weight_scaling_derivative)

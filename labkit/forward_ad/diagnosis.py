@@ -27,6 +27,7 @@ from labkit.forward_ad.inputs import (
     _split_output,
     _tensors_in,
 )
+from labkit.i18n.messages import _
 
 
 class ForwardADUnsupportedError(LabkitError, RuntimeError):
@@ -66,15 +67,17 @@ def _unsupported(
     advice = _advice(reverse_problem)
     if "custom autograd.Function" in str(exc):
         return ForwardADUnsupportedError(
-            "A custom torch.autograd.Function in your function has no jvp staticmethod, so forward mode "
-            f"cannot pass through it. Add jvp(ctx, *tangents) (see labkit.forward_ad.custom_function.Exp). {advice}"
+            _("A custom torch.autograd.Function in your function has no jvp staticmethod, so forward mode "
+              "cannot pass through it. Add jvp(ctx, *tangents) (see "
+              "labkit.forward_ad.custom_function.Exp). {advice}").format(advice=advice)
         )
     if operator is None:
         found = _OP_NAME.search(str(exc))
         operator = _public_name(found.group(1)) if found else None
+    subject = _("The operator {operator}").format(operator=operator) if operator else _("An operator in your function")
     return ForwardADUnsupportedError(
-        f"{f'The operator {operator}' if operator else 'An operator in your function'} has no forward-mode AD "
-        f"formula in torch {torch.__version__.split('+')[0]}, so no JVP can be computed through it. {advice}"
+        _("{subject} has no forward-mode AD formula in torch {version}, so no JVP can be computed through it. "
+          "{advice}").format(subject=subject, version=torch.__version__.split("+")[0], advice=advice)
     )
 
 
@@ -82,12 +85,13 @@ def _advice(reverse_problem: str | None) -> str:
     """What to do instead of forward mode: reverse mode only when it was not found to fail too."""
     if reverse_problem is None:
         return (
-            "Use reverse mode instead: torch.func.jacrev(fn) for the Jacobian (then multiply by the tangent), "
-            "or torch.func.vjp for vector-Jacobian products."
+            _("Use reverse mode instead: torch.func.jacrev(fn) for the Jacobian (then multiply by the "
+              "tangent), or torch.func.vjp for vector-Jacobian products.")
         )
     return (
-        f"{reverse_problem[:1].upper()}{reverse_problem[1:]}: estimate the JVP with finite differences "
-        "(verify_jvp shows them), or write the derivative yourself in a torch.autograd.Function with a jvp staticmethod."
+        _("{problem}: estimate the JVP with finite differences (verify_jvp shows them), or "
+          "write the derivative yourself in a torch.autograd.Function with a jvp staticmethod.").format(
+            problem=reverse_problem[:1].upper() + reverse_problem[1:])
     )
 
 # Calls whose result has no tangent on purpose: a stop-gradient, or a new tensor shaped like the input.
@@ -169,12 +173,13 @@ def _reverse_problem(fn: Callable[..., Any], primals: Sequence[torch.Tensor], ou
             picked = [results[i] for i in outputs] if outputs is not None else [o for o in results if _differentiable(o)]
             if not picked:
                 dtypes = ", ".join(sorted({str(o.dtype) for o in results}))
-                return f"the outputs are bool or integer tensors ({dtypes}), which are not differentiable"
+                return _("the outputs are bool or integer tensors ({dtypes}), which are not differentiable").format(
+                           dtypes=dtypes)
             if not all(o.requires_grad for o in picked):
-                return "reverse mode has no derivative for it either (its result does not require grad)"
+                return _("reverse mode has no derivative for it either (its result does not require grad)")
             torch.autograd.grad(picked, xs, [torch.ones_like(o) for o in picked], allow_unused=True)
     except Exception as exc:  # noqa: BLE001 - any failure means: do not suggest reverse mode
-        return f"reverse mode has no derivative for it either (torch says: {_first_line(exc)})"
+        return _("reverse mode has no derivative for it either (torch says: {first_line})").format(first_line=_first_line(exc))
     return None
 
 
@@ -217,9 +222,10 @@ def _raise_on_dropped_tangents(
     advice = _advice(_reverse_problem(fn, primals, missing))
     which = ", ".join(str(i) for i in missing)
     raise ForwardADUnsupportedError(
-        f"{' and '.join(culprits)} returned a result without a tangent: torch {torch.__version__.split('+')[0]} has "
-        f"no forward-mode derivative for it, yet output {which} changes when the input moves along the tangent, so "
-        f"its JVP is not zero, and labkit will not report a zero. {advice}"
+        _("{culprits} returned a result without a tangent: torch {version} has no forward-mode derivative for "
+          "it, yet output {which} changes when the input moves along the tangent, so its JVP is not zero, "
+          "and labkit will not report a zero. {advice}").format(
+            culprits=" and ".join(culprits), version=torch.__version__.split("+")[0], which=which, advice=advice)
     )
 
 
@@ -233,9 +239,10 @@ def forward_level() -> Iterator[None]:
         if "Nested forward mode AD" not in str(exc):
             raise
         raise NestedForwardADError(
-            "A forward-AD level is already open: torch does not support nested forward-mode AD "
-            "(dual_level inside dual_level, or labkit.jvp inside a dual_level block). Compute the JVP "
-            "outside the other level, or use torch.func.jvp / torch.func.jacfwd, which nest with each other."
+            _("A forward-AD level is already open: torch does not support nested forward-mode AD "
+              "(dual_level inside dual_level, or labkit.jvp inside a dual_level block). Compute the JVP "
+              "outside the other level, or use torch.func.jvp / torch.func.jacfwd, which nest with each "
+              "other.")
         ) from None
     try:
         yield
@@ -247,9 +254,9 @@ def forward_level() -> Iterator[None]:
         if "cannot resize variables that has a forward grad" not in str(exc):
             raise
         raise ForwardADUnsupportedError(
-            "fn resizes a dual tensor in place (Tensor.resize_ or resize_as_), which forward-mode AD cannot follow: "
-            "the tangent would no longer match its primal's shape. Resize a copy instead, e.g. x.clone().resize_(...), "
-            "or use reshape / new tensors."
+            _("fn resizes a dual tensor in place (Tensor.resize_ or resize_as_), which forward-mode AD "
+              "cannot follow: the tangent would no longer match its primal's shape. Resize a copy instead, "
+              "e.g. x.clone().resize_(...), or use reshape / new tensors.")
         ) from None
     finally:
         level.__exit__(None, None, None)
