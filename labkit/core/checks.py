@@ -141,8 +141,9 @@ def is_plain_tensor(value: object) -> bool:
 
 def tensor_subclass_hint(what: str, value: object) -> str:
     """The hint for a learner's tensor of a subclass of torch.Tensor where a plain tensor belongs."""
-    return (f"{what} is a {type(value).__name__}, a subclass of torch.Tensor, whose own __torch_function__ can change "
-            "what torch's comparisons say; return plain torch tensors (torch.Tensor or nn.Parameter).")
+    return (_("{what} is a {type}, a subclass of torch.Tensor, whose own __torch_function__ can change "
+              "what torch's comparisons say; return plain torch tensors (torch.Tensor or nn.Parameter).").format(
+                what=what, type=type(value).__name__))
 
 
 # What the checker is trying right now, named in the message when the learner's code raises there.
