@@ -70,7 +70,8 @@ def hint(exercise: str, level: int | None = None) -> Hint:
     if level is None:
         level = min(MAX_HINT_LEVEL, max(_shown.get(exercise, 0), _journal_level(exercise)) + 1)
     elif isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= MAX_HINT_LEVEL:
-        raise LabkitValueError(f"hint({exercise!r}, level={level!r}): give a level from 1 to {MAX_HINT_LEVEL}.")
+        raise LabkitValueError(_("hint({exercise!r}, level={level!r}): give a level from 1 to "
+                                 "{levels}.").format(exercise=exercise, level=level, levels=MAX_HINT_LEVEL))
     _shown[exercise] = max(_shown.get(exercise, 0), level)
     record_hint(exercise, level)
     return Hint(exercise, level, _(HINTS[exercise][level - 1]))
@@ -80,11 +81,12 @@ def exercise_id(function: str, exercise: object) -> str:
     """``exercise`` when it names an exercise with hints; a :class:`LabkitValueError` that says what to type otherwise
     (``hint(1.2)``: a number, where the id is text)."""
     if isinstance(exercise, (int, float)) and not isinstance(exercise, bool):
-        raise LabkitValueError(f"{function}({exercise!r}): write the exercise id as text, in quotes: "
-                               f"{function}(\"{exercise}\").")
+        raise LabkitValueError(_("{function}({exercise!r}): write the exercise id as text, in quotes: "
+                                 "{function}(\"{exercise}\").").format(function=function, exercise=exercise))
     if not isinstance(exercise, str) or exercise not in HINTS:
         known = ", ".join(sorted(HINTS))
-        raise LabkitValueError(f"{function}({exercise!r}): there is no exercise {exercise!r}; give one of {known}.")
+        raise LabkitValueError(_("{function}({exercise!r}): there is no exercise {exercise!r}; give one of "
+                                 "{known}.").format(function=function, exercise=exercise, known=known))
     return str(exercise)
 
 
