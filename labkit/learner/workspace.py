@@ -82,6 +82,7 @@ from labkit.authoring.hosted import repository_link
 from labkit.authoring.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
+from labkit.i18n.messages import LANGUAGES, SOURCE_LANGUAGE, known
 from labkit.labs import NOTEBOOKS_DIR, find_notebooks
 from labkit.learner.edition import RECORD, Edition, read_edition, write_edition
 from labkit.learner.tracks import DEFAULT_TRACK, TRACKS, exercise_ids, require_track
@@ -214,6 +215,7 @@ class WorkspaceResult:
     exercises: tuple[str, ...] = ()  # the exercises its notebooks hold, in order (the learner's progress table counts these)
     notebooks: int = 0  # how many notebooks the labs give
     previous_track: str | None = None  # the track it held before, when this run switched
+    language: str = SOURCE_LANGUAGE  # the language labkit speaks in it (the manifest's, read by labkit.i18n.messages)
 
     def lines(self) -> list[str]:
         """One sentence per change the learner should know about, or one saying that nothing changed."""
@@ -374,7 +376,7 @@ def _notebook_text(path: Path, notebook: nbformat.NotebookNode) -> str:
 
 def prepare_workspace(
     folder: str | Path = DEFAULT_FOLDER, notebooks_dir: str | Path | None = None, track: str | None = None, *,
-    edition: str | Path | None = None, room: bool = False,
+    edition: str | Path | None = None, room: bool = False, language: str | None = None,
 ) -> WorkspaceResult:
     """Create or bring up to date the learner workspace ``folder`` from the labs in ``notebooks_dir``.
 
@@ -385,7 +387,8 @@ def prepare_workspace(
     that prebuilt learner edition (:func:`write_learner_edition`) instead of
     converting ``notebooks_dir``, which is then not read; the track is the
     edition's. ``room``: a workshop room's README (from an edition: the
-    edition must be a room's). Raises :class:`LabkitValueError` (before
+    edition must be a room's). ``language`` (``en``, ``zh``, ``ru``): the one labkit's messages speak
+    there; ``None`` keeps the workspace's (English for a new one). Raises :class:`LabkitValueError` (before
     writing anything) when ``folder`` is not a folder labkit may use, e.g. a
     non-empty folder that is not a workspace, when a notebook cannot be
     converted, or when the edition is missing, incomplete or of another track.
@@ -396,6 +399,9 @@ def prepare_workspace(
     written = output.read_manifest() if state == "ours" else {}
     record = _read_record(folder) if state == "ours" else {}
     previous = str(record.get("track", DEFAULT_TRACK)) if state == "ours" else None  # before tracks: every section
+    if language is not None and language not in LANGUAGES:
+        raise LabkitValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}.")
+    language = language or known(record.get("language")) or SOURCE_LANGUAGE  # a workspace from before: English
     if edition is not None:
         files, track = _from_edition(Path(edition), track, room)
     else:
@@ -416,7 +422,7 @@ def prepare_workspace(
     result = WorkspaceResult(
         folder, created=creating, resumed=state == "ours" and creating, track=track,
         notebooks=sum(name.endswith(".ipynb") for name in files), previous_track=None if previous == track else previous,
-        exercises=track_exercises(files),
+        exercises=track_exercises(files), language=language,
     )
     update = _Update(folder, written, _delivered(record), result, creating)
     if state == "new":
@@ -566,6 +572,7 @@ class _Update:
         }
         record: dict[str, object] = {
             "tool": TOOL, "format": _FORMAT, "files": still_there, "delivered": self.delivered, "track": self.result.track,
+            "language": self.result.language,
             "exercises": list(self.result.exercises),
         }
         if self.creating and not done:

@@ -16,9 +16,11 @@ from babel.messages.pofile import read_po, write_po
 
 import labkit
 from labkit.core.checks import fixed_draws
+from labkit.core.errors import LabkitValueError
 from labkit.i18n import message_check, messages
 from labkit.i18n.message_check import catalogue_path, fields, problems
 from labkit.i18n.messages import LOCALE_DIR, language
+from labkit.learner.workspace import prepare_workspace
 from labkit.memory_format.checks import check_predict_strides
 from labkit.progress.table import progress_table
 
@@ -195,3 +197,16 @@ def test_the_catalogues_are_package_data_of_the_wheel() -> None:
     assert {"locale/labkit.pot", "locale/zh/LC_MESSAGES/labkit.mo", "locale/ru/LC_MESSAGES/labkit.mo"} <= set(shipped)
     assert [name for name in shipped if not any(fnmatch.fnmatch(name, pattern) for pattern in patterns)] == []
     assert message_check.TEMPLATE.is_file()
+
+
+def test_a_workspace_made_in_a_language_speaks_it_and_keeps_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    folder = tmp_path / "labs"
+    assert prepare_workspace(folder, ROOT / "notebooks", language="zh").language == "zh"
+    monkeypatch.chdir(folder)
+    assert language() == "zh"
+    assert prepare_workspace(folder, ROOT / "notebooks").language == "zh"  # a later run without --lang keeps it
+    assert json.loads((folder / ".labkit-manifest.json").read_text(encoding="utf-8"))["language"] == "zh"
+    monkeypatch.setenv("LABKIT_LANG", "ru")  # the environment still comes first
+    assert language() == "ru"
+    with pytest.raises(LabkitValueError, match="language must be one of en, zh, ru, got 'fr'"):
+        prepare_workspace(folder, ROOT / "notebooks", language="fr")
