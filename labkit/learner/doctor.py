@@ -10,7 +10,7 @@ The doctor must work on exactly the machines where something is broken, so it
 never imports what it probes: every probe that imports a third-party package
 runs in a fresh interpreter with a timeout (an import can raise anything,
 call ``sys.exit``, kill its process or hang). This module imports only the
-standard library at top level and renders its own table rather than through
+standard library at top level (and :mod:`labkit.i18n.messages`, which does too) and renders its own table rather than through
 tabulate, which is one of the packages it probes.
 
 Where the probes run (:func:`preflight_mode`): ``python -m labkit doctor`` always isolates them
@@ -48,6 +48,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from labkit.i18n.messages import N_, _
 
 # distribution name -> module name; the labs import each of these.
 LAB_PACKAGES = {
@@ -104,7 +106,7 @@ class Probe:
 class DoctorReport:
     probes: list[Probe] = field(default_factory=list)
     note: str = ""  # how the probes ran, when not each in its own interpreter; printed before the verdict
-    next_step: str = "open 00_start_here.ipynb"  # after READY; "" where the preflight runs inside that notebook
+    next_step: str = N_("open 00_start_here.ipynb")  # after READY; "" where the preflight runs inside that notebook
 
     @property
     def problems(self) -> list[Probe]:
@@ -120,21 +122,24 @@ class DoctorReport:
 
     def verdict(self) -> str:
         if self.ok:
-            warned = f", {len(self.warnings)} with a warning ({', '.join(p.name for p in self.warnings)})" \
-                if self.warnings else ""
-            then = f"; {self.next_step}" if self.next_step else ""
-            return f"doctor: READY - all {len(self.probes)} probes passed{warned}{then}"
+            warned = _(", {count} with a warning ({names})").format(
+                count=len(self.warnings), names=", ".join(p.name for p in self.warnings)) if self.warnings else ""
+            then = f"; {_(self.next_step)}" if self.next_step else ""
+            return _("doctor: READY - all {count} probes passed{warned}{then}").format(
+                count=len(self.probes), warned=warned, then=then)
         names = ", ".join(c.name for c in self.problems)
-        return (f"doctor: NOT READY - {len(self.problems)} problem(s): {names}. "
-                "Run the fix command(s) above, then `python -m labkit doctor` again.")
+        return _("doctor: NOT READY - {count} problem(s): {names}. "
+                 "Run the fix command(s) above, then `python -m labkit doctor` again.").format(
+                     count=len(self.problems), names=names)
 
     def to_text(self) -> str:
-        rows = [("PROBLEM" if not p.ok else "WARNING" if p.warning else "ok", p.name, p.detail) for p in self.probes]
-        lines = [_plain_table(["status", "probe", "detail"], rows), ""]
+        rows = [(_("PROBLEM") if not p.ok else _("WARNING") if p.warning else _("ok"), p.name, p.detail)
+                for p in self.probes]
+        lines = [_plain_table([_("status"), _("probe"), _("detail")], rows), ""]
         for problem in self.problems:
-            lines.append(f"To fix {problem.name}: {problem.fix}")
+            lines.append(_("To fix {name}: {fix}").format(name=problem.name, fix=problem.fix))
         for warned in self.warnings:
-            lines.append(f"Warning on {warned.name}: {warned.warning}")
+            lines.append(_("Warning on {name}: {warning}").format(name=warned.name, warning=warned.warning))
         if self.note:
             lines.append(self.note)
         lines.append(self.verdict())
@@ -628,11 +633,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = run_preflight(timeout=args.timeout, record=False, mode="isolated")
     except KeyboardInterrupt:
-        _failed("doctor: NOT READY - interrupted before every probe had finished; run it again.", as_json)
+        _failed(_("doctor: NOT READY - interrupted before every probe had finished; run it again."), as_json)
         return 128 + signal.SIGINT
     except Exception as exc:  # noqa: BLE001 - the doctor must still end with a verdict
-        _failed(f"doctor: NOT READY - the doctor itself failed ({type(exc).__name__}: {exc}). "
-                "Please report this with the line above.", as_json)
+        _failed(_("doctor: NOT READY - the doctor itself failed ({error}). Please report this with the line above.").format(
+            error=f"{type(exc).__name__}: {exc}"), as_json)
         return 1
     print(json.dumps(report.to_dict(), indent=2) if as_json else report.to_text())
     return 0 if report.ok else 1
