@@ -25,7 +25,7 @@ from torch import nn
 from torch.fx.experimental.optimization import fuse, matches_module_pattern
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
-from labkit.core.copies import fresh_call, private_copy
+from labkit.core.copies import fresh_call, private_copy, warn_hooks_reaching_out
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.random_state import kept_random_state
 from labkit.core.timing import SideBySide, compare
@@ -468,7 +468,9 @@ def verify_fusion(
     The original runs as the user runs it, hooks and parametrizations included
     (:func:`as_the_user_runs_it`: a copy with its own parameters), each model on
     fresh clones of ``inputs`` and ``kwargs``, so neither model nor the inputs
-    change, nor Python's, NumPy's or torch's random state. Named "verify", not
+    change, nor Python's, NumPy's or torch's random state. A hook of ``original`` that
+    holds one of the caller's objects gets a :class:`~labkit.core.copies.HookSideEffectWarning`
+    naming it (its copy's calls reach that object). Named "verify", not
     "check": in labkit a check is an exercise checker.
     """
     keywords = keyword_inputs("verify_fusion", kwargs, stray, ("kwargs", "rtol", "atol"))
@@ -481,6 +483,7 @@ def verify_fusion(
             f"{type(fused).__name__}."
         )
     refuse_unknown_keywords(original, keywords, inputs)
+    warn_hooks_reaching_out(original)
     with torch.no_grad(), kept_random_state():
         args, kwargs_copy = fresh_call(inputs, keywords)
         expected = as_the_user_runs_it(original)(*args, **kwargs_copy)
