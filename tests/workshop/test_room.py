@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import pwd
+import shutil
 import stat
+import tempfile
 import time
 import urllib.error
 from collections.abc import Iterator
@@ -47,10 +49,19 @@ class Room:
 
 
 @pytest.fixture(scope="module")
-def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
+def room() -> Iterator[Room]:
     require_proxy()
     install = learner_install()
-    folder = tmp_path_factory.mktemp("room")  # under pytest's own 0700 folder: private to root, as a hub's must be
+    # Private to root (mkdtemp makes it 0700), as a hub's folder must be, and outside /tmp: each learner's server
+    # gets a /tmp of its own, where the hub's files would be missing, not refused, and the attacks below prove less.
+    folder = Path(tempfile.mkdtemp(prefix="labkit-room-test-", dir="/var/lib"))
+    try:
+        yield from _room_in(folder, install)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _room_in(folder: Path, install: Path) -> Iterator[Room]:
     settings = {PREFIX + "INSTALL": str(install), PREFIX + "PASSWORD": LEARNER_PASSWORD,
                 PREFIX + "ADMIN_PASSWORD": ADMIN_PASSWORD}  # in the hub's environment: a secret to look for
     with workshop_hub(folder, settings=settings) as hub:
