@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:  # polib and markdown-it-py come with the dev extra: --help works without them
-        from labkit.i18n import notebooks
+    try:  # polib, markdown-it-py and Babel come with the dev extra: --help works without them
+        from labkit.i18n import message_check, notebooks
     except ImportError as exc:
         raise LabkitError(f"needs {exc.name}, which labkit's dev extra installs: pip install -e '.[dev]'.") from None
     langs = tuple(args.lang or LANGS)
@@ -50,12 +50,14 @@ def run(args: argparse.Namespace) -> int:
             failed += line.startswith("skipped")
             print(line, flush=True)
         return 1 if failed else 0
-    problems = notebooks.check(root, langs)
+    problems = [*map(str, notebooks.check(root, langs)),
+                *message_check.problems(langs, message_check.LOCALE_DIR, glossary_path=root / "i18n" / "glossary.csv")]
     for problem in problems:
         print(problem, file=sys.stderr)
     count = len(notebooks.english_notebooks(root))
     if problems:
         print(f"i18n check: {len(problems)} problem(s) in {', '.join(langs)}", file=sys.stderr)
         return 1
-    print(f"i18n check: {count} notebooks in {', '.join(langs)}, every translation finished and current")
+    print(f"i18n check: {count} notebooks and labkit's messages in {', '.join(langs)}, every translation finished and "
+          "current")
     return 0

@@ -15,9 +15,10 @@ import tomllib
 from babel.messages.pofile import read_po, write_po
 
 import labkit
+from labkit.__main__ import main
 from labkit.core.checks import fixed_draws
 from labkit.core.errors import LabkitValueError
-from labkit.i18n import message_check, messages
+from labkit.i18n import message_check, messages, notebooks
 from labkit.i18n.message_check import catalogue_path, fields, problems
 from labkit.i18n.messages import LOCALE_DIR, language
 from labkit.learner.workspace import prepare_workspace
@@ -210,3 +211,25 @@ def test_a_workspace_made_in_a_language_speaks_it_and_keeps_it(monkeypatch: pyte
     assert language() == "ru"
     with pytest.raises(LabkitValueError, match="language must be one of en, zh, ru, got 'fr'"):
         prepare_workspace(folder, ROOT / "notebooks", language="fr")
+
+
+def test_python_m_labkit_i18n_check_fails_on_a_message_catalogue_fault(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    locale_dir = tmp_path / "locale"
+    shutil.copytree(LOCALE_DIR, locale_dir)
+    monkeypatch.setattr(message_check, "LOCALE_DIR", locale_dir)
+    monkeypatch.setattr(notebooks, "check", lambda root, langs: [])  # the notebooks' half has tests of its own
+    assert main(["i18n", "check", "--notebooks-dir", str(ROOT / "notebooks")]) == 0
+    assert "and labkit's messages in zh, ru, every translation finished and current" in capsys.readouterr().out
+
+    path = catalogue_path("ru", locale_dir=locale_dir)
+    with path.open("rb") as file:
+        catalogue = read_po(file, locale="ru")
+    catalogue["Your code"].string = ""
+    with path.open("wb") as file:
+        write_po(file, catalogue)
+    assert main(["i18n", "check", "--notebooks-dir", str(ROOT / "notebooks")]) == 1
+    err = capsys.readouterr().err
+    assert f"{path} (ru): no translation: 'Your code'" in err
+    assert f"{path.with_suffix('.mo')} (ru): older than labkit.po" in err
