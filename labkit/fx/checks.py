@@ -51,7 +51,7 @@ from labkit.core.checks import (
 from labkit.core.notebook import seeded
 from labkit.fx.profile import OpTypeBreakdown, ProfileReport
 from labkit.fx.runs import RunWatch, WatchedReport, watch_runs
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _
 
 
 class _Hint(NamedTuple):
@@ -242,9 +242,10 @@ def _counted_flops(layer: nn.Module, inputs: torch.Tensor) -> int:
     return int(counter.get_total_flops())
 
 
-_PER_MAC = _Hint(" Count 2 FLOPs per multiply-add (a multiplication and an addition), as torch.utils.flop_counter does.",
+_PER_MAC = _Hint(N_(" Count 2 FLOPs per multiply-add (a multiplication and an addition), as torch.utils.flop_counter "
+                    "does."),
                  mistake="one-flop-per-mac")
-_BIAS = _Hint(" Leave the bias out: torch.utils.flop_counter counts the multiply-adds only.", mistake="counts-bias")
+_BIAS = _Hint(N_(" Leave the bias out: torch.utils.flop_counter counts the multiply-adds only."), mistake="counts-bias")
 
 
 def _conv_slips(layer: nn.Conv2d, inputs: torch.Size, outputs: torch.Size) -> list[tuple[int, _Hint]]:
@@ -364,7 +365,7 @@ def _keyed_by_nodes(table: dict[Any, Any], what: str) -> None:
 
 def _check_shapes(shapes: object, nodes: Nodes) -> None:
     if not isinstance(shapes, dict):
-        raise CheckFailed("After run(), self.shapes must be a dict {node name: shape tuple}.", mistake="no-shapes-dict")
+        raise CheckFailed(_("After run(), self.shapes must be a dict {node name: shape tuple}."), mistake="no-shapes-dict")
     _keyed_by_nodes(shapes, "shapes")
     missing = sorted(set(nodes) - set(shapes))
     expect(not missing, _("No shape recorded for node(s) {missing}; record every node whose output is a "
@@ -393,14 +394,14 @@ def _check_one_count(name: str, got: object, node: torch.fx.Node, layer: nn.Modu
     slip = _flop_hint(layer, counted, expected, inputs, outputs)
     expect(counted == expected, _("Node {name!r} ({layer}): you counted {counted} FLOPs, "
                                   "torch.utils.flop_counter counts {expected}.{text}").format(
-                                    name=name, layer=layer, counted=counted, expected=expected, text=slip.text),
+                                    name=name, layer=layer, counted=counted, expected=expected, text=_(slip.text)),
                                     mistake=slip.mistake)
 
 
 def _check_flops(flops: object, nodes: Nodes) -> int:
     """Compare each Conv2d/Linear node's FLOPs with torch's counter; return how many were compared."""
     if not isinstance(flops, dict):
-        raise CheckFailed("After run(), self.flops must be a dict {node name: FLOPs} for the Conv2d and Linear nodes.",
+        raise CheckFailed(_("After run(), self.flops must be a dict {node name: FLOPs} for the Conv2d and Linear nodes."),
                           mistake="no-flops-dict")
     _keyed_by_nodes(flops, "flops")
     compared = 0
