@@ -13,7 +13,8 @@ hub's log-in attacks), must run before it.
 
 And the tests run the solved labs: their verdicts are nobody's progress, so
 ``LABKIT_PROGRESS=off`` (for this process and every kernel it starts) unless a
-test sets a file of its own.
+test sets a file of its own. And labkit speaks English here (``LABKIT_LANG=en``): the
+stored outputs nbval compares are English, whatever the machine's locale.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from labkit.authoring.student_copy import is_student_copy
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["LABKIT_PROGRESS"] = "off"
+    os.environ["LABKIT_LANG"] = "en"  # the stored outputs are English whatever this machine's locale (a test sets its own)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

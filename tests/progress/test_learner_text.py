@@ -24,7 +24,7 @@ PACKAGE = Path(labkit.__file__).parent
 #: Modules whose string literals a learner reads: checker messages, hints, mistakes, the solution's and the table's
 #: words, the workspace README.
 LEARNER_MODULES = [*PACKAGE.glob("*/checks.py"), PACKAGE / "forward_ad" / "diagnosis.py", *PACKAGE.glob("progress/*.py"),
-                   PACKAGE / "tools" / "workspace.py"]
+                   PACKAGE / "learner" / "workspace.py"]
 
 
 def _words(texts: list[tuple[str, str]]) -> list[tuple[str, str]]:
