@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.workshop.memory import CGROUPS
+from labkit.workshop.memory import CGROUPS, own_cgroup
 
 PROCESSES = 512  # processes and threads of one learner: a kernel with torch's threads uses tens; pid_max is 32,768
 KILL_SECONDS = 10.0  # how long ending a cgroup's processes may take before the hub says some are left
@@ -66,23 +66,10 @@ class PidsCgroups:
 
 def pids_cgroups(cgroups: Path = CGROUPS, own: str | None = None) -> PidsCgroups | str:
     """The learners' pids cgroups below this process's own, or why processes cannot be bounded by a cgroup here."""
-    own = Path("/proc/self/cgroup").read_text() if own is None else own
-    paths = dict(line.split(":", 2)[1:] for line in own.splitlines() if line.count(":") >= 2)
-    if (cgroups / "cgroup.controllers").is_file():  # v2 alone, at the root
-        v2: Path | None = cgroups
-    else:
-        v2 = cgroups / "unified" if (cgroups / "unified" / "cgroup.controllers").is_file() else None
-    if v2 is not None and "" in paths:
-        parent = v2 / paths[""].lstrip("/")
-        control = parent / "cgroup.subtree_control"
-        if control.is_file() and "pids" in control.read_text(errors="replace").split() and os.access(parent, os.W_OK):
-            return PidsCgroups(parent)
-    for controllers, path in paths.items():
-        if "pids" in controllers.split(","):
-            parent = cgroups / "pids" / path.lstrip("/")
-            if (parent / "cgroup.procs").is_file() and os.access(parent, os.W_OK):
-                return PidsCgroups(parent)
-    return "no writable pids cgroup (cgroup v2 with the pids controller, or v1's pids hierarchy) for the hub"
+    found = own_cgroup("pids", "cgroup.procs", cgroups, own)
+    if found is None:
+        return "no writable pids cgroup (cgroup v2 with the pids controller, or v1's pids hierarchy) for the hub"
+    return PidsCgroups(found[0])
 
 
 def end_processes(group: Path, seconds: float = KILL_SECONDS) -> list[int]:

@@ -48,6 +48,22 @@ class MemoryCgroups:
 
 def memory_cgroups(cgroups: Path = CGROUPS, own: str | None = None) -> MemoryCgroups | str:
     """The learners' cgroups below this process's memory cgroup, or why memory cannot be bounded here."""
+    found = own_cgroup("memory", "memory.limit_in_bytes", cgroups, own)
+    if found is None:
+        return "no writable memory cgroup (cgroup v2 with the memory controller, or v1's memory hierarchy) for the hub"
+    parent, version = found
+    if version == 2:
+        return MemoryCgroups(parent, "memory.max", "memory.swap.max")
+    return MemoryCgroups(parent, "memory.limit_in_bytes", "memory.memsw.limit_in_bytes")
+
+
+def own_cgroup(controller: str, v1_file: str, cgroups: Path = CGROUPS, own: str | None = None) -> tuple[Path, int] | None:
+    """This process's own cgroup for ``controller`` where it may make children, with its version (2 or 1), or None.
+
+    Why one function: the memory bound and the process bound (labkit.workshop.limits) find their parent alike:
+    cgroup v2 (alone, or beside v1 as ``unified``) where the controller is enabled for children, else v1's
+    hierarchy of that controller, recognised by ``v1_file``; ``own`` is /proc/self/cgroup's text.
+    """
     own = Path("/proc/self/cgroup").read_text() if own is None else own
     paths = dict(line.split(":", 2)[1:] for line in own.splitlines() if line.count(":") >= 2)
     if (cgroups / "cgroup.controllers").is_file():  # v2 alone, at the root
@@ -56,11 +72,12 @@ def memory_cgroups(cgroups: Path = CGROUPS, own: str | None = None) -> MemoryCgr
         v2 = cgroups / "unified" if (cgroups / "unified" / "cgroup.controllers").is_file() else None
     if v2 is not None and "" in paths:
         parent = v2 / paths[""].lstrip("/")
-        if "memory" in (parent / "cgroup.subtree_control").read_text(errors="replace").split() and os.access(parent, os.W_OK):
-            return MemoryCgroups(parent, "memory.max", "memory.swap.max")
+        control = parent / "cgroup.subtree_control"
+        if control.is_file() and controller in control.read_text(errors="replace").split() and os.access(parent, os.W_OK):
+            return parent, 2
     for controllers, path in paths.items():
-        if "memory" in controllers.split(","):
-            parent = cgroups / "memory" / path.lstrip("/")
-            if (parent / "memory.limit_in_bytes").is_file() and os.access(parent, os.W_OK):
-                return MemoryCgroups(parent, "memory.limit_in_bytes", "memory.memsw.limit_in_bytes")
-    return "no writable memory cgroup (cgroup v2 with the memory controller, or v1's memory hierarchy) for the hub"
+        if controller in controllers.split(","):
+            parent = cgroups / controller / path.lstrip("/")
+            if (parent / v1_file).is_file() and os.access(parent, os.W_OK):
+                return parent, 1
+    return None
