@@ -117,6 +117,13 @@ class _ParameterWrite(BaseException):
     A ``BaseException``, like ``KeyboardInterrupt``: a model's own ``except Exception`` must not swallow it."""
 
 
+#: Whether a dispatch mode can run through ``torch.cond`` and the other higher-order operators (torch 2.5 and
+#: newer); on older torch a higher-order operator under the watch fails, whatever the model does.
+WATCHES_HIGHER_ORDER = hasattr(TorchDispatchMode, "supports_higher_order_operators")
+#: What :func:`parameters_written` names when this torch could not watch the run through.
+UNWATCHED = "(unknown: this torch cannot watch a forward through torch.cond)"
+
+
 class _ParameterWatch(TorchDispatchMode):
     """Stops the first operator that would write into a parameter's memory (``aten.clamp_``, ``aten.embedding_renorm_``).
 
@@ -173,6 +180,13 @@ def parameters_written(copy_: torch.nn.Module, run: Callable[[], Any]) -> tuple[
             run()
     except _ParameterWrite as write:
         return (str(write),)
+    except Exception:
+        if WATCHES_HIGHER_ORDER:
+            raise
+        # torch < 2.5: the watch itself may be what failed (a higher-order operator refuses it). Nothing was written
+        # (a write is stopped before it happens), so the caller runs the forward again on a copy with its own
+        # parameters, where the model's own error, if it is one, shows as itself.
+        return (UNWATCHED,)
     return ()
 
 

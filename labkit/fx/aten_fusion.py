@@ -113,9 +113,10 @@ def _fold(graph_module: torch.fx.GraphModule, layer: torch.fx.Node, parts: tuple
     args[1], args[2] = reads
     layer.args = tuple(args)
     replaced = parts[6]
+    # torch < 2.5 writes BatchNorm as _native_batch_norm_legit_no_training and a getitem of it: that node goes too
+    bn_node = replaced.args[0] if replaced.target is operator.getitem else None
     replaced.replace_all_uses_with(layer)
     graph_module.graph.erase_node(replaced)
-    bn_node = parts[6].args[0] if replaced is not parts[6] else None
     for node in [bn_node, *parts[1:5], *old_reads]:
         if isinstance(node, torch.fx.Node) and node.graph is graph_module.graph and not node.users:
             graph_module.graph.erase_node(node)

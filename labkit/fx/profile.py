@@ -41,7 +41,7 @@ import tabulate
 import torch
 import torch.fx
 
-from labkit.core.copies import private_copy
+from labkit.core.copies import UNWATCHED, private_copy
 from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.random_state import kept_random_state
@@ -512,7 +512,10 @@ def capture_model(
     # With concrete_args every input goes by position (as the graph gets them); else as the caller gave them.
     call_args, call_kwargs = (call_arguments(model, inputs, concrete_args, keywords), {}) if concrete_args else (inputs, keywords)
     eager = run_eager_once(model, call_args, call_kwargs, stacklevel=stacklevel + 1)
-    if eager.parameters_written:
+    if eager.parameters_written == (UNWATCHED,):
+        notes += ("this torch cannot watch a forward through torch.cond for in-place parameter writes, so the "
+                  "profiled copy has its own parameters and yours are unchanged.",)
+    elif eager.parameters_written:
         notes += (f"forward writes parameter {eager.parameters_written[0]} in place, so the profiled copy has its own "
                   "parameters and yours are unchanged.",)
     plan = ModelCapture(model, mode, eager, None, tuple(call_args), call_kwargs, leaves, notes=notes)

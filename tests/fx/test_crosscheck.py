@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from labkit.core.copies import WATCHES_HIGHER_ORDER
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.fx import hf_zoo
 from labkit.fx.crosscheck import (
@@ -385,6 +386,7 @@ class Gated(nn.Module):
         return self.lin(x).relu()
 
 
+@pytest.mark.skipif(not WATCHES_HIGHER_ORDER, reason="torch < 2.5 runs no dispatch mode through torch.cond")
 def test_a_torch_cond_model_profiles_and_gets_a_verdict_over_90_percent():
     check = compare_with_torch_profiler(Gated().eval(), torch.randn(4, 16), warmup=1, runs=3)
     assert check.capture == "export" and _row_with(check, "cond")
@@ -393,14 +395,16 @@ def test_a_torch_cond_model_profiles_and_gets_a_verdict_over_90_percent():
 
 
 def test_a_parameter_written_inside_a_torch_cond_branch_is_caught_before_the_write():
-    from labkit.core.copies import parameters_written
+    from labkit.core.copies import UNWATCHED, parameters_written
 
     model = Gated(clamp=True).eval()
     before = model.lin.weight.detach().clone()
-    assert parameters_written(model, lambda: model(torch.ones(2, 16))) == ("lin.weight",)
+    # torch < 2.5 cannot watch through torch.cond: labkit says it does not know, and the caller uses its own parameters
+    expected = ("lin.weight",) if WATCHES_HIGHER_ORDER else (UNWATCHED,)
+    assert parameters_written(model, lambda: model(torch.ones(2, 16))) == expected
     assert torch.equal(model.lin.weight, before)  # stopped before clamp_ wrote it
     reads_only = Gated().eval()
-    assert parameters_written(reads_only, lambda: reads_only(torch.ones(2, 16))) == ()
+    assert parameters_written(reads_only, lambda: reads_only(torch.ones(2, 16))) == (() if WATCHES_HIGHER_ORDER else expected)
 
 
 def test_the_cross_check_leaves_every_random_state_as_it_was():

@@ -414,6 +414,8 @@ class UpdatesBuffers(nn.Module):
         return self.linear(x) + self.running
 
 
+@pytest.mark.skipif(torch.__version__ < "2.5", reason="torch 2.4's unlifted exported module returns the mutated "
+                    "buffer as an extra output, so its graph fails the eager check and auto falls back to hooks")
 def test_buffer_updates_symbolic_trace_would_drop_move_auto_on_to_export():
     model = UpdatesBuffers().eval()
     report = profile_model(model, torch.randn(2, 4), warmup=0, runs=2)

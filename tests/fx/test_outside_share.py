@@ -89,11 +89,13 @@ def test_parameter_reads_of_an_exported_model_are_bookkeeping_not_an_op_type_or_
     assert breakdown.top(1).parameter_reads == report.parameter_reads
 
 
-def test_profile_model_and_compare_with_torch_profiler_agree_on_the_outside_share_within_5_points():
+def test_profile_model_and_compare_with_torch_profiler_agree_on_the_outside_share_within_15_points():
     from labkit.fx.crosscheck import compare_with_torch_profiler
 
     x = torch.randn(96, 96)
     check = compare_with_torch_profiler(Outside().eval(), x, warmup=1, runs=5, mode="modules")
     report = profile_model(Outside().eval(), x, warmup=1, runs=5, mode="modules")
     assert check.compared_pct == (100, 100)  # so its shares are of all of labkit's time, as the report's
-    assert report.outside_pct == pytest.approx(check.labkit_pct[OUTSIDE], abs=5.0)  # the old report: ~11 vs ~95
+    # two separate timed runs: on a loaded machine they differ by several points (91.8 vs 97.0 seen); the old
+    # report was ~80 points off (~11 vs ~95), so 15 still tells the two definitions apart
+    assert report.outside_pct == pytest.approx(check.labkit_pct[OUTSIDE], abs=15.0)
