@@ -54,7 +54,8 @@ def _headless_modules() -> list[str]:
     names = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE).as_posix()
-        if relative.startswith(("learner/", "authoring/", "measurements/", "_vendor/", "widgets/")) or path.name == "widgets.py" or relative in MAY_RENDER:
+        commands = ("learner/", "authoring/", "measurements/")  # the CLI's commands: no lab core, may draw
+        if relative.startswith((*commands, "_vendor/", "widgets/")) or path.name == "widgets.py" or relative in MAY_RENDER:
             continue
         names.append("labkit." + relative.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
     return [name.removesuffix(".__init__") for name in names]
