@@ -6,7 +6,8 @@ dummy authenticator of the test's own config (never the real one's), learner
 accounts of a prefix of its own (removed, with their homes, when it stops) and
 a private copy of the solved notebooks. Each attack is what a learner's code
 can do in a notebook cell; the tests show it fails with PermissionError, not
-merely that a file is missing.
+merely that a file is missing (a file in /tmp or /dev/shm is not there at all
+for a learner: her server has its own).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import pytest
 import labkit
 from labkit.workshop.accounts import learner_accounts
 from labkit.workshop.handout import hand_out_solutions
+from labkit.workshop.limits import PRIVATE_FOLDERS
 from labkit.workshop.memory import memory_cgroups
 from labkit.workshop.settings import PREFIX, ROOT, HubSettings
 from tests.workshop.hub import Hub, learner_install, request, require_proxy, run_code, run_notebook, server_process, workshop_hub
@@ -170,8 +172,15 @@ def test_a_learners_code_cannot_reach_the_hub_the_others_or_the_solutions(room: 
     assert reply.errors == []
     outcome = json.loads(reply.stdout)
     assert outcome["uid"] == pwd.getpwnam(room.settings.account("ada")).pw_uid
-    assert outcome["results"] == dict.fromkeys(targets, "PermissionError")
+    # A path in /tmp (a checkout cloned there, say) is not even there for a learner: her server has a /tmp of its own
+    assert outcome["results"] == {name: "FileNotFoundError" if _in_private_folder(path) else "PermissionError"
+                                  for name, (_, path) in targets.items()}
     assert outcome["secrets seen"] == []
+
+
+def _in_private_folder(path: str | Path) -> bool:
+    """Whether a learner's server sees its own folder at ``path`` (labkit.workshop.limits.PRIVATE_FOLDERS)."""
+    return any(Path(path).resolve().is_relative_to(folder) for folder in PRIVATE_FOLDERS)
 
 
 def test_hand_out_gives_each_learner_the_solutions_in_their_own_workspace(room: Room):
