@@ -68,6 +68,9 @@ NODE_FIELDS = (
 )
 #: What a report says its graph was captured by: torch.fx's symbolic_trace, torch.export, or none (forward hooks).
 CAPTURE_KINDS = ("symbolic_trace", "export", "hooks")
+#: What a report's shares are of (its JSON's ``share_basis["of"]``): the rows' medians and the outside's, summed
+#: (a full report that knows its time outside the nodes), or the median whole run (a report built by hand).
+SUMMED_MEDIANS, MEDIAN_TOTAL = "summed node and outside medians", "median total run"
 #: The name of the group of nodes that ran in no module but the model itself, in :meth:`ProfileReport.by_module`.
 TOP_LEVEL = "(top level)"
 
@@ -424,17 +427,31 @@ class ProfileReport(ShowsAsTable):
 
         return write_file(path, write)
 
-    def to_json(self, path: str | Path) -> Path:
-        """``{"mode", "capture", "warmup", "total", "nodes": [...], "fallback_reason", "traceable_children", "outside",
-        "largest_children", "notes"}``.
+    def share_basis_json(self) -> dict[str, Any]:
+        """What every ``pct`` is a share of, as the saved report says it: the seconds, and which sum they are.
 
-        Returns the path written (as :meth:`to_csv`).
+        Why in the file: a saved report's percentages are read without the code, and a full
+        report's (summed medians and the outside) differ from a hand-built one's (the median run).
         """
+        of = SUMMED_MEDIANS if self.share_basis else MEDIAN_TOTAL
+        return {"seconds": self._basis, "of": of}
+
+    def to_json(self, path: str | Path) -> Path:
+        """``{"mode", "capture", "warmup", "total", "share_basis", "parameter_reads", "nodes": [...],
+        "fallback_reason", "traceable_children", "outside", "largest_children", "notes"}``.
+
+        ``share_basis`` (``{"seconds", "of"}``) says what every ``pct_total`` is a share of;
+        ``parameter_reads`` (``{"nodes", "median_s", "pct"}``) the get_attr nodes, which the
+        op-type table leaves out. Returns the path written (as :meth:`to_csv`).
+        """
+        reads, read_seconds, read_pct = self.parameter_reads
         payload = {
             "mode": self.mode,
             "capture": self.capture,
             "warmup": self.warmup,
             "total": self.total.as_dict(),
+            "share_basis": self.share_basis_json(),
+            "parameter_reads": {"nodes": reads, "median_s": read_seconds, "pct": read_pct},
             "nodes": self.to_dicts(),
             "fallback_reason": self.fallback_reason,
             "traceable_children": [list(child) for child in self.traceable_children],
@@ -459,10 +476,12 @@ def _shown_type(row: NodeTiming) -> str:
 
 __all__ = [
     "CAPTURE_KINDS",
+    "MEDIAN_TOTAL",
     "NODE_FIELDS",
     "OP_TYPE_SORT_KEYS",
     "REPORT_HEADERS",
     "SORT_KEYS",
+    "SUMMED_MEDIANS",
     "TOP_LEVEL",
     "ModuleBreakdown",
     "ModuleTime",
