@@ -22,6 +22,7 @@ from labkit.authoring.nbrun import execute_notebook, read_notebook
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
 from labkit.i18n import LANGS, glossary, markdown
+from labkit.i18n.messages import ENVIRONMENT
 
 METADATA_KEY = "labkit_i18n"
 LANGUAGE_NAMES = {"zh": "Simplified Chinese", "ru": "Russian"}
@@ -172,7 +173,8 @@ def build(root: Path, langs: Iterable[str] = LANGS, *, execute: bool = True, tim
     """Write ``root/<lang>/<name>.ipynb`` for each English notebook whose catalogue is finished; yield one line each.
 
     Without ``execute`` the English outputs stay (the code is the same); with it each notebook is run as
-    ``make notebooks`` runs the English ones, in its own folder, where ``solutions`` links to ``../solutions``.
+    ``make notebooks`` runs the English ones, in its own folder, where ``solutions`` links to ``../solutions``, with
+    ``LABKIT_LANG=<lang>``: labkit's verdicts, hints and tables in the stored outputs read in that language.
     A notebook already built from today's English and catalogue is left alone unless ``force`` (after
     ``make notebooks``, whose new outputs no hash here sees, build with ``force``).
     """
@@ -196,8 +198,24 @@ def build(root: Path, langs: Iterable[str] = LANGS, *, execute: bool = True, tim
             folder.mkdir(exist_ok=True)
             _link_solutions(root, folder)
             write_text(target, nbformat.writes(translated) + "\n")  # as nbformat.write ends a file
-            seconds = execute_notebook(target, timeout=timeout) if execute else None
+            seconds = _execute_in(lang, target, timeout) if execute else None
             yield f"ok {target}" + (f" {seconds:.1f} s" if seconds is not None else " (not executed)")
+
+
+def _execute_in(lang: str, path: Path, timeout: int) -> float:
+    """Execute ``path`` with labkit speaking ``lang`` (``LABKIT_LANG`` for its kernel): its verdicts read in ``lang``.
+
+    The kernel copies the environment when it starts; the variable is restored after, so English runs stay English.
+    """
+    before = os.environ.get(ENVIRONMENT)
+    os.environ[ENVIRONMENT] = lang
+    try:
+        return execute_notebook(path, timeout=timeout)
+    finally:
+        if before is None:
+            os.environ.pop(ENVIRONMENT, None)
+        else:
+            os.environ[ENVIRONMENT] = before
 
 
 def _made_from(path: Path) -> object:
