@@ -91,6 +91,7 @@ c.Spawner.start_timeout = 180
 # which on a shared server burns CPU every other learner needs (tests/workshop/test_room.py checks both).
 c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
                          "OMP_WAIT_POLICY": "PASSIVE",
+                         "LABKIT_LANG": settings.language,  # the room's language; a learner may set her own in her kernel
                          "LABKIT_BOARD_URL": board_url(settings), "LABKIT_PREFLIGHT": "image",
                          **(learner_environment(settings.install) if settings.separated else {})}
 c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES

@@ -64,6 +64,7 @@ def board_service(settings: HubSettings) -> dict[str, Any]:
             "LABKIT_BOARD_EXERCISES": ",".join(track_exercises(settings.notebooks, settings.track)),
             "LABKIT_BOARD_STUCK_ATTEMPTS": str(settings.stuck_attempts),
             "LABKIT_BOARD_STUCK_MINUTES": str(settings.stuck_minutes),
+            "LABKIT_LANG": settings.language,  # the page's words and mistake descriptions; the events stay English
             **({"LABKIT_BOARD_SERVER_URL": _server_url(settings.subdomain_host)} if settings.subdomain_host else {}),
         },
     }

@@ -1,6 +1,7 @@
 """Each learner's workspace on the hub: made by the spawner's pre-spawn hook, as the learner.
 
-The workspace is made by ``python -m labkit workspace`` run as the learner
+The workspace is made by ``python -m labkit.workshop.learner_workspace`` (``labkit workspace`` in the room's
+language) run as the learner
 (never as root inside a learner's home: a learner could plant a link there),
 so it never overwrites a learner's edits (see :mod:`labkit.learner.workspace`).
 In a room (``system-users``) the hook first makes the learner's Unix account
@@ -44,11 +45,10 @@ def write_room_edition(settings: HubSettings) -> Path:
 
 def workspace_command(settings: HubSettings, workspace: Path) -> list[str]:
     """The command that creates or updates a learner's workspace (run as the learner)."""
+    command = ["-I", "-m", "labkit.workshop.learner_workspace", str(workspace), "--language", settings.language, "--room"]
     if settings.separated:
-        return [str(settings.learner_python), "-I", "-m", "labkit", "workspace", str(workspace), "--edition",
-                str(settings.edition), "--room"]
-    return [sys.executable, "-I", "-m", "labkit", "workspace", str(workspace), "--notebooks", str(settings.notebooks),
-            "--track", settings.track, "--room"]
+        return [str(settings.learner_python), *command, "--edition", str(settings.edition)]
+    return [sys.executable, *command, "--notebooks", str(settings.notebooks), "--track", settings.track]
 
 
 async def provision_workspace(spawner: Any, settings: HubSettings) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from labkit.core.errors import LabkitValueError
+from labkit.i18n.messages import LANGUAGES
 from labkit.learner.tracks import TRACKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,6 +59,7 @@ class HubSettings:
     ip: str = "127.0.0.1"
     port: int = 8000
     track: str = "core"
+    language: str = "en"  # the room's: every learner's LABKIT_LANG and workspace, and the board's (a learner may switch)
     admin: str = "instructor"
     spawner: str = "system-users"  # from_environment picks shared-account only for a non-root hub on loopback
     homes: Path = Path("/home")  # system-users: ACCOUNT_PREFIX + NAME here; shared-account: workshop/learners/NAME
@@ -99,7 +101,8 @@ class HubSettings:
 
         settings = cls(
             ip=ip, port=_integer(PREFIX + "PORT", get("port", defaults.port)),
-            track=get("track", defaults.track), admin=get("admin", defaults.admin),
+            track=get("track", defaults.track), language=get("language", defaults.language),
+            admin=get("admin", defaults.admin),
             spawner=spawner, homes=Path(get("homes", homes)).resolve(),
             state=Path(get("state", defaults.state)).resolve(), notebooks=Path(get("notebooks", defaults.notebooks)).resolve(),
             install=Path(get("install", defaults.install)).resolve(), account_prefix=get("account_prefix", ACCOUNT_PREFIX),
@@ -132,6 +135,9 @@ class HubSettings:
         euid = os.geteuid() if euid is None else euid
         if self.track not in TRACKS:
             raise LabkitValueError(f"{PREFIX}TRACK={self.track!r}: choose one of {', '.join(TRACKS)}.")
+        if self.language not in LANGUAGES:
+            raise LabkitValueError(f"{PREFIX}LANGUAGE={self.language!r}: the room's language is one of {', '.join(LANGUAGES)} "
+                                   "(en English, zh Chinese, ru Russian); each learner may still switch her own kernel.")
         if self.spawner not in SPAWNERS:
             raise LabkitValueError(f"{PREFIX}SPAWNER={self.spawner!r}: choose one of {', '.join(SPAWNERS)}.")
         for name, value in (("THREADS", self.threads), ("CULL_AFTER_S", self.cull_after_s),

@@ -31,6 +31,7 @@ from urllib.parse import quote, urlsplit
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
 from tornado import web
 
+from labkit.i18n.messages import _
 from labkit.progress.events import parse_event
 from labkit.workshop.board.export import grid_csv, mistakes_csv
 from labkit.workshop.board.grid import Grid, LearnerPart, Rules, exercises_seen, grid_of, in_order, learner_part, learner_row
@@ -38,6 +39,7 @@ from labkit.workshop.board.hub import Directory
 from labkit.workshop.board.rate import EventRate
 from labkit.workshop.board.settings import BoardSettings
 from labkit.workshop.board.store import EventStore, Received
+from labkit.workshop.board.words import attempts, minutes, mistake_line, page_words, solved_of
 
 HERE = Path(__file__).resolve().parent
 INSTRUCTORS_GROUP = "instructors"
@@ -118,14 +120,20 @@ class Board:
     def server_link(self, learner: str) -> tuple[str, str]:
         """Where "open this learner's server" goes, and the link's title."""
         if self.settings.server_url:
-            return self.settings.server_url.format(name=quote(learner, safe="")), f"open {learner}'s server"
-        return self.settings.admin_url, ("the hub's admin page, which lists every learner's server (set "
-                                         "LABKIT_BOARD_SERVER_URL to link each learner's own server)")
+            return (self.settings.server_url.format(name=quote(learner, safe="")),
+                    _("open {name}'s server").format(name=learner))
+        return self.settings.admin_url, _("the hub's admin page, which lists every learner's server (set "
+                                          "LABKIT_BOARD_SERVER_URL to link each learner's own server)")
 
     def grid_json(self, grid: Grid) -> dict[str, Any]:
+        """The grid's data, with what the page shows of it in the room's language (the data itself stays English)."""
         data = grid.to_json()
         for row in data["rows"]:
             row["server_url"], row["server_title"] = self.server_link(row["learner"])
+        for summary in data["summaries"]:
+            summary["solved_text"] = solved_of(summary["solved"], summary["learners"])
+            for count in summary["mistakes"]:
+                count["line"] = mistake_line(count["words"], count["mistake"], count["learners"])
         return data
 
 
@@ -193,7 +201,8 @@ class PageHandler(_Handler):
         token = self.xsrf_token  # also sets the XSRF cookie the page's fetch of api/grid needs
         self.render("board.html", grid=grid, viewer=model["name"], prefix=prefix, grid_url=prefix + "api/grid",
                     xsrf=token.decode("ascii") if isinstance(token, bytes) else token, poll_ms=POLL_MS,
-                    link=self.board.server_link, clock=_local_clock, slug=_slug)
+                    link=self.board.server_link, clock=_local_clock, slug=_slug, words=page_words(), attempts=attempts,
+                    minutes=minutes, solved_of=solved_of, mistake_line=mistake_line)
 
 
 class GridHandler(_Handler):

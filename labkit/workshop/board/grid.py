@@ -19,13 +19,13 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from labkit.i18n.messages import _, ngettext
 from labkit.progress.events import EXERCISE_PATTERN, PREFLIGHT
 from labkit.progress.mistakes import describe
 from labkit.progress.summary import (
     SOLVED,
     Cell,
     Preflight,
-    count,
     exercise_cell,
     preflight_cell,
 )
@@ -50,7 +50,7 @@ class Row:
     preflight: Preflight
     cells: tuple[Cell, ...]
     last_activity: float | None
-    stuck: tuple[str, ...] = ()  # why they count as stuck, in words; empty when they do not
+    stuck: tuple[str, ...] = ()  # why they count as stuck, in words (the board's language); empty when they do not
 
     def to_json(self) -> dict[str, Any]:
         return {"learner": self.learner, "preflight": _preflight_json(self.preflight),
@@ -177,14 +177,19 @@ def stuck_reasons(row: Row, others_active: int, now: float, rules: Rules) -> tup
     reasons = []
     for cell in row.cells:
         if cell.since_solved >= rules.attempts:
-            how = "since solving it" if cell.solved_at is not None else "without solving it"
-            reasons.append(f"{count(cell.since_solved, 'attempt')} at {cell.exercise} {how}")
+            n = cell.since_solved
+            reason = (ngettext("{count} attempt at {exercise} since solving it",
+                               "{count} attempts at {exercise} since solving it", n) if cell.solved_at is not None else
+                      ngettext("{count} attempt at {exercise} without solving it",
+                               "{count} attempts at {exercise} without solving it", n))
+            reasons.append(reason.format(count=n, exercise=cell.exercise))
     finished = bool(row.cells) and all(cell.state == SOLVED for cell in row.cells)
     idle = row.last_activity is None or row.last_activity < now - rules.minutes * 60
     if idle and others_active >= 2 and not finished:
-        window = count(rules.minutes, "minute")
-        reasons.append(f"no event yet, while {others_active} others had one in the last {window}"
-                       if row.last_activity is None else f"no event for {window}, while {others_active} others had one")
+        window = ngettext("{count} minute", "{count} minutes", rules.minutes).format(count=rules.minutes)
+        reason = (_("no event yet, while {others} others had one in the last {window}") if row.last_activity is None
+                  else _("no event for {window}, while {others} others had one"))
+        reasons.append(reason.format(others=others_active, window=window))
     return tuple(reasons)
 
 

@@ -14,7 +14,12 @@
   const updated = document.getElementById("board-updated");
   const grid = document.getElementById("board-grid");
   const exercises = document.getElementById("board-exercises");
-  const SOLVED = "\u2713 solved";
+  const words = JSON.parse(body.dataset.words);  // the room's language (board/words.py)
+  const SOLVED = words.solved_cell;
+
+  function fill(text, fields) {  // "{name}" fields, as Python's str.format fills them
+    return text.replace(/\{(\w+)\}/g, (whole, name) => (name in fields ? String(fields[name]) : whole));
+  }
 
   function clock(seconds) {
     return new Date(seconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
@@ -22,10 +27,6 @@
 
   function slug(state) {
     return state.replace(/[^a-z]+/g, "-");
-  }
-
-  function plural(count, noun) {
-    return count + " " + noun + (count === 1 ? "" : "s");
   }
 
   function element(name, className, text) {
@@ -61,7 +62,7 @@
   // The header row: rebuilt only when the exercises change.
   function renderHeader(names) {
     const row = grid.tHead.rows[0];
-    const wanted = ["Learner", "Preflight"].concat(names, ["Last activity", "Stuck?"]);
+    const wanted = [words.learner, words.preflight].concat(names, [words.last_activity, words.stuck_question]);
     const have = Array.from(row.cells, (cell) => cell.textContent);
     if (have.join("\n") === wanted.join("\n")) return;
     row.replaceChildren(...wanted.map((name) => {
@@ -76,7 +77,7 @@
     tr.dataset.learner = learner;
     const th = element("th");
     th.setAttribute("scope", "row");
-    th.append(element("span", "name", learner), " ", element("a", "server", "server"));
+    th.append(element("span", "name", learner), " ", element("a", "server", words.server));
     tr.append(th);
     return tr;
   }
@@ -86,11 +87,11 @@
     const link = tr.querySelector("a.server");
     setAttribute(link, "href", row.server_url);
     setAttribute(link, "title", row.server_title);
-    setAttribute(link, "aria-label", "open " + row.learner + "'s server");
+    setAttribute(link, "aria-label", fill(words.open_server, { name: row.learner }));
     const texts = [["preflight state-" + slug(row.preflight.state), row.preflight.text]];
     for (const cell of row.cells) texts.push(["cell state-" + slug(cell.state), cellText(cell)]);
-    texts.push(["last", row.last_activity === null ? "no event yet" : clock(row.last_activity)]);
-    texts.push(["why", row.stuck.length ? "stuck: " + row.stuck.join("; ") : "no"]);
+    texts.push(["last", row.last_activity === null ? words.no_event_yet : clock(row.last_activity)]);
+    texts.push(["why", row.stuck.length ? fill(words.stuck_because, { reasons: row.stuck.join("; ") }) : words.not_stuck]);
     while (tr.cells.length - 1 > texts.length) tr.lastElementChild.remove();
     texts.forEach(([className, text], index) => {
       let td = tr.cells[index + 1];
@@ -110,14 +111,13 @@
   }
 
   function updateExerciseRow(tr, summary) {
-    setText(tr.cells[1], summary.solved + " of " + summary.learners);
+    setText(tr.cells[1], summary.solved_text);
     setText(tr.cells[2], String(summary.hints));
     const mistakes = tr.cells[3];
-    const lines = summary.mistakes.map((count) =>
-      count.words + " (" + count.mistake + "): " + plural(count.learners, "learner"));
+    const lines = summary.mistakes.map((count) => count.line);
     const shown = Array.from(mistakes.querySelectorAll("li"), (li) => li.textContent);
     if (!lines.length) {
-      if (mistakes.textContent !== "none yet") mistakes.replaceChildren("none yet");
+      if (mistakes.textContent !== words.none_yet) mistakes.replaceChildren(words.none_yet);
     } else if (shown.join("\n") !== lines.join("\n")) {
       const list = element("ol");
       for (const line of lines) list.append(element("li", "", line));
@@ -146,7 +146,7 @@
     renderHeader(data.exercises);
     renderRows(grid.tBodies[0], data.rows, "learner", "learner", newLearnerRow, updateLearnerRow);
     renderRows(exercises.tBodies[0], data.summaries, "exercise", "exercise", newExerciseRow, updateExerciseRow);
-    setText(updated, "Shown as of " + clock(data.now) + "; refreshed every few seconds.");
+    setText(updated, fill(words.shown_as_of, { time: clock(data.now) }));
   }
 
   async function refresh() {
@@ -157,15 +157,15 @@
         headers: { "Accept": "application/json", "X-XSRFToken": xsrf },
       });
       if (reply.status === 403) {
-        say("The board no longer knows you as an instructor: reload the page to log in again.");
+        say(words.logged_out);
       } else if (!reply.ok) {
-        say("The board could not be updated (the service answered " + reply.status + "); trying again.");
+        say(fill(words.not_updated, { status: reply.status }));
       } else {
         render(await reply.json());
         say("");
       }
     } catch (error) {
-      say("The board could not be reached; trying again.");
+      say(words.unreachable);
     }
     window.setTimeout(refresh, pollMs);
   }
