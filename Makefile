@@ -9,6 +9,8 @@ LAB_IP ?= 127.0.0.1
 WORKSPACE ?= workspace
 # TRACK=core: the workshop's core track (sections tagged extra left out); TRACK=all: every section
 TRACK ?=
+# LAB_LANG=zh or ru: the labs in Chinese or Russian (a new workspace; an existing one keeps its language)
+LAB_LANG ?=
 JUPYTER_LAB = $(PY) -m jupyter lab --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(if $(filter 0,$(shell id -u)),--allow-root)
 # what every labkit JupyterLab gets (labkit.learner.lab.server_args: widget state saved, no news toast), as labkit lab does
 LAB_SERVER_ARGS = $(shell $(PY) -c 'import shlex; from labkit.learner.lab import server_args; print(shlex.join(server_args()))')
@@ -27,7 +29,7 @@ FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 .PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
 
 help:
-	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL)"
+	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL; LAB_LANG=zh or ru)"
 	@echo "make lab-reference  start JupyterLab on notebooks/, the solved notebooks"
 	@echo "make workshop   start a JupyterHub for a room on this server (workshop/README.md; TRACK=all for every section)"
 	@echo "make workshop-install  (root) the learner venv of a room under /opt/labkit: learners run it, never change it"
@@ -58,7 +60,7 @@ venv: $(STAMP)
 
 # the learner edition: created from the student copy on first use, your edits are never overwritten
 lab: $(STAMP)
-	$(PY) -m labkit lab $(WORKSPACE) $(if $(TRACK),--track $(TRACK)) --ip=$(LAB_IP) --port=$(LAB_PORT) --lab-args='$(LAB_ARGS)'
+	$(PY) -m labkit lab $(WORKSPACE) $(if $(TRACK),--track $(TRACK)) $(if $(LAB_LANG),--lang $(LAB_LANG)) --ip=$(LAB_IP) --port=$(LAB_PORT) --lab-args='$(LAB_ARGS)'
 
 lab-reference: $(STAMP)
 	@echo "Starting JupyterLab on http://$(LAB_IP):$(LAB_PORT)/lab in notebooks/, exercises solved (the token is printed below; Ctrl-C stops it)"

@@ -1,7 +1,8 @@
 """``python -m labkit lab``: what ``make lab`` does, for a machine without ``make`` (Windows).
 
 Brings the learner workspace up to date (:mod:`labkit.learner.workspace`: blank
-exercises, the learner's edits never overwritten), then replaces this process
+exercises, the learner's edits never overwritten; ``--lang zh`` for the labs in
+Chinese, ``ru`` in Russian), then replaces this process
 (on Windows: waits for) ``jupyter lab`` serving that folder, so Ctrl-C stops
 JupyterLab as usual.
 ``make lab`` calls this command: there is one way to start the labs.
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 from labkit.learner.tracks import TRACKS
-from labkit.learner.workspace import DEFAULT_FOLDER, NOTEBOOKS_HELP
+from labkit.learner.workspace import DEFAULT_FOLDER, LANG_HELP, NOTEBOOKS_HELP, language_argument
 from labkit.learner.workspace import run as update_workspace
 
 # JupyterLab's defaults for every labkit server (labkit lab, make lab-reference, a hub's learners): an app settings
@@ -58,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--notebooks", type=Path, default=None, help=NOTEBOOKS_HELP)
     parser.add_argument("--track", choices=TRACKS, default=None,
                         help="core: the workshop's shorter path; all: every section (default: the track the workspace holds)")
+    parser.add_argument("--lang", type=language_argument, default=None, metavar="LANG", help=LANG_HELP)
     parser.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default: 8888)")
     parser.add_argument("--ip", default="127.0.0.1", help="the address JupyterLab listens on (default: 127.0.0.1)")
     parser.add_argument("--lab-args", default="", metavar="OPTIONS",
