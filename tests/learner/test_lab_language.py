@@ -58,7 +58,8 @@ def test_lab_lang_zh_makes_the_workspace_from_the_chinese_notebooks_with_blank_e
         made = nbformat.read(zh_workspace / path.name, as_version=4)
         translated = nbformat.read(NOTEBOOKS / "zh" / path.name, as_version=4)
         title = translated.cells[0].source.splitlines()[0]  # the Chinese title, not the English one
-        assert made.cells[0].source.splitlines()[0] == title and title != nbformat.read(path, as_version=4).cells[0].source.splitlines()[0]
+        assert made.cells[0].source.splitlines()[0] == title
+        assert title != nbformat.read(path, as_version=4).cells[0].source.splitlines()[0]
         assert_no_solution_code(path.name, made, solutions)
 
 
