@@ -23,6 +23,9 @@ busy room must not change it: each learner's verdicts are read from the outputs 
 ran, kept in the JSON, and a verdict that differs from the stored one, or a checker that gave none,
 is a failure. A timing checker that found the machine too busy to judge says so
 ("not judged", :data:`TOO_BUSY_STATUS`); that is reported apart, as an honest "no verdict", not as a flip.
+Learners work in each of labkit's languages in turn (learner ``i`` in ``LANGUAGES[i % 3]``: en, zh, ru), each
+switching her own kernel as the room's README says (``LABKIT_LANG``, the notebook's first cell): a verdict is read
+only in her language (``练习 1.1：已解出。``), so one that came back in another is a verdict she never got.
 
 What it reports (a table, and JSON with ``--json``): per learner, the peak
 RSS of each kernel's process tree, its CPU seconds per notebook, the time from
@@ -71,9 +74,11 @@ import psutil  # type: ignore[import-untyped]  # no types published; not in the 
 import websocket
 
 from labkit.authoring.nbrun import read_notebook
+from labkit.core.checks import Status
 from labkit.core.errors import LabkitError, require_count
 from labkit.core.files import write_text
 from labkit.core.tables import Table
+from labkit.i18n.messages import ENVIRONMENT, LANGUAGES, SOURCE_LANGUAGE, translation
 from labkit.labs import find_notebooks
 from labkit.learner.tracks import apply_track
 from labkit.workshop.accounts import remove_accounts
@@ -91,6 +96,8 @@ TRACK = "core"
 #: A checker's verdict line, as :class:`labkit.core.checks.CheckResult` prints it: icon, exercise, status, message.
 VERDICT = re.compile(r"^\S+ Exercise (\d+(?:\.\d+)+): (solved|not yet solved|not solved|checker error|not judged)\. ?(.*)$",
                      re.M)
+#: How a learner switches her own kernel's language (what the room's README tells her), run before her first cell.
+SWITCH_LANGUAGE = "import os\nos.environ[{variable!r}] = {language!r}"
 #: How a timing checker says it could not judge (labkit.core.checks.Status.NOT_JUDGED); reported as its own outcome.
 TOO_BUSY_STATUS = "not judged"
 SOLVED = "solved"
@@ -325,9 +332,25 @@ def _processes(pids: set[int]) -> list[psutil.Process]:
     return found
 
 
-def parse_verdicts(text: str) -> dict[str, str]:
-    """Each checker verdict in ``text`` (a cell's outputs): exercise -> status, or :data:`TOO_BUSY_STATUS`."""
-    return {match[1]: match[2] for match in VERDICT.finditer(text)}
+def parse_verdicts(text: str, language: str = SOURCE_LANGUAGE) -> dict[str, str]:
+    """Each checker verdict in ``text`` (a cell's outputs) printed in ``language``: exercise -> status (English, as
+    recorded), or :data:`TOO_BUSY_STATUS`. A verdict in another language is none: the learner asked for hers."""
+    pattern, statuses = verdict_pattern(language)
+    return {match[1]: statuses[match[2]] for match in pattern.finditer(text)}
+
+
+@functools.lru_cache(maxsize=None)
+def verdict_pattern(language: str) -> tuple[re.Pattern[str], dict[str, str]]:
+    """The verdict line of ``language`` (its catalogue's "Exercise {exercise}: {status}."), and each translated status
+    back to its English value."""
+    if language == SOURCE_LANGUAGE:
+        return VERDICT, {status.value: status.value for status in Status}
+    catalogue = translation(language)
+    statuses = {catalogue.gettext(status.value): status.value for status in Status}
+    words = "|".join(re.escape(word) for word in sorted(statuses, key=len, reverse=True))
+    line = re.escape(catalogue.gettext("Exercise {exercise}: {status}."))
+    line = line.replace(re.escape("{exercise}"), r"(\d+(?:\.\d+)+)").replace(re.escape("{status}"), f"({words})")
+    return re.compile(rf"^\S+ {line} ?(.*)$", re.M), statuses
 
 
 @dataclass
@@ -345,12 +368,14 @@ class NotebookRun:
 KernelWatch = Callable[[str], contextlib.AbstractContextManager[object]]  # entered with the kernel id while it runs
 
 
-def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | None = None) -> NotebookRun:
+def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | None = None,
+                 language: str = SOURCE_LANGUAGE) -> NotebookRun:
     """Run every code cell of the notebook at ``path`` in a new kernel of that server, as JupyterLab does.
 
     Over the server's REST API (the notebook, a session) and the kernel's
     websocket. ``watch(kernel_id)``, if given, is a context manager held
     while the kernel runs (from its start to just before its shutdown).
+    Verdicts count only when printed in ``language``.
     """
     started = time.monotonic()
     run = NotebookRun(path)
@@ -366,7 +391,7 @@ def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | No
                     if cell["cell_type"] == "code" and cell["source"].strip():
                         reply = _execute(connection, cell["source"])
                         run.errors += reply.errors
-                        run.verdicts |= parse_verdicts(reply.stdout + reply.results)
+                        run.verdicts |= parse_verdicts(reply.stdout + reply.results, language)
                         run.cells += 1
                         run.first_reply_at = run.first_reply_at or time.monotonic()
             finally:
@@ -558,6 +583,7 @@ class LearnerFigures:
     """One learner: their server, and each notebook they ran."""
 
     name: str
+    language: str = SOURCE_LANGUAGE  # the one she set in her kernel: her checkers' verdicts must come back in it
     server_start_s: float = 0.0  # from asking for the server to the hub reporting it ready
     first_cell_s: float | None = None  # from asking for the server to the first cell's reply
     server_cpu_s: float = 0.0
@@ -588,8 +614,8 @@ class LearnerFigures:
             for exercise, status in expected.get(run.notebook, {}).items():
                 got = run.verdicts.get(exercise)
                 if got is None and not run.errors:
-                    flipped.append(f"{self.name} {run.notebook}: exercise {exercise} printed no verdict, "
-                                   f"expected {status!r}")
+                    flipped.append(f"{self.name} {run.notebook}: exercise {exercise} printed no verdict in "
+                                   f"{self.language}, expected {status!r}")
                 elif got not in (None, status, TOO_BUSY_STATUS):
                     flipped.append(f"{self.name} {run.notebook}: exercise {exercise} said {got!r}, expected {status!r}")
         return flipped
@@ -636,14 +662,14 @@ class LoadReport:
 
     def learner_table(self) -> Table:
         names = self.notebook_names()
-        headers = ["learner", "first cell (s)", "server start (s)", "kernel peak RSS (MiB)", "server peak RSS (MiB)",
+        headers = ["learner", "language", "first cell (s)", "server start (s)", "kernel peak RSS (MiB)", "server peak RSS (MiB)",
                    "server CPU (s)", *[f"CPU {name.split('_')[0]} (s)" for name in names], "kernel CPU (s)", "failed cells"]
         rows = []
         for learner in self.learners:
             by_name = {run.notebook: run.kernel_cpu_s for run in learner.notebooks}
-            rows.append([learner.name, learner.first_cell_s, learner.server_start_s, learner.kernel_peak_rss_mib,
-                         learner.server_peak_rss_mib, learner.server_cpu_s, *[by_name.get(name) for name in names],
-                         learner.kernel_cpu_s, len(learner.failures)])
+            rows.append([learner.name, learner.language, learner.first_cell_s, learner.server_start_s,
+                         learner.kernel_peak_rss_mib, learner.server_peak_rss_mib, learner.server_cpu_s,
+                         *[by_name.get(name) for name in names], learner.kernel_cpu_s, len(learner.failures)])
         return Table(headers, rows, title=f"{len(self.learners)} learners, solved {TRACK} track", floatfmt=".1f")
 
     def hub_table(self) -> Table:
@@ -748,9 +774,19 @@ def _measured_kernel(server: psutil.Process, sampler: PeakSampler, into: dict[st
         into["peak_rss_mib"] = max(sampler.forget(key), peak_rss_bytes(kernel)) / MIB
 
 
-def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], sampler: PeakSampler) -> LearnerFigures:
-    """One learner, as in the room: ask for a server, upload the solved notebooks, run each in a fresh kernel."""
-    figures = LearnerFigures(name)
+def in_language(notebook: dict[str, Any], language: str) -> dict[str, Any]:
+    """``notebook`` with a first cell that switches its kernel to ``language`` (as a learner may; English: as it is)."""
+    if language == SOURCE_LANGUAGE:
+        return notebook
+    switch = nbformat.v4.new_code_cell(SWITCH_LANGUAGE.format(variable=ENVIRONMENT, language=language))
+    return {**notebook, "cells": [switch, *notebook["cells"]]}
+
+
+def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], sampler: PeakSampler,
+                 language: str = SOURCE_LANGUAGE) -> LearnerFigures:
+    """One learner, as in the room: ask for a server, upload the solved notebooks, run each in a fresh kernel, in
+    ``language`` (her kernel's, switched by her first cell)."""
+    figures = LearnerFigures(name, language)
     asked = time.monotonic()
     server: psutil.Process | None = None
     try:
@@ -763,11 +799,11 @@ def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], samp
         request(f"{url}/api/contents/{UPLOAD_FOLDER}", "PUT", {"type": "directory"}, token)
         for notebook_name, content in notebooks.items():
             request(f"{url}/api/contents/{UPLOAD_FOLDER}/{notebook_name}", "PUT",
-                    {"type": "notebook", "format": "json", "content": content}, token)
+                    {"type": "notebook", "format": "json", "content": in_language(content, language)}, token)
         for notebook_name in notebooks:
             kernel: dict[str, float] = {}
             run = run_notebook(url, token, f"{UPLOAD_FOLDER}/{notebook_name}",
-                               functools.partial(_measured_kernel, server, sampler, kernel))
+                               functools.partial(_measured_kernel, server, sampler, kernel), language)
             if figures.first_cell_s is None and run.first_reply_at is not None:
                 figures.first_cell_s = run.first_reply_at - asked
             figures.notebooks.append(NotebookFigures(notebook_name, run.seconds, kernel.get("cpu_s", 0.0),
@@ -783,7 +819,10 @@ def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], samp
 
 
 def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
-    """Start the hub in ``folder``, run the solved core track for ``learners`` learners at once, stop everything."""
+    """Start the hub in ``folder``, run the solved core track for ``learners`` learners at once, stop everything.
+
+    Learner ``i`` works in ``LANGUAGES[i % 3]`` (en, zh, ru in turn): her checkers' verdicts must come back in it.
+    """
     require_count("learners", learners, 1, "give the number of learners, e.g. N=8")
     solved, expected = solved_core_track(notebooks)
     names = [f"learner{number:02d}" for number in range(1, learners + 1)]
@@ -799,7 +838,9 @@ def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
             hub_cpu, proxy_cpu = cpu_seconds(main, tree=False), cpu_seconds(proxy, tree=False)
             hub.api("users", "POST", {"usernames": names})
             with ThreadPoolExecutor(learners) as pool:
-                report.learners = list(pool.map(lambda name: _run_learner(hub, name, solved, sampler), names))
+                report.learners = list(pool.map(
+                    lambda number: _run_learner(hub, names[number], solved, sampler, LANGUAGES[number % len(LANGUAGES)]),
+                    range(learners)))
             report.hub_cpu_s = cpu_seconds(main, tree=False) - hub_cpu
             report.proxy_cpu_s = cpu_seconds(proxy, tree=False) - proxy_cpu
             report.hub_peak_rss_mib = sampler.forget("hub") / MIB

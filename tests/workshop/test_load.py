@@ -134,7 +134,7 @@ def test_a_flipped_verdict_is_a_failure_and_lands_in_the_json():
 
 def test_a_checker_that_printed_no_verdict_is_a_failure_unless_its_cell_already_failed():
     assert LoadReport([_ran({})], expected_verdicts=EXPECTED).failures == [
-        "ada 04_capstone.ipynb: exercise 4.1 printed no verdict, expected 'solved'"]
+        "ada 04_capstone.ipynb: exercise 4.1 printed no verdict in en, expected 'solved'"]
     report = LoadReport([_ran({}, ["NameError: make_faster"])], expected_verdicts=EXPECTED)
     assert report.failures == ["ada 04_capstone.ipynb: NameError: make_faster"], "one failure per cause"
 
