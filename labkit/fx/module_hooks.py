@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
+import warnings
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ import torch
 
 from labkit.core.copies import private_copy
 from labkit.core.device import synchronize
-from labkit.core.errors import LabkitTypeError
+from labkit.core.errors import LabkitError, LabkitTypeError
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.report import ProfileReport
 from labkit.fx.runs import Profiler, check_input_devices
@@ -58,6 +59,27 @@ from labkit.fx.tracing import LeafModules, leaf_list, torch_nn_layer
 OUTSIDE = "(outside leaf modules)"
 #: The name of the only leaf when the model itself has no children.
 WHOLE_MODEL = "(whole model)"
+#: torch's error when a hook (labkit's clock) runs inside torch.cond, whose branches only run compiled
+HIGHER_ORDER_ERROR = "UncapturedHigherOrderOpError"
+
+
+class HooksInsideCondError(LabkitError):
+    """A module hooked for timing runs inside a ``torch.cond`` branch, which torch compiles and hooks cannot time."""
+
+
+def _silence_clock_warning() -> None:
+    """Drop dynamo's one-time warning about labkit's clock (``time.perf_counter``) in a torch.cond branch, narrowly by
+    message: the :class:`HooksInsideCondError` that follows says what happened and what to do."""
+    warnings.filterwarnings("ignore", message=r"Dynamo does not know how to trace the builtin `time\.perf_counter",
+                            category=UserWarning)
+
+
+def _hooks_inside_cond_message(name: str) -> str:
+    return (
+        f"{name} calls a module inside torch.cond, and torch compiles the branches of torch.cond, so labkit's module "
+        "hooks (mode='modules') cannot time it. Profile it with a graph: profile_model(model, ..., mode='fast', "
+        "capture='export') (torch.export captures torch.cond). Your model, its hooks and the random state are unchanged."
+    )
 #: The end of a split unit's row name: its own code between the hooked modules inside it.
 OWN_CODE = " (own code)"
 #: Class-name endings of the modules timed as units: attention and the blocks or layers of a network.
@@ -208,6 +230,7 @@ class ModuleProfiler(Profiler):
         self._child_runs: list[dict[str, float]] = []  # per timed run: child -> its whole time
         self._last_children: dict[str, float] = {}
         self._described: dict[str, tuple[str, str, str, str, str]] = {}
+        _silence_clock_warning()
         for hooked in self.plan:
             # the clock starts before the model's own pre-hooks and stops after its hooks: they are part of the call
             hooked.module.register_forward_pre_hook(self._enter_hook(hooked), prepend=True)
@@ -259,7 +282,12 @@ class ModuleProfiler(Profiler):
         inputs, kwargs = self._run_inputs()
         with torch.no_grad():
             start = self._clock()
-            self.module(*inputs, **kwargs)
+            try:
+                self.module(*inputs, **kwargs)
+            except Exception as exc:
+                if type(exc).__name__ == HIGHER_ORDER_ERROR:
+                    raise HooksInsideCondError(_hooks_inside_cond_message(type(self.module).__name__)) from exc
+                raise
             total = self._clock() - start
         seen: Counter[tuple[str, str]] = Counter()
         durations = []
@@ -304,12 +332,14 @@ class ModuleProfiler(Profiler):
 
 
 __all__ = [
+    "HIGHER_ORDER_ERROR",
     "LARGEST_CHILDREN",
     "OUTSIDE",
     "OWN_CODE",
     "UNIT_SUFFIXES",
     "WHOLE_MODEL",
     "Hooked",
+    "HooksInsideCondError",
     "ModuleProfiler",
     "hook_plan",
     "hooked_leaves",
