@@ -11,9 +11,8 @@ from pathlib import Path
 
 import labkit
 from labkit.learner.lab import server_args
-from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, board_url, prepare_board_state
-from labkit.workshop.install import learner_environment
-from labkit.workshop.provision import provision_workspace, write_room_edition
+from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, prepare_board_state
+from labkit.workshop.provision import provision_workspace, server_environment, write_room_edition
 from labkit.workshop.room import check_isolation, check_room, instructor_sign_up_code, prepare_state
 from labkit.workshop.settings import USERNAME_PATTERN, HubSettings
 
@@ -83,17 +82,9 @@ c.Spawner.mem_limit = settings.mem_limit  # a room: a cgroup per server where th
 c.Spawner.http_timeout = 120  # a busy two-core machine starts JupyterLab slowly
 c.Spawner.start_timeout = 180
 # torch starts one thread per core by default: thirty kernels on a 16-core server would run 480 threads.
-# LABKIT_BOARD_URL: where the learner's kernel sends each checker's verdict (labkit.progress.sender), with the
-# server's own token, which may reach the board and nothing more of it (SERVER_TOKEN_SCOPES).
-# LABKIT_PREFLIGHT=image: every learner runs the one installation the instructor's doctor checked (workshop/README.md,
-# step 3), so notebook 00's preflight reads its versions instead of importing every package again (labkit.learner.doctor).
-# OMP_WAIT_POLICY=PASSIVE: a thread waiting for work sleeps instead of spinning on a core (libgomp's default spins),
-# which on a shared server burns CPU every other learner needs (tests/workshop/test_room.py checks both).
-c.Spawner.environment = {"PATH": f"{learner_bin}:/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": str(settings.threads),
-                         "OMP_WAIT_POLICY": "PASSIVE",
-                         "LABKIT_LANG": settings.language,  # the room's language; a learner may set her own in her kernel
-                         "LABKIT_BOARD_URL": board_url(settings), "LABKIT_PREFLIGHT": "image",
-                         **(learner_environment(settings.install) if settings.separated else {})}
+# What each learner's server has in its environment, and nothing else of the hub's (labkit.workshop.provision):
+# the room's language as LABKIT_LANG, where its kernel sends verdicts, the threads it may use.
+c.Spawner.environment = server_environment(settings, learner_bin)
 c.Spawner.server_token_scopes = SERVER_TOKEN_SCOPES
 c.Spawner.disable_user_config = True  # a learner's ~/.jupyter config does not change what their server serves
 c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment (it holds the instructor's settings)

@@ -25,12 +25,29 @@ from typing import Any
 
 from labkit.learner.workspace import write_learner_edition
 from labkit.workshop.accounts import ensure_account
+from labkit.workshop.board_service import board_url
 from labkit.workshop.install import learner_environment
 from labkit.workshop.settings import HubSettings
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 OUTPUT_LIMIT = 64 * 1024  # what the hub reads of the workspace command's output: a learner's code must not fill its memory
 SECONDS = 120  # a workspace takes seconds; a command still running after this is killed
+
+
+def server_environment(settings: HubSettings, learner_bin: Path) -> dict[str, str]:
+    """Each learner server's whole environment (``c.Spawner.environment``; the hub keeps only LANG and LC_ALL of its own).
+
+    - ``LABKIT_LANG``: the room's language (``LABKIT_WORKSHOP_LANGUAGE``); a learner may set her own in her kernel.
+    - ``LABKIT_BOARD_URL``: where the kernel sends each checker's verdict (:mod:`labkit.progress.sender`), with the
+      server's own token, which may reach the board and nothing more of it (``SERVER_TOKEN_SCOPES``).
+    - ``LABKIT_PREFLIGHT=image``: every learner runs the one installation the instructor's doctor checked
+      (workshop/README.md, step 3), so notebook 00's preflight reads its versions instead of importing every package.
+    - ``OMP_WAIT_POLICY=PASSIVE``: a thread waiting for work sleeps instead of spinning on a core (libgomp's default
+      spins), which on a shared server burns CPU every other learner needs (tests/workshop/test_room.py checks both).
+    """
+    return {"PATH": f"{learner_bin}:{SAFE_PATH}", "OMP_NUM_THREADS": str(settings.threads), "OMP_WAIT_POLICY": "PASSIVE",
+            "LABKIT_LANG": settings.language, "LABKIT_BOARD_URL": board_url(settings), "LABKIT_PREFLIGHT": "image",
+            **(learner_environment(settings.install) if settings.separated else {})}
 
 
 def write_room_edition(settings: HubSettings) -> Path:
