@@ -2,10 +2,11 @@
 
 Why: a wheel of labkit used to carry the library and no notebook, so
 ``pip install`` then ``labkit lab`` had nothing to serve. The wheel now carries
-the learner edition of every track (:func:`labkit.learner.workspace.write_packaged_labs`:
-stubs, no outputs, an installed labkit's README) in ``labkit/_labs/``, the same
-files ``make lab`` gives in a checkout. It is converted at build time from the
-solved ``notebooks/`` (the sdist carries them, see ``MANIFEST.in``) rather than
+the learner edition of every language and track (:func:`labkit.learner.workspace.write_packaged_labs`:
+stubs, no outputs, an installed labkit's README in that language) in ``labkit/_labs/<lang>/<track>/``,
+the same files ``make lab`` (``LAB_LANG=zh``, ``ru``) gives in a checkout. It is converted at build time
+from the solved ``notebooks/`` and their translations ``notebooks/zh/``, ``notebooks/ru/`` (the sdist
+carries them, see ``MANIFEST.in``) rather than
 committed, because it is derived: a committed copy would go stale each time a
 notebook is re-executed. The wheel carries no solutions and no solved notebook:
 it is also what a workshop room's learner venv holds (:mod:`labkit.workshop.install`),
@@ -27,7 +28,7 @@ SOURCE = Path(__file__).resolve().parents[2]  # the source tree being built: a c
 
 
 class BuildPy(build_py):
-    """``build_py``, then the learner edition of every track into the built package."""
+    """``build_py``, then the learner edition of every language and track into the built package."""
 
     def run(self) -> None:
         super().run()
@@ -43,4 +44,5 @@ class BuildPy(build_py):
                                "pip's default build isolation, or from an environment without another labkit")
         out = Path(self.build_lib) / "labkit" / PACKAGED_LABS.name
         editions = write_packaged_labs(SOURCE / "notebooks", out)
-        self.announce(f"labkit: wrote the learner edition ({', '.join(e.track for e in editions)} tracks) to {out}", 2)
+        made = ", ".join(e.folder.relative_to(out).as_posix() for e in editions)
+        self.announce(f"labkit: wrote the learner editions ({made}) to {out}", 2)

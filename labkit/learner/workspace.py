@@ -45,7 +45,7 @@ names no path outside the workspace: the solutions appear in its own
 
 An installed labkit (a wheel, ``pip install torch-labkit``, Colab) has no
 ``notebooks/``: its build (:mod:`labkit.authoring.build_labs`) wrote the learner
-edition of each track into the package (``labkit/_labs/<track>/``, an edition as
+edition of each language and track into the package (``labkit/_labs/<lang>/<track>/``, an edition as
 above, with an installed labkit's README), and the workspace is made from it
 under the same rules, so ``labkit lab`` in any folder gives what ``make lab``
 gives in a checkout. It carries no solutions: the wheel is also what a room's

@@ -43,6 +43,7 @@ from packaging.requirements import Requirement
 
 import labkit
 from labkit.authoring import hosted
+from labkit.i18n.messages import LANGUAGES
 from labkit.labs import find_notebooks
 from labkit.learner import workspace
 from labkit.learner.edition import RECORD
@@ -179,6 +180,7 @@ def test_the_sdist_holds_the_solved_labs_and_the_wheel_only_the_learner_edition(
         in_sdist = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     labs = find_notebooks(NOTEBOOKS)
     assert {f"notebooks/{path.name}" for path in labs} <= in_sdist
+    assert {f"notebooks/{lang}/{path.name}" for path in labs for lang in ("zh", "ru")} <= in_sdist  # the translations
     assert {f"notebooks/solutions/{name.removeprefix('solutions/')}" for name in real_solutions()} <= in_sdist
     assert {"CHANGELOG.md", "environment.yml", "LICENSE", "README.md"} <= in_sdist
     assert not [name for name in in_sdist if name.startswith("tests/")], "a partial tests/ that cannot run from the sdist"
@@ -189,11 +191,16 @@ def test_the_sdist_holds_the_solved_labs_and_the_wheel_only_the_learner_edition(
     solution_files = [name for name in in_wheel if "/solutions/" in f"/{name}" or re.search(r"(^|/)\d\d_\d+_\w+\.py$", name)]
     assert not solution_files and not [name for name in in_wheel if name.startswith("notebooks/")], solution_files
     solutions = real_solutions()
-    for track in TRACKS:
-        names = {name.removeprefix(f"{PACKAGED}/{track}/") for name in files if name.startswith(f"{PACKAGED}/{track}/")}
-        assert names == {path.name for path in labs} | {"README.md", RECORD}
-        for path in labs:
-            assert_no_solution_code(path.name, nbformat.reads(files[f"{PACKAGED}/{track}/{path.name}"], as_version=4), solutions)
+    for lang in LANGUAGES:  # every language's learner edition, both tracks
+        for track in TRACKS:
+            edition = f"{PACKAGED}/{lang}/{track}/"
+            names = {name.removeprefix(edition) for name in files if name.startswith(edition)}
+            assert names == {path.name for path in labs} | {"README.md", RECORD}, edition
+            for path in labs:
+                notebook = nbformat.reads(files[edition + path.name], as_version=4)
+                assert_no_solution_code(path.name, notebook, solutions)
+                source = nbformat.read(NOTEBOOKS / (lang if lang != "en" else "") / path.name, as_version=4)
+                assert notebook.cells[0].source.splitlines()[0] == source.cells[0].source.splitlines()[0], edition + path.name
     data = {path.relative_to(ROOT).as_posix() for path in (ROOT / "labkit").rglob("*")
             if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts}
     assert data - in_wheel == set(), "data files of the labkit package missing from the wheel: add them to package-data"
@@ -233,12 +240,15 @@ def test_labkit_workspace_gives_what_make_lab_gives_and_a_notebook_runs_there_wi
     out = run([folder / "bin" / "labkit", "workspace", "ws"], here, env)
     assert out.startswith("workspace: created ws: 5 notebooks with blank exercises")
     run([folder / "bin" / "labkit", "workspace", "core-ws", "--track", "core"], here, env)
-    for name, track in (("ws", "all"), ("core-ws", "core")):
-        in_checkout = workspace.learner_edition(NOTEBOOKS, here / name, track)  # what make lab writes
+    run([folder / "bin" / "labkit", "workspace", "zh-ws", "--track", "core", "--lang", "zh"], here, env)
+    for name, track, lang in (("ws", "all", "en"), ("core-ws", "core", "en"), ("zh-ws", "core", "zh")):
+        labs = workspace.language_labs(NOTEBOOKS, lang)
+        in_checkout = workspace.learner_edition(labs, here / name, track, language=lang)  # what make lab writes
         for path in find_notebooks(NOTEBOOKS):
             assert (here / name / path.name).read_text(encoding="utf-8") == in_checkout[path.name], (name, path.name)
         readme = (here / name / "README.md").read_text(encoding="utf-8")
         assert hosted.repository_link("notebooks/solutions") in readme and "../" not in readme
+        assert json.loads((here / name / ".labkit-manifest.json").read_text())["language"] == lang
     notebook, imported = executed(folder, env, here / "ws" / "02_memory_format.ipynb")
     assert Path(imported).is_relative_to(folder), "the kernel must import the wheel's labkit"
     verdicts = [text for text in outputs_text(notebook) if "Exercise 2." in text]
