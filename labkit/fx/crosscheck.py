@@ -116,6 +116,7 @@ LSTM, GRU, quantized and hooked models (before it: 10-35 %).
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import statistics
 from collections import defaultdict
@@ -135,6 +136,7 @@ from labkit.fx.model_inputs import keyword_inputs
 from labkit.fx.module_hooks import OUTSIDE, ModuleProfiler
 from labkit.fx.profile import make_profiler, require_count
 from labkit.fx.report import ProfileReport
+from labkit.fx.runs import run_series
 from labkit.fx.tracing import LeafModules
 
 # (aten operators without "aten::", the labkit op types whose nodes issue them: torch.nn classes first, then
@@ -665,16 +667,17 @@ def _cross_check(
     device_type = profiler.device.type
     basis = {"cpu": "wall", "cuda": "kernel"}.get(device_type, "operator")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
-    with profiler.session(stacklevel=5):  # a train-mode model: warn once
-        profiler.warmup(warmup)
-        with filtered_native_stderr(), profile(activities=activities) as prof:
-            for _ in range(runs):
-                profiler.prepare_run()  # the inputs' clones stay outside the run's label
-                with record_function(RUN_MARKER):
-                    profiler.run_once()
-        report = profiler.report()
-        labkit = _median_seconds_by_type(report, profiler.samples)
-        issued = issued_operators(profiler, report, activities)  # after the timed runs: its labels time nothing
+    prof = profile(activities=activities)
+
+    @contextlib.contextmanager
+    def window() -> Iterator[None]:
+        with filtered_native_stderr(), prof:
+            yield
+
+    run_series(profiler, warmup, runs, window=window, each_run=lambda: record_function(RUN_MARKER), stacklevel=4)
+    report = profiler.report()
+    labkit = _median_seconds_by_type(report, profiler.samples)
+    issued = issued_operators(profiler, report, activities)  # after the timed runs: its labels time nothing
     return match_op_types(labkit, operators_per_run(prof.events(), basis), basis, report.capture, report.mode, issued)
 
 

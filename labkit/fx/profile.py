@@ -78,6 +78,7 @@ from labkit.fx.runs import (
     check_input_devices,
     model_device,
     run_eager_once,
+    run_series,
 )
 from labkit.fx.tracing import (
     LeafModules,
@@ -91,7 +92,9 @@ from labkit.fx.tracing import (
 MODES = ("fast", "interpreter", "modules")
 #: Each helper's own keyword options: a stray keyword close to one is pointed at it, not at kwargs=.
 _TRACE_OPTIONS = ("mode", "capture", "concrete_args", "leaf_modules", "tracer")
-_MAKE_OPTIONS = ("kwargs", *_TRACE_OPTIONS, "fallback", "stacklevel")
+#: capture_model's options, which make_profiler passes through as they are.
+_CAPTURE_OPTIONS = ("kwargs", *_TRACE_OPTIONS, "fallback")
+_MAKE_OPTIONS = (*_CAPTURE_OPTIONS, "stacklevel")
 _PROFILE_OPTIONS = ("kwargs", "warmup", "runs", "on_run", *_TRACE_OPTIONS, "fallback")
 SUMMARY_HEADERS = ["Op type", "Op", "Average runtime (s)", "Pct total runtime"]
 
@@ -504,6 +507,8 @@ def capture_model(
     shared copy was stopped part-way); the fallback's look at which children trace (tracing can leave fx
     Proxies in a copy's caches); one more to locate a mismatch.
     """
+    _check_mode(mode)
+    check_capture(capture)
     model = eager_model(model, stacklevel=stacklevel)
     keywords = dict(kwargs or {})
     refuse_unknown_keywords(model, keywords, None if concrete_args else inputs)
@@ -557,46 +562,21 @@ def time_capture(
     stacklevel: int = 2,
 ) -> Profiler:
     """Step 2 of :func:`profile_model`: ``warmup`` untimed and ``runs`` timed runs; the profiler holds the timings."""
-    profiler = profiler_for(captured)
-    with profiler.session(stacklevel=stacklevel + 2):  # the warning points at the caller's line
-        profiler.warmup(warmup)
-        for _ in range(runs):
-            profiler.run_once()
-            if on_run is not None:
-                on_run(profiler.report())
-    return profiler
+    return run_series(profiler_for(captured), warmup, runs, on_run, stacklevel=stacklevel + 1)
 
 
-def make_profiler(
-    model: Any,
-    *inputs: Any,
-    kwargs: Mapping[str, Any] | None = None,
-    mode: str = "fast",
-    capture: str = "auto",
-    concrete_args: dict[str, Any] | None = None,
-    leaf_modules: LeafModules = (),
-    tracer: Any = None,
-    fallback: bool = True,
-    stacklevel: int = 2,
-    **stray: Any,
-) -> Profiler:
+def make_profiler(model: Any, *inputs: Any, stacklevel: int = 2, **options: Any) -> Profiler:
     """The profiler :func:`profile_model` uses, after one eager run of the model (:func:`capture_model`).
 
-    A graph mode captures the graph by ``capture`` (:func:`labkit.fx.capture.capture_graph`:
-    ``"auto"`` tries symbolic_trace, then torch.export). When that fails it falls
-    back to ``mode="modules"`` with a :class:`TraceFallbackWarning` naming each
-    reason, unless ``fallback=False`` (then the capture's error is raised). The
-    profiler's report then says why, and which parts of the model do trace.
-    ``stacklevel`` is that of the warning, counted from this function (2: its
-    caller's line).
+    ``options`` are :func:`capture_model`'s, passed through (``kwargs``, ``mode``, ``capture``,
+    ``concrete_args``, ``leaf_modules``, ``tracer``, ``fallback``): a graph mode captures the graph
+    by ``capture`` (``"auto"`` tries symbolic_trace, then torch.export) and, when that fails, falls
+    back to ``mode="modules"`` with a :class:`TraceFallbackWarning`, unless ``fallback=False``.
+    ``stacklevel`` is that of the warning, counted from this function (2: its caller's line).
     """
-    keywords = keyword_inputs("make_profiler", kwargs, stray, _MAKE_OPTIONS)
-    _check_mode(mode)
-    check_capture(capture)
-    return profiler_for(capture_model(
-        model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
-        leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=stacklevel + 1,
-    ))
+    stray = {name: value for name, value in options.items() if name not in _CAPTURE_OPTIONS}
+    keywords = keyword_inputs("make_profiler", options.pop("kwargs", None), stray, _MAKE_OPTIONS)
+    return profiler_for(capture_model(model, *inputs, kwargs=keywords, stacklevel=stacklevel + 1, **options))
 
 
 def _fallback_warning(name: str, failures: Mapping[str, Exception], children: tuple[tuple[str, int], ...]) -> str:
@@ -721,8 +701,6 @@ def profile_model(
     """
     keywords = keyword_inputs("profile_model", kwargs, stray, _PROFILE_OPTIONS)
     warmup, runs = _check_runs(warmup, runs)
-    _check_mode(mode)
-    check_capture(capture)
     captured = capture_model(  # 1. the model's own run, then a checked graph of it (or its hooks)
         model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
         leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=3,

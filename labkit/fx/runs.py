@@ -25,7 +25,7 @@ import os
 import re
 import traceback
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,7 +348,32 @@ class Profiler:
         return report
 
 
+
+def run_series(
+    profiler: Profiler, warmup: int, runs: int, on_run: Callable[[ProfileReport], None] | None = None, *,
+    window: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    each_run: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext, stacklevel: int = 2,
+) -> Profiler:
+    """The one run loop of every profile: a session, ``warmup`` untimed runs, then ``runs`` timed ones inside ``window()``.
+
+    Why one: :func:`~labkit.fx.profile.time_capture` and the cross-check must time the very
+    same runs; the cross-check only adds torch.profiler's window and a label around each run
+    (``each_run()``). Each run's inputs are cloned before the label opens; ``on_run(report)``
+    follows each timed run. ``stacklevel`` is that of the train-mode warning, counted from here.
+    """
+    with profiler.session(stacklevel=stacklevel + 2):  # the session's frame and contextlib's
+        profiler.warmup(warmup)
+        with window():
+            for _ in range(runs):
+                profiler.prepare_run()  # the inputs' clones stay outside the run's label
+                with each_run():
+                    profiler.run_once()
+                if on_run is not None:
+                    on_run(profiler.report())
+    return profiler
+
 __all__ = [
+    "run_series",
     "EagerRun",
     "HookSideEffectWarning",
     "ModelRunError",
