@@ -219,14 +219,15 @@ def _device_facts() -> list[dict[str, Any]]:
     try:
         device = pick_device()
     except LabkitError as exc:
-        fix = f"unset {ENV_VAR}, or set it to one of {available_devices()}"
+        fix = _("unset {variable}, or set it to one of {devices}").format(variable=ENV_VAR, devices=available_devices())
         return [{"name": "device", "ok": False, "detail": str(exc), "fix": fix}]
     cudnn = torch.backends.cudnn.is_available() if torch.cuda.is_available() else False
     facts = [
         ("device", device_line(device)),
         ("threads", str(torch.get_num_threads())),
-        ("MKLDNN (oneDNN)", "available" if torch.backends.mkldnn.is_available() else "not available"),
-        ("cuDNN", f"available ({torch.backends.cudnn.version()})" if cudnn else "not available (no CUDA GPU)"),
+        ("MKLDNN (oneDNN)", _("available") if torch.backends.mkldnn.is_available() else _("not available")),
+        ("cuDNN", _("available ({version})").format(version=torch.backends.cudnn.version()) if cudnn
+         else _("not available (no CUDA GPU)")),
     ]
     return [{"name": name, "ok": True, "detail": detail} for name, detail in facts]
 
@@ -389,7 +390,7 @@ def probe_python() -> Probe:
     version = platform.python_version()
     ok = sys.version_info[:2] >= MIN_PYTHON
     wanted = ".".join(map(str, MIN_PYTHON))
-    return Probe("python", ok, version, "" if ok else f"install Python {wanted} or newer")
+    return Probe("python", ok, version, "" if ok else _("install Python {version} or newer").format(version=wanted))
 
 
 def package_probe(dist: str, module: str, result: ProbeResult, spec: str = "",
@@ -398,22 +399,25 @@ def package_probe(dist: str, module: str, result: ProbeResult, spec: str = "",
     install = f"{_python()} -m pip install {shlex.quote(dist + spec)}"
     reinstall = f"{_python()} -m pip install --force-reinstall {shlex.quote(dist + spec)}"
     if result.timed_out:
-        return Probe(dist, False, f"importing {module} {result.problem}: it hangs, or this machine is very busy "
-                                  f"(set {TIMEOUT_ENV} to more seconds to wait longer)", reinstall)
+        return Probe(dist, False, _("importing {module} {problem}: it hangs, or this machine is very busy "
+                                    "(set {variable} to more seconds to wait longer)").format(
+                                        module=module, problem=result.problem, variable=TIMEOUT_ENV), reinstall)
     if result.origin and result.origin != module.partition(".")[0]:  # a broken dependency: reinstall that one
         culprit = metadata.packages_distributions().get(result.origin, [result.origin])[0]
-        return Probe(dist, False, f"importing {module} {result.problem} (the error comes from {result.origin})",
+        return Probe(dist, False, _("importing {module} {problem} (the error comes from {origin})").format(
+                         module=module, problem=result.problem, origin=result.origin),
                      f"{_python()} -m pip install --force-reinstall {shlex.quote(culprit)}")
     if result.problem:
-        return Probe(dist, False, f"importing {module} {result.problem}", reinstall)
+        return Probe(dist, False, _("importing {module} {problem}").format(module=module, problem=result.problem), reinstall)
     facts = result.value
     if facts.get("missing"):
-        return Probe(dist, False, f"not installed (no module named {module})", install)
+        return Probe(dist, False, _("not installed (no module named {module})").format(module=module), install)
     if facts.get("unregistered"):
-        return Probe(dist, False, f"{module} imports but {dist} is not installed as a package", reinstall)
+        return Probe(dist, False, _("{module} imports but {dist} is not installed as a package").format(module=module, dist=dist),
+                     reinstall)
     version = facts["version"]
     if spec and satisfies is not None and not satisfies(version, spec):  # an unparsable version satisfies nothing
-        return Probe(dist, False, f"{version} installed, labkit needs {spec}", install)
+        return Probe(dist, False, _("{version} installed, labkit needs {spec}").format(version=version, spec=spec), install)
     return Probe(dist, True, version, warning=untested_warning(dist, version, satisfies))
 
 
@@ -425,9 +429,10 @@ def untested_warning(dist: str, version: str, satisfies: Callable[[str, str], bo
     major, minor = (int(part) for part in newest.split(".")[:2])
     if satisfies(version, f"<{major}.{minor + 1}"):  # 2.14.x counts as tested when 2.14.1 is
         return ""
-    return (f"{dist} {version} is newer than labkit's tested range ({oldest} to {newest}): the labs may work, "
-            f"but no test has run on it. If a lab breaks, {_python()} -m pip install "
-            f"{shlex.quote(f'{dist}=={newest}')} gives the tested release.")
+    return _("{dist} {version} is newer than labkit's tested range ({oldest} to {newest}): the labs may work, "
+             "but no test has run on it. If a lab breaks, {command} gives the tested release.").format(
+                 dist=dist, version=version, oldest=oldest, newest=newest,
+                 command=f"{_python()} -m pip install {shlex.quote(f'{dist}=={newest}')}")
 
 
 def _version_tools() -> tuple[dict[str, str], Callable[[str, str], bool]]:
@@ -456,26 +461,27 @@ def probe_widgets_extension(search_dirs: Sequence[Path]) -> Probe:
     """Is the ipywidgets JupyterLab extension where JupyterLab will find it?"""
     for folder in search_dirs:
         if (Path(folder) / WIDGETS_EXTENSION / "package.json").is_file():
-            return Probe("widgets extension", True, f"{WIDGETS_EXTENSION} found")
+            return Probe("widgets extension", True, _("{extension} found").format(extension=WIDGETS_EXTENSION))
     return Probe(
         "widgets extension",
         False,
-        f"{WIDGETS_EXTENSION} not found; widgets would show as text",
-        f"{_python()} -m pip install 'ipywidgets>=8' 'jupyterlab_widgets>=3', then restart JupyterLab "
-        "(list them with: jupyter labextension list)",
+        _("{extension} not found; widgets would show as text").format(extension=WIDGETS_EXTENSION),
+        _("{command}, then restart JupyterLab (list them with: jupyter labextension list)").format(
+            command=f"{_python()} -m pip install 'ipywidgets>=8' 'jupyterlab_widgets>=3'"),
     )
 
 
 def probe_kernel(names: Sequence[str]) -> Probe:
     ok = "python3" in names
-    return Probe("python3 kernel", ok, "python3 kernel found" if ok else "no python3 kernel",
+    return Probe("python3 kernel", ok, _("python3 kernel found") if ok else _("no python3 kernel"),
                  "" if ok else f"{_python()} -m ipykernel install --sys-prefix --name python3")
 
 
 def _unprobed(name: str, result: ProbeResult, needs: str) -> Probe:
     """A line whose probe failed: say why, and point at the package it needs."""
-    return Probe(name, False, f"could not be probed: the probe {result.problem}",
-                 f"fix {result.origin or needs} first (see its line above), then run the doctor again")
+    return Probe(name, False, _("could not be probed: the probe {problem}").format(problem=result.problem),
+                 _("fix {package} first (see its line above), then run the doctor again").format(
+                     package=result.origin or needs))
 
 
 def resolve_timeout(timeout: float | None = None) -> tuple[float, Probe | None]:
@@ -495,8 +501,9 @@ def resolve_timeout(timeout: float | None = None) -> tuple[float, Probe | None]:
     if math.isfinite(value) and value > 0:
         return value, None
     return DEFAULT_TIMEOUT_S, Probe(
-        TIMEOUT_ENV, False, f"{raw!r} is not a positive number of seconds; used {DEFAULT_TIMEOUT_S:g} s",
-        f"unset {TIMEOUT_ENV}, or set it to a number of seconds such as 300")
+        TIMEOUT_ENV, False, _("{value} is not a positive number of seconds; used {default} s").format(
+            value=repr(raw), default=f"{DEFAULT_TIMEOUT_S:g}"),
+        _("unset {variable}, or set it to a number of seconds such as 300").format(variable=TIMEOUT_ENV))
 
 
 def _in_kernel() -> bool:
@@ -516,8 +523,10 @@ def preflight_mode() -> tuple[Mode, Probe | None]:
     raw = os.environ.get(PREFLIGHT_ENV)
     problem = None
     if raw not in (None, "", IMAGE):
-        problem = Probe(PREFLIGHT_ENV, False, f"{raw!r} is not a preflight mode; probed as if it were unset",
-                        f"unset {PREFLIGHT_ENV}, or set it to {IMAGE!r} (a workshop hub's learners; workshop/README.md)")
+        problem = Probe(PREFLIGHT_ENV, False, _("{value} is not a preflight mode; probed as if it were unset").format(
+                            value=repr(raw)),
+                        _("unset {variable}, or set it to {image} (a workshop hub's learners; workshop/README.md)").format(
+                            variable=PREFLIGHT_ENV, image=repr(IMAGE)))
     if raw == IMAGE and os.environ.get("JUPYTERHUB_USER"):
         return "image", problem
     if _in_kernel() and "torch" in sys.modules:
@@ -525,12 +534,12 @@ def preflight_mode() -> tuple[Mode, Probe | None]:
     return "isolated", problem
 
 
-_NOTES = {
-    "in-process": "Probed in this kernel, which had already imported torch; `python -m labkit doctor` in a terminal "
-                  "probes each package in a fresh interpreter.",
-    "image": "The packages are the room's installation, which your instructor's doctor checked once for everyone "
-             f"({PREFLIGHT_ENV}={IMAGE}): their versions were read here; your device, the widgets extension and "
-             "the kernel were probed for you.",
+_NOTES = {  # translated where the report is made (run_preflight)
+    "in-process": N_("Probed in this kernel, which had already imported torch; `python -m labkit doctor` in a terminal "
+                     "probes each package in a fresh interpreter."),
+    "image": N_("The packages are the room's installation, which your instructor's doctor checked once for everyone "
+                "({setting}): their versions were read here; your device, the widgets extension and "
+                "the kernel were probed for you."),
 }
 
 
@@ -571,7 +580,7 @@ def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | No
         try:
             specs, satisfies = _version_tools()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - metadata or packaging can fail in odd ways
-            packaging = Probe("packaging", False, f"reading labkit's requirements failed: {exc!r}",
+            packaging = Probe("packaging", False, _("reading labkit's requirements failed: {error}").format(error=repr(exc)),
                               f"{_python()} -m pip install --force-reinstall packaging")
     for dist, module in wanted.items():
         probes.append(packaging if dist == "packaging" else
@@ -587,7 +596,8 @@ def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | No
         probes += ([Probe(**fact) for fact in device.value] if not device.problem
                    else [_unprobed("device", device, "torch")])
     in_a_notebook = mode in ("in-process", "image")  # notebook 00's own cell: no "open 00_start_here.ipynb"
-    report = DoctorReport(probes, _NOTES.get(mode, ""), next_step="" if in_a_notebook else DoctorReport.next_step)
+    note = _(_NOTES[mode]).format(setting=f"{PREFLIGHT_ENV}={IMAGE}") if mode in _NOTES else ""
+    report = DoctorReport(probes, note, next_step="" if in_a_notebook else DoctorReport.next_step)
     if record:
         _record(report)
     return report
