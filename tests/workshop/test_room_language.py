@@ -1,0 +1,46 @@
+"""The room's language (LABKIT_WORKSHOP_LANGUAGE): refused unless labkit speaks it, given to every learner server as
+LABKIT_LANG and to the board, and recorded in each workspace the room makes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labkit.core.errors import LabkitValueError
+from labkit.i18n.messages import workspace_language
+from labkit.progress.journal import WORKSPACE_MARKER
+from labkit.workshop import learner_workspace
+from labkit.workshop.board_service import board_service
+from labkit.workshop.provision import server_environment, workspace_command
+from labkit.workshop.settings import ROOT, HubSettings
+
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def test_the_room_speaks_english_unless_told_otherwise():
+    assert HubSettings.from_environment({}, euid=1000).language == "en"
+    assert HubSettings.from_environment({"LABKIT_WORKSHOP_LANGUAGE": "zh"}, euid=1000).language == "zh"
+
+
+@pytest.mark.parametrize("value", ["fr", "zh_CN", "ZH", "", "en "])
+def test_a_language_labkit_does_not_speak_is_refused_with_the_rule(value: str):
+    with pytest.raises(LabkitValueError, match=r"LABKIT_WORKSHOP_LANGUAGE=.*one of en, zh, ru"):
+        HubSettings.from_environment({"LABKIT_WORKSHOP_LANGUAGE": value}, euid=1000)
+
+
+@pytest.mark.parametrize("spawner", ["shared-account", "system-users"])
+def test_every_learner_server_and_the_board_get_the_room_language(spawner: str, tmp_path: Path):
+    room = HubSettings(spawner=spawner, language="ru", install=tmp_path / "opt")
+    assert server_environment(room, tmp_path / "bin")["LABKIT_LANG"] == "ru"
+    assert board_service(room)["environment"]["LABKIT_LANG"] == "ru"
+    command = workspace_command(room, tmp_path / "ws")
+    assert command[command.index("--language") + 1] == "ru"
+
+
+def test_the_workspace_the_room_makes_records_the_room_language(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    room = HubSettings(spawner="shared-account", language="zh", notebooks=NOTEBOOKS)
+    command = workspace_command(room, tmp_path / "ws")
+    assert learner_workspace.main(command[command.index("-m") + 2:]) == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "ws" / WORKSPACE_MARKER).read_text())["language"] == "zh"
+    assert workspace_language(tmp_path / "ws") == "zh"  # what labkit's messages read when LABKIT_LANG is not set
