@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,22 @@ def test_make_lab_passes_lab_lang_on() -> None:
     assert done.returncode == 0, done.stderr
     [command] = [line for line in done.stdout.splitlines() if "-m labkit lab " in line]
     assert " --lang zh " in command
+
+
+README_TITLE = {"en": "# Your labkit workspace", "zh": "# 你的 labkit 工作区", "ru": "# Ваша рабочая папка labkit"}
+
+
+@pytest.mark.parametrize("kind", ["checkout", "room", "installed"])
+@pytest.mark.parametrize("track", ["all", "core"])
+def test_the_readme_is_in_the_workspaces_language_whatever_this_process_speaks(
+    tracked_lab: Path, monkeypatch: pytest.MonkeyPatch, kind: str, track: str
+) -> None:
+    monkeypatch.setenv("LABKIT_LANG", "ru")  # the README follows the workspace, not the process
+    readmes = {lang: workspace.learner_edition(tracked_lab, None, track, room=kind == "room", installed=kind == "installed",
+                                               language=lang)["README.md"] for lang in README_TITLE}
+    english = readmes["en"]
+    for lang, readme in readmes.items():
+        assert readme.startswith(README_TITLE[lang] + "\n")
+        assert re.findall(r"`[^`]+`", readme) == re.findall(r"`[^`]+`", english), lang  # commands and paths as typed
+        assert "READY" in readme and "{" not in readme
+    assert "Stuck?" not in readmes["zh"] + readmes["ru"] and "This workspace holds" not in readmes["zh"] + readmes["ru"]
