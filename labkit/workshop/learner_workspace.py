@@ -2,8 +2,9 @@
 
 Why a command of the room's own: the hub makes each workspace as the learner (:mod:`labkit.workshop.provision`), and
 ``python -m labkit workspace`` has no language option, while :func:`labkit.learner.workspace.prepare_workspace` takes
-one and records it in the workspace's manifest, which labkit's messages read after ``LABKIT_LANG``. Every other
-option is ``labkit workspace``'s own.
+one: the labs in that language, recorded in the workspace's manifest, which labkit's messages read after
+``LABKIT_LANG``. A workspace keeps the language it was made in (a room restarted in another leaves it as it is, not
+refused: the learner's server must start). Every other option is ``labkit workspace``'s own.
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import argparse
 import sys
 
 from labkit.core.errors import LabkitError
-from labkit.i18n.messages import LANGUAGES
+from labkit.i18n.messages import LANGUAGES, workspace_language
 from labkit.learner.workspace import add_arguments, prepare_workspace
+from labkit.progress.journal import WORKSPACE_MARKER
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(parser)
     parser.add_argument("--language", choices=LANGUAGES, required=True, help="the room's language (LABKIT_WORKSHOP_LANGUAGE)")
     args = parser.parse_args(argv)
+    made = args.folder is not None and (args.folder / WORKSPACE_MARKER).is_file()
+    held = workspace_language(args.folder) if made else None
+    if held is not None and held != args.language:  # a workspace keeps its language: her work stays as it is
+        print(f"workspace: {args.folder} holds the labs in {held}, the room speaks {args.language}: kept as it is")
+        return 0
     try:
         result = prepare_workspace(args.folder, args.notebooks, args.track, edition=args.edition, room=args.room,
                                    language=args.language)

@@ -51,9 +51,10 @@ def server_environment(settings: HubSettings, learner_bin: Path) -> dict[str, st
 
 
 def write_room_edition(settings: HubSettings) -> Path:
-    """The learner edition of the room's track, written by the hub (root) where every learner can read it."""
+    """The learner edition of the room's track in the room's language, written by the hub (root) where every learner can
+    read it."""
     edition = settings.edition
-    write_learner_edition(settings.notebooks, edition, settings.track, room=True)
+    write_learner_edition(settings.notebooks, edition, settings.track, room=True, language=settings.language)
     edition.parent.chmod(0o755)
     for path in [edition, *edition.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)

@@ -3,6 +3,7 @@ LABKIT_LANG and to the board, and recorded in each workspace the room makes."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from labkit.i18n.messages import workspace_language
 from labkit.progress.journal import WORKSPACE_MARKER
 from labkit.workshop import learner_workspace
 from labkit.workshop.board_service import board_service
-from labkit.workshop.provision import server_environment, workspace_command
+from labkit.workshop.provision import server_environment, workspace_command, write_room_edition
 from labkit.workshop.settings import ROOT, HubSettings
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -44,3 +45,23 @@ def test_the_workspace_the_room_makes_records_the_room_language(tmp_path: Path, 
     assert learner_workspace.main(command[command.index("-m") + 2:]) == 0, capsys.readouterr().err
     assert json.loads((tmp_path / "ws" / WORKSPACE_MARKER).read_text())["language"] == "zh"
     assert workspace_language(tmp_path / "ws") == "zh"  # what labkit's messages read when LABKIT_LANG is not set
+
+
+def test_a_room_s_workspace_comes_from_its_edition_in_the_room_language(tmp_path: Path):
+    room = HubSettings(spawner="system-users", language="ru", install=tmp_path / "opt", notebooks=NOTEBOOKS)
+    edition = write_room_edition(room)
+    command = workspace_command(room, tmp_path / "ws")
+    assert learner_workspace.main(command[command.index("-m") + 2:]) == 0
+    assert workspace_language(tmp_path / "ws") == "ru"
+    start_here = (tmp_path / "ws" / "00_start_here.ipynb").read_text(encoding="utf-8")
+    assert start_here == (edition / "00_start_here.ipynb").read_text(encoding="utf-8")
+    assert re.search("[а-яА-Я]{4}", start_here), "the labs themselves in Russian"
+
+
+def test_a_workspace_keeps_its_language_when_the_room_restarts_in_another(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    english, chinese = (HubSettings(spawner="shared-account", language=lang, notebooks=NOTEBOOKS) for lang in ("en", "zh"))
+    for room in (english, chinese):
+        command = workspace_command(room, tmp_path / "ws")
+        assert learner_workspace.main(command[command.index("-m") + 2:]) == 0  # her server starts all the same
+    assert workspace_language(tmp_path / "ws") == "en"
+    assert "holds the labs in en, the room speaks zh: kept as it is" in capsys.readouterr().out
