@@ -1,5 +1,5 @@
 """The room's language (LABKIT_WORKSHOP_LANGUAGE): refused unless labkit speaks it, given to every learner server as
-LABKIT_LANG and to the board, and recorded in each workspace the room makes."""
+LABKIT_LANG and to the board, and recorded in each workspace the room makes. One test starts the real hub."""
 from __future__ import annotations
 
 import json
@@ -13,8 +13,10 @@ from labkit.i18n.messages import workspace_language
 from labkit.progress.journal import WORKSPACE_MARKER
 from labkit.workshop import learner_workspace
 from labkit.workshop.board_service import board_service
+from labkit.workshop.load import parse_verdicts
 from labkit.workshop.provision import server_environment, workspace_command, write_room_edition
 from labkit.workshop.settings import ROOT, HubSettings
+from tests.workshop.hub import require_proxy, run_code, workshop_hub
 
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -65,3 +67,25 @@ def test_a_workspace_keeps_its_language_when_the_room_restarts_in_another(tmp_pa
         assert learner_workspace.main(command[command.index("-m") + 2:]) == 0  # her server starts all the same
     assert workspace_language(tmp_path / "ws") == "en"
     assert "holds the labs in en, the room speaks zh: kept as it is" in capsys.readouterr().out
+
+
+@pytest.mark.workshop
+@pytest.mark.slow
+def test_a_chinese_room_s_learner_gets_chinese_verdicts_and_may_switch_her_own_kernel(tmp_path: Path):
+    """The real hub (shared account, one learner): her kernel, her workspace and the board all speak the room's zh."""
+    require_proxy()
+    with workshop_hub(tmp_path, settings={"LABKIT_WORKSHOP_LANGUAGE": "zh", "LABKIT_WORKSHOP_SPAWNER": "shared-account"}) as hub:
+        hub.api("users", "POST", {"usernames": ["mei"]})
+        hub.start_server("mei")
+        hub.wait_until_ready("mei")
+        verdict = 'from labkit.core.checks import CheckResult, Status\nprint(CheckResult("1.1", Status.SOLVED, ""))\n'
+        code = ("import os\nprint(os.environ['LABKIT_LANG'])\n" + verdict
+                + "os.environ['LABKIT_LANG'] = 'ru'\n" + verdict)  # she switches for herself, in her kernel
+        reply = run_code(hub.server_url("mei"), hub.learner_token("mei"), code)
+        assert not reply.errors, reply.errors
+        lines = reply.stdout.splitlines()
+        assert lines[0] == "zh" and parse_verdicts(lines[1], "zh") == {"1.1": "solved"}, lines
+        assert parse_verdicts(lines[2], "ru") == {"1.1": "solved"}, lines
+        assert workspace_language(hub.settings.workspace("mei")) == "zh"
+        boards = [p for p in hub.processes() if "labkit.workshop.board" in " ".join(p.cmdline())]
+        assert boards and all(board.environ()["LABKIT_LANG"] == "zh" for board in boards)
