@@ -11,6 +11,11 @@ Why these choices:
 - Nothing is loaded from a CDN. The widget manager and MathJax are vendored under
   ``_static/vendor`` (provenance in its README), so the site works offline and from
   ``file://``.
+- One edition per language (English here; ``zh/`` and ``ru/`` from the translated notebooks), each its own
+  Sphinx run with ``-D language=...`` so the theme's words and the search index are that language's; a
+  switcher in every page's header leads to the same page in the others (``_ext/labkit_languages.py``).
+  Chinese search splits words with jieba (the docs extra installs it): without it Sphinx indexes
+  only the Latin words of a Chinese page.
 - Cells tagged ``solution`` get MyST-NB's ``tag_solution`` class; sphinx-togglebutton
   collapses their source behind "Show solution". Their outputs (the checker's verdict)
   stay visible.
@@ -35,7 +40,9 @@ extensions = [
     "sphinx_togglebutton",
     "labkit_docs",  # _ext/labkit_docs.py: the learning path on the landing page, the frozen-widget note
     "labkit_hosted",  # _ext/labkit_hosted.py: "Open in Colab" on each notebook's page (labkit.labs.REPOSITORY_URL)
+    "labkit_languages",  # _ext/labkit_languages.py: English / 中文 / Русский, the same page in each edition
 ]
+templates_path = ["_templates"]
 
 root_doc = "index"
 # Only the pages of the site: the notebooks folder also holds solutions/ and nbval's sanitize.cfg.
@@ -65,7 +72,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]
 html_favicon = "_static/labkit-icon.svg"  # else every browser asks for /favicon.ico, a 404 in the console
-html_css_files = ["labkit.css"]
+html_css_files = ["labkit.css", "labkit-languages.css"]
 html_js_files = [("widgets-mathjax.js", {"defer": "defer"})]  # after MathJax, which Sphinx also defers
 html_sourcelink_suffix = ""  # the download button offers the .ipynb itself
 html_theme_options = {
@@ -73,6 +80,7 @@ html_theme_options = {
     "show_toc_level": 2,
     "home_page_in_toc": True,
     "navigation_with_keys": False,
+    "article_header_end": ["labkit-languages.html", "article-header-buttons.html"],
 }
 html_last_updated_fmt = None
 # The reader's system setting, and the theme's switch in the header to change it: labkit's pictures are drawn for

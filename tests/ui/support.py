@@ -158,14 +158,18 @@ def _lab_environment(home: Path, quiet: bool) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def jupyter_lab(root_dir: Path, home: Path, *, quiet: bool = True) -> Iterator[tuple[LabServer, subprocess.Popen]]:
+def jupyter_lab(root_dir: Path, home: Path, *, quiet: bool = True,
+                env: dict[str, str] | None = None) -> Iterator[tuple[LabServer, subprocess.Popen]]:
     """``jupyter lab`` on ``root_dir`` as ``labkit lab`` starts it (a free loopback port, token auth, its own user
-    settings and config under ``home``, made on the first start and kept for the next); always stopped."""
+    settings and config under ``home``, made on the first start and kept for the next); always stopped.
+
+    ``env``: more variables for the server and its kernels (``LABKIT_LANG``).
+    """
     port, token = _free_port(), secrets.token_hex(16)
     log_path = home / "server.log"
     lab_args = shlex.join(["--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"])
     command = jupyter_lab_command(argparse.Namespace(folder=root_dir, ip="127.0.0.1", port=port, lab_args=lab_args))
-    env = {**os.environ, **_lab_environment(home, quiet)}
+    env = {**os.environ, **_lab_environment(home, quiet), **(env or {})}
     with open(log_path, "a") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     server = LabServer(f"http://127.0.0.1:{port}", token, root_dir)
@@ -209,6 +213,21 @@ def _stop(server: LabServer, process: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+
+
+_DOCS_SITE: list[Path] = []  # the site of notebooks/ once built in this session
+
+
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The docs site of notebooks/, every edition (English, zh/, ru/), built once per session: a build takes a minute
+    or more on two cores, and the English and the translated pages' tests share it."""
+    if not _DOCS_SITE:
+        from labkit.authoring import docs
+
+        out = tmp_path_factory.mktemp("docs") / "site"
+        docs.build_site(NOTEBOOKS, out)
+        _DOCS_SITE.append(out)
+    return _DOCS_SITE[0]
 
 
 @pytest.fixture(scope="session")

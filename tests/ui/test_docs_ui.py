@@ -17,7 +17,7 @@ import pytest
 from labkit.authoring import docs
 from labkit.labs import find_notebooks
 from tests.ui.axe import IPYWIDGETS_UPSTREAM, Upstream, audit, failures, summary
-from tests.ui.support import NOTEBOOKS, static_server
+from tests.ui.support import NOTEBOOKS, docs_site, static_server
 from tests.ui.test_lab_ui import WIDGET_CLASSES, widgets_in
 
 pytestmark = pytest.mark.ui
@@ -53,9 +53,7 @@ DOCS_UPSTREAM: list[Upstream] = [
 
 @pytest.fixture(scope="module")
 def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("docs") / "site"
-    docs.build_site(NOTEBOOKS, out)
-    return out
+    return docs_site(tmp_path_factory)  # every edition, built once per session (test_docs_i18n_ui.py shares it)
 
 
 @pytest.fixture(scope="module")
