@@ -502,7 +502,7 @@ def _from_edition(edition: Path, track: str | None, room: bool) -> tuple[dict[st
 def _require_language(folder: Path, asked: str | None, held: str | None) -> str:
     """The workspace's language: ``asked`` if given (and the one it holds, if any), else the one it holds, else English."""
     if asked is not None and asked not in LANGUAGES:
-        raise LabkitValueError(f"labkit speaks {', '.join(LANGUAGES)}, not {asked!r}: choose one with --lang.")
+        raise LabkitValueError(f"language must be one of {', '.join(LANGUAGES)}, got {asked!r}: choose one with --lang.")
     if asked is None or held is None or asked == held:
         return asked or held or SOURCE_LANGUAGE
     raise LabkitValueError(

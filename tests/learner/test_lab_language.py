@@ -116,7 +116,7 @@ def test_a_wrong_language_is_refused_naming_those_labkit_speaks(
         main([command, str(tmp_path / "ws"), "--lang", "fr"])
     assert refused.value.code == 2 and "labkit speaks en, zh, ru, not 'fr'" in capsys.readouterr().err
     assert not (tmp_path / "ws").exists()
-    with pytest.raises(LabkitValueError, match="labkit speaks en, zh, ru, not 'de'"):
+    with pytest.raises(LabkitValueError, match="language must be one of en, zh, ru, got 'de': choose one with --lang"):
         workspace.prepare_workspace(tmp_path / "ws", NOTEBOOKS, language="de")
 
 
