@@ -173,3 +173,9 @@ def test_each_learners_server_is_on_a_subdomain_with_a_wildcard_certificate(conf
     https = config["proxy"]["https"]
     assert https["enabled"] and https["type"] == "secret" and https["secret"]["name"]  # no wildcard from letsencrypt
     assert https["hosts"] == [host, f"*.{host}"]
+
+
+def test_the_learners_servers_speak_a_language_labkit_knows(config):
+    from labkit.i18n.messages import LANGUAGES
+
+    assert config["singleuser"]["extraEnv"]["LABKIT_LANG"] in LANGUAGES
