@@ -239,7 +239,11 @@ def _traced_stack(node: torch.fx.Node) -> ModuleStack:
 
 
 def _own_copy(model: torch.nn.Module, eager: EagerRun | None) -> torch.nn.Module:
-    """The private copy a capture works on: with its own parameters when forward writes them in place."""
+    """The private copy a capture works on: the eager run's where that run (and any capture since) left it as the
+    learner's model is, else a new one, with its own parameters when forward writes them in place."""
+    unchanged = eager.unchanged_copy() if eager is not None else None
+    if unchanged is not None:
+        return unchanged
     return private_copy(model, share_parameters=eager is None or eager.share_parameters)
 
 
@@ -338,12 +342,12 @@ def _first_differing_module(model: Any, captured: CapturedGraph, eager: EagerRun
     A module's output in the graph is the last node (in graph order) whose module stack holds it: a traced
     graph's ``call_module`` node, or for an exported graph the last ATen operator that ran inside the module
     (``node.meta["nn_module_stack"]``). Modules called more than once, or returning more than one tensor, are
-    not compared (which call a node belongs to is not recorded). A fresh copy: the eager run's copy is a run
-    further on (a counter, a cache), and the graph's is the graph's own.
+    not compared (which call a node belongs to is not recorded). A new copy: the eager run's copy may be a run
+    further on (a counter, a cache), and it may be the graph's (whose modules the hooks here must not see twice).
     """
     if not isinstance(model, torch.nn.Module):
         return ""
-    own = _own_copy(model, eager)
+    own = private_copy(model, share_parameters=eager.share_parameters)
     recorded: dict[str, list[Any]] = {}
     handles = [
         module.register_forward_hook(lambda _m, _i, out, name=name: recorded.setdefault(name, []).append(out))

@@ -500,12 +500,13 @@ def capture_model(
 ) -> ModelCapture:
     """Step 1 of :func:`profile_model`: run the model once, then capture a checked graph of it, or plan its hooks.
 
-    Private copies, one per use that needs its own (counted in tests/fx/test_pipeline.py): the eager run's
-    (also the one timed by hooks: a run further on is one warmup run more); each graph capture's, since the
-    graph's buffers are that copy's and must start where the learner's model is, not a run further on (a
-    counter, a running mean, a cache); one more with its own parameters when forward writes one in place (the
-    shared copy was stopped part-way); the fallback's look at which children trace (tracing can leave fx
-    Proxies in a copy's caches); one more to locate a mismatch.
+    Private copies, one per use that needs its own (counted in tests/fx/test_pipeline.py): the eager run's,
+    which each graph capture and the hooks use too while its run changed nothing in it
+    (:func:`~labkit.fx.model_state.state_token`: a graph's buffers must start where the learner's model is,
+    not a run further on: a counter, a running mean, a cache); else one per capture (the hooks take the
+    eager run's: a run further on is one warmup run more); one more with its own parameters when forward
+    writes one in place (the shared copy was stopped part-way); the fallback's look at which children trace
+    (tracing can leave fx Proxies in a copy's caches); one more to locate a mismatch.
     """
     _check_mode(mode)
     check_capture(capture)
@@ -550,7 +551,8 @@ def profiler_for(captured: ModelCapture) -> Profiler:
         return ModuleProfiler(
             captured.model, *captured.call_args, kwargs=captured.call_kwargs, leaf_modules=captured.leaves,
             units=captured.units, fallback_reason=captured.fallback_reason, traceable_children=captured.traceable_children,
-            notes=captured.notes, private=captured.eager.model,
+            notes=captured.notes, private=captured.eager.copy_for_hooks(),
+            share_parameters=captured.eager.share_parameters,
         )
     profiler = NodeProfiler(captured.model, mode=captured.mode, captured=captured.graph)
     profiler.notes = captured.notes

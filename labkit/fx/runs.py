@@ -45,6 +45,7 @@ from labkit.core.copies import (
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.random_state import kept_random_state
 from labkit.core.timing import RunStats
+from labkit.fx.model_state import state_token
 from labkit.fx.report import NodeTiming, ProfileReport
 
 
@@ -70,10 +71,27 @@ class EagerRun:
     #: The private copy that ran (None for a function): one run further on than the learner's model, so timing
     #: by hooks can use it (one run more is one warmup run more); a capture needs a fresh one (see labkit.fx.profile).
     model: Any = None
+    #: :func:`~labkit.fx.model_state.state_token` of :attr:`model` before its run, if the run left it so (else None)
+    fresh_state: Any = None
 
     @property
     def share_parameters(self) -> bool:
         return not self.parameters_written
+
+    def unchanged_copy(self) -> torch.nn.Module | None:
+        """:attr:`model` if it is still as the learner's model is (its run, and any capture since, changed nothing
+        the token sees), so a capture or the hooks can use it instead of a copy of their own; else None."""
+        if self.fresh_state is None or state_token(self.model) != self.fresh_state:
+            return None
+        return self.model
+
+    def copy_for_hooks(self) -> torch.nn.Module | None:
+        """:attr:`model` for timing by hooks unless a capture may have changed it (then None: hook a new copy).
+
+        A copy its own run changed was never handed to a capture (:meth:`unchanged_copy`), and is one run
+        further on, which is one warm-up run more; one that was may hold a failed trace's fx Proxies.
+        """
+        return self.model if self.fresh_state is None else self.unchanged_copy()
 
 
 def model_device(module: torch.nn.Module) -> torch.device | None:
@@ -154,12 +172,14 @@ def run_eager_once(
     check_input_devices(model, every_input)
     warn_hooks_reaching_out(model, stacklevel=stacklevel + 1)
     own = private_copy(model)
+    fresh = state_token(own)
     output: list[Any] = []
     written = parameters_written(own, lambda: output.append(_run(model, own, call_args, kwargs)))
     if written:  # the shared copy was stopped part-way through forward: a copy with its own parameters runs it whole
         own = private_copy(model, share_parameters=False)
-        return EagerRun(_run(model, own, call_args, kwargs), written, own)
-    return EagerRun(output[0], (), own)
+        fresh = state_token(own)
+        output = [_run(model, own, call_args, kwargs)]
+    return EagerRun(output[0], written, own, fresh if state_token(own) == fresh else None)
 
 
 def _run(model: Any, runnable: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
