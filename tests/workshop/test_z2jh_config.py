@@ -20,6 +20,8 @@ import jsonschema
 import pytest
 import yaml
 
+from labkit.i18n.messages import LANGUAGES
+
 Z2JH = Path(__file__).resolve().parents[2] / "workshop" / "z2jh"
 WORKSPACE = "/home/jovyan/labkit-workspace"
 
@@ -176,6 +178,4 @@ def test_each_learners_server_is_on_a_subdomain_with_a_wildcard_certificate(conf
 
 
 def test_the_learners_servers_speak_a_language_labkit_knows(config):
-    from labkit.i18n.messages import LANGUAGES
-
     assert config["singleuser"]["extraEnv"]["LABKIT_LANG"] in LANGUAGES
