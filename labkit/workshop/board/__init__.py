@@ -11,6 +11,7 @@ as ``python -m labkit.workshop.board`` (:mod:`labkit.workshop.board_service` wri
 - :mod:`~labkit.workshop.board.export`: the grid and the mistakes as CSV a spreadsheet cannot run;
 - :mod:`~labkit.workshop.board.hub`: what the board asks the hub (its users, the instructors group);
 - :mod:`~labkit.workshop.board.app`: the tornado handlers (the page, the API, the exports);
+- :mod:`~labkit.workshop.board.words`: the page's words in the room's language (``LABKIT_LANG``);
 - :mod:`~labkit.workshop.board.__main__`: what the hub runs;
 - ``templates/board.html``, ``static/board.js``, ``static/board.css``: the page, with no inline script.
 """
