@@ -25,6 +25,8 @@ The board's own settings:
   exercise without solving it.
 - ``LABKIT_BOARD_STUCK_MINUTES`` (default 10): a learner is stuck after this long without an event
   while at least two others had one.
+- ``LABKIT_LANG`` (the hub sets it to ``LABKIT_WORKSHOP_LANGUAGE``): the language of the page's words, stuck reasons
+  and mistake descriptions, ``en``, ``zh`` or ``ru`` (:mod:`labkit.workshop.board.words`); the events stay English.
 - ``LABKIT_BOARD_SERVER_URL``: where "open this learner's server" goes, ``{name}`` standing for the
   learner's name (``https://{name}.hub.example.org/``, rooms with a subdomain per server). Unset: the
   hub's admin page, which lists every server.
