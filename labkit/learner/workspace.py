@@ -390,6 +390,9 @@ def labs_in_reach() -> Path | None:
 def packaged_edition(track: str, language: str = SOURCE_LANGUAGE) -> Path:
     """The learner edition of ``track`` in ``language`` this installed labkit carries; an error saying what to do if none."""
     folder = PACKAGED_LABS / language / track
+    if not (folder / RECORD).is_file() and (PACKAGED_LABS / SOURCE_LANGUAGE / track / RECORD).is_file():
+        raise LabkitValueError(f"This labkit carries no labs in {language} ({folder} is missing): install a newer labkit, "
+                               "or leave out --lang for the English labs.")
     if not (folder / RECORD).is_file():
         raise LabkitValueError(
             f"This labkit carries no labs ({folder} is missing) and runs from no checkout: pass --notebooks DIR "
