@@ -3,7 +3,7 @@
 Why: a capture needs a copy that starts where the learner's model is. The first (eager) run's copy is
 that copy whenever the run changed nothing in it (most models: eval mode, no counters or caches), and a
 new deep copy of a large model costs memory and time. The token covers what a forward can change: every
-module's parameters and buffers (identity and in-place version), its hooks, and its attributes, with the
+module's parameters and buffers (identity and in-place version; a buffer's sum too), its hooks, and its attributes, with the
 containers and plain objects they hold a few levels down (identity, length, version). A change the token
 cannot see (a value rewritten inside a container deeper than :data:`DEPTH`) is one it misses; a capture
 from such a copy is still checked against the first run's output.
@@ -37,9 +37,24 @@ def _token(value: Any, depth: int) -> Hashable:
     return "value", id(value)
 
 
+def _digest(buffer: torch.Tensor | None) -> float | None:
+    """A buffer's sum: a write through ``.data`` (no version bump, e.g. a running mean) still changes it."""
+    if buffer is None or not buffer.numel():
+        return None
+    values = torch.view_as_real(buffer.detach()) if buffer.is_complex() else buffer.detach()
+    return float(values.double().sum())
+
+
 def state_token(model: torch.nn.Module) -> Hashable:
-    """What a forward could have changed in ``model``, as one comparable value (equal: nothing seen changed)."""
-    return tuple((name, id(module), _token(vars(module), DEPTH)) for name, module in model.named_modules(remove_duplicate=False))
+    """What a forward could have changed in ``model``, as one comparable value (equal: nothing seen changed).
+
+    A parameter written through ``.data`` is not seen here: the first run's watch
+    (:func:`~labkit.core.copies.parameters_written`) catches it, and then no capture reuses the copy.
+    """
+    return tuple(
+        (name, id(module), _token(vars(module), DEPTH), tuple((key, _digest(b)) for key, b in module._buffers.items()))
+        for name, module in model.named_modules(remove_duplicate=False)
+    )
 
 
 __all__ = ["DEPTH", "state_token"]

@@ -179,7 +179,7 @@ def run_eager_once(
         own = private_copy(model, share_parameters=False)
         fresh = state_token(own)
         output = [_run(model, own, call_args, kwargs)]
-    return EagerRun(output[0], written, own, fresh if state_token(own) == fresh else None)
+    return EagerRun(output[0], written, own, fresh if not written and state_token(own) == fresh else None)
 
 
 def _run(model: Any, runnable: Any, call_args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
