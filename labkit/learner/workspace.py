@@ -232,25 +232,31 @@ class WorkspaceResult:
     language: str = SOURCE_LANGUAGE  # the language labkit speaks in it (the manifest's, read by labkit.i18n.messages)
 
     def lines(self) -> list[str]:
-        """One sentence per change the learner should know about, or one saying that nothing changed."""
+        """One sentence per change the learner should know about, or one saying that nothing changed.
+
+        In the workspace's language (whatever this process speaks): the learner reads them as ``labkit lab`` starts.
+        """
+        tr = translation(self.language).gettext
         if self.created:
-            finished = ", finishing what an interrupted run had begun" if self.resumed else ""
-            lines = [f"created {self.folder}{finished}: {self.notebooks} notebooks with blank exercises, and {README_NAME}"]
+            finished = tr(N_(", finishing what an interrupted run had begun")) if self.resumed else ""
+            lines = [tr(N_("created {folder}{finished}: {count} notebooks with blank exercises, and {readme}")).format(
+                folder=self.folder, finished=finished, count=self.notebooks, readme=README_NAME)]
         else:
-            lines = [f"added {name} (new in the labs)" for name in self.added]
+            lines = [tr(N_("added {name} (new in the labs)")).format(name=name) for name in self.added]
         if self.previous_track is not None:
-            lines.append(
-                f"switched from the {self.previous_track} track to the {self.track} track: notebooks you had not edited now "
+            lines.append(tr(N_(
+                "switched from the {previous} track to the {track} track: notebooks you had not edited now "
                 "hold it; an edited one is kept, with the new version beside it"
-            )
-        lines += [f"refreshed {name}: the labs changed and you had not edited it" for name in self.refreshed]
+            )).format(previous=self.previous_track, track=self.track))
+        lines += [tr(N_("refreshed {name}: the labs changed and you had not edited it")).format(name=name)
+                  for name in self.refreshed]
         lines += [
-            f"NOTE: the labs changed {kept}, which you edited; yours is kept as it was and the new version "
-            f"is beside it: {new} (see {README_NAME})"
+            tr(N_("NOTE: the labs changed {kept}, which you edited; yours is kept as it was and the new version "
+                  "is beside it: {new} (see {readme})")).format(kept=kept, new=new, readme=README_NAME)
             for kept, new in self.beside
         ]
-        lines += [f"left alone {name}: {why}" for name, why in self.left_alone]
-        return lines or [f"{self.folder} is up to date"]
+        lines += [tr(N_("left alone {name}: {why}")).format(name=name, why=tr(why)) for name, why in self.left_alone]
+        return lines or [tr(N_("{folder} is up to date")).format(folder=self.folder)]
 
 
 TRACK_TEXT = {
@@ -587,7 +593,7 @@ class _Update:
         digest = _digest(text.encode("utf-8"))
         current = _current(self.folder / name)
         if current == _NOT_A_FILE:
-            self.result.left_alone.append((name, "it is a link or not a regular file, so it is yours"))
+            self.result.left_alone.append((name, N_("it is a link or not a regular file, so it is yours")))
         elif current is None:
             self._write(name, name, text, digest)
             self.result.added.append(name)
@@ -604,7 +610,9 @@ class _Update:
         new = new_version_name(name)
         current = _current(self.folder / new)
         if current not in (None, digest, self.written.get(new)):
-            why = f"its new version is not written: {new} is not labkit's (changed since, or a link); rename it and run again"
+            why = translation(self.result.language).gettext(N_(
+                "its new version is not written: {new} is not labkit's (changed since, or a link); rename it and run again"
+            )).format(new=new)
             self.result.left_alone.append((name, why))
             return
         if current == digest:

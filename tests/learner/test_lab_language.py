@@ -85,6 +85,7 @@ def test_both_tracks_in_each_language(tracked_lab: Path, tmp_path: Path, lang: s
         made = nbformat.read(tmp_path / track / "01_demo.ipynb", as_version=4)
         assert made.cells[0].source == f"# {lang} title"
         assert holds_side_trip(tmp_path / track / "01_demo.ipynb") == (track == "all")
+        assert result.lines()[0].startswith({"zh": "已创建 ", "ru": "создана "}[lang])  # what labkit lab prints, in lang
     assert (tracked_lab / lang / "solutions").is_symlink()  # made when missing (an unpacked sdist keeps no link)
 
 
