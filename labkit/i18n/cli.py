@@ -16,7 +16,8 @@ from labkit.i18n import LANGS
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("update", "build", "check"),
-                        help="update: English notebooks -> catalogues; build: catalogues -> notebooks/<lang>/ (executed); "
+                        help="update: English notebooks -> catalogues; build: catalogues -> notebooks/<lang>/ (executed with "
+                             "LABKIT_LANG=<lang>: labkit's verdicts in that language); "
                              "check: fail on anything missing, fuzzy, stale, off-glossary or structurally different")
     parser.add_argument("--lang", action="append", choices=LANGS,
                         help="one language (repeat for more); default: all")
