@@ -26,6 +26,7 @@ TRANSLATED_PAGES = [f"{code}/{name}" for code in LANGUAGES for name in ["index",
 SWITCHER = "nav.labkit-languages"
 MEMORY_FORMAT = "notebooks/02_memory_format"
 CHINESE_TERM = "步幅"  # "stride", as the glossary writes it: notebook 02's subject
+RUSSIAN_TERM = "шаги"  # "strides"
 
 
 @pytest.fixture(scope="module")
@@ -98,15 +99,17 @@ def test_a_page_with_no_translation_leads_to_the_other_editions_home(page, site_
     assert language_of(page) == "zh-CN"
 
 
-def test_search_for_a_chinese_term_finds_the_zh_memory_format_page(page, site_url: str) -> None:
-    open_page(page, site_url, "zh/index")
+@pytest.mark.parametrize(("code", "term"), [("zh", CHINESE_TERM), ("ru", RUSSIAN_TERM)])
+def test_search_in_an_edition_finds_its_memory_format_page(page, site_url: str, code: str, term: str) -> None:
+    """Each edition searches its own index, with its language's word splitting (jieba for zh) and stemming."""
+    open_page(page, site_url, f"{code}/index")
     page.locator("button.search-button__button:visible").first.click()
     query = page.locator("input[name='q']:visible").first
-    query.fill(CHINESE_TERM)
+    query.fill(term)
     query.press("Enter")
     result = page.locator(f"#search-results a[href*='{MEMORY_FORMAT.split('/')[1]}']").first
     result.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
     result.click()
-    page.wait_for_url(f"**/zh/{MEMORY_FORMAT}.html*")
-    assert CHINESE_TERM in page.locator("article.bd-article").inner_text()
+    page.wait_for_url(f"**/{code}/{MEMORY_FORMAT}.html*")
+    assert term in page.locator("article.bd-article").inner_text()
     assert page.errors == [] and page.blocked == []
