@@ -86,7 +86,7 @@ def test_switcher_leads_to_the_same_page_in_each_edition_or_to_its_home(site: Pa
     assert current == ["Русский"]
 
 
-def test_english_only_notebooks_make_an_english_only_site_without_a_switcher(tmp_path: Path) -> None:
+def test_english_only_notebooks_make_one_edition(tmp_path: Path) -> None:
     assert docs.find_editions(make_two_notebooks(tmp_path / "notebooks")) == [
         (docs.ENGLISH, [tmp_path / "notebooks" / "00_intro.ipynb", tmp_path / "notebooks" / "01_more.ipynb"])
     ]
