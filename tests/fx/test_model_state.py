@@ -39,3 +39,15 @@ def test_every_kind_of_change_a_forward_makes_is_seen():
         with torch.no_grad():
             change(model)
         assert state_token(model) != before
+
+
+def test_a_model_made_under_inference_mode_is_tokened_and_profiled():
+    """Notebook 04 builds its model under torch.inference_mode: its tensors have no version counter to read."""
+    from labkit.fx import profile_model
+
+    with torch.inference_mode():
+        model = Stateful().eval()
+        model.cache["tensors"] = [torch.zeros(2)]
+    assert state_token(model) == state_token(model)
+    report = profile_model(model.lin, torch.ones(3, 2), warmup=1, runs=2)
+    assert report.table().rows
