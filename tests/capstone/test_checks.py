@@ -28,7 +28,10 @@ def _solution():
 
 @pytest.mark.slow  # times the challenge model against the solution
 def test_the_solution_solves_it():
-    result = check_make_faster(_solution())
+    for _ in range(3):  # a machine too busy to judge says so (NOT_JUDGED), as the learner is told: check again
+        result = check_make_faster(_solution())
+        if result.status is not Status.NOT_JUDGED:
+            break
     assert result.status is Status.SOLVED, result
     assert torch.set_num_threads is _SET_NUM_THREADS
 
