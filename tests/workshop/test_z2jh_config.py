@@ -177,5 +177,8 @@ def test_each_learners_server_is_on_a_subdomain_with_a_wildcard_certificate(conf
     assert https["hosts"] == [host, f"*.{host}"]
 
 
-def test_the_learners_servers_speak_a_language_labkit_knows(config):
-    assert config["singleuser"]["extraEnv"]["LABKIT_LANG"] in LANGUAGES
+def test_the_learners_servers_speak_a_language_labkit_knows_and_their_workspace_is_made_in_it(config):
+    language = config["singleuser"]["extraEnv"]["LABKIT_LANG"]
+    assert language in LANGUAGES
+    command = config["singleuser"]["initContainers"][0]["command"]
+    assert command[command.index("--lang") + 1] == language, "the workspace's labs in the room's language"
