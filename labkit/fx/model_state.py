@@ -21,7 +21,7 @@ DEPTH = 3
 
 def _token(value: Any, depth: int) -> Hashable:
     if isinstance(value, torch.Tensor):
-        if value.is_inference():  # made under torch.inference_mode: no version counter; an in-place write outside that mode raises
+        if value.is_inference():  # made under torch.inference_mode: no version counter (an in-place write outside it raises)
             return "inference tensor", id(value)
         return "tensor", id(value), value._version
     if isinstance(value, torch.nn.Module):
