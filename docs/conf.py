@@ -16,6 +16,11 @@ Why these choices:
   switcher in every page's header leads to the same page in the others (``_ext/labkit_languages.py``).
   Chinese search splits words with jieba (the docs extra installs it): without it Sphinx indexes
   only the Latin words of a Chinese page.
+- A translated edition's own prose (index.md, running.md) and sidebar captions come from Sphinx's gettext catalogues,
+  ``locale/<language>/LC_MESSAGES/<page>.po`` (one per page: ``gettext_compact = False``), compiled by Sphinx at build;
+  the words ``_ext/labkit_docs.py`` writes (run-time line, widget note, "Show solution") from its ``labkit_docs``
+  catalogue there. ``python -m labkit i18n update`` / ``check`` keep them following the English
+  (:mod:`labkit.i18n.docs_check`). Pages for instructors and maintainers stay English, with a line saying so.
 - Cells tagged ``solution`` get MyST-NB's ``tag_solution`` class; sphinx-togglebutton
   collapses their source behind "Show solution". Their outputs (the checker's verdict)
   stay visible.
@@ -49,6 +54,10 @@ root_doc = "index"
 include_patterns = ["*.md", "api/*.md", "notebooks/[0-9][0-9]_*.ipynb"]
 exclude_patterns = ["**/.ipynb_checkpoints"]
 
+# The zh and ru editions' translations (see the docstring); English has none.
+locale_dirs = ["locale/"]
+gettext_compact = False
+
 # MyST-NB: show what is stored, run nothing.
 nb_execution_mode = "off"
 nb_merge_streams = True
@@ -60,7 +69,7 @@ mathjax_path = "vendor/mathjax/tex-svg.js"
 
 # Solutions: collapsed source, visible output.
 togglebutton_selector = ".tag_solution .cell_input"
-togglebutton_hint = "Show solution"
+togglebutton_hint = "Show solution"  # in a translated edition: labkit_docs.use_edition_language
 togglebutton_hint_hide = "Hide solution"
 
 autodoc_member_order = "bysource"

@@ -8,6 +8,11 @@
   the landing page never disagrees with them.
 - A note above every widget: on the static page a widget is the snapshot stored when the
   notebook was executed, and nothing moves when a reader drags a slider.
+- The words this extension and the theme's solution toggle write, in the edition's language: Sphinx's own
+  gettext (:func:`sphinx.locale.get_translation`, catalogue ``labkit_docs`` in ``docs/locale``, compiled by
+  Sphinx's :class:`~sphinx.util.i18n.CatalogRepository` when the build starts). The pages themselves are
+  translated by Sphinx's ``locale_dirs`` catalogues (``docs/locale/<language>/LC_MESSAGES/<page>.po``); a page
+  that a translated edition keeps in English (:data:`ENGLISH_ONLY_PAGES`) says so in one line under its title.
 - In docstrings, ``|x|`` is an absolute value (``Largest |difference|``), not a
   reStructuredText substitution: the bars are escaped before autodoc parses them.
 """
@@ -20,22 +25,31 @@ from docutils import nodes
 from docutils.statemachine import StringList
 from nbformat import NotebookNode
 from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.locale import get_translation
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.i18n import CatalogRepository
 
-from labkit.labs import find_notebooks
 from labkit.authoring.docs import describe_notebook
 from labkit.authoring.nbrun import read_notebook
+from labkit.labs import find_notebooks
 
 NOTEBOOKS_FOLDER = "notebooks"  # relative to the Sphinx source folder
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _LITERAL = re.compile(r"(``.*?``)")  # inline code, where a bar is already literal
-FROZEN_NOTE = "A frozen snapshot of this widget, stored when the notebook was run: run the notebook to interact."
+CATALOGUE = "labkit_docs"  # docs/locale/<language>/LC_MESSAGES/labkit_docs.po
+LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
+#: Pages for instructors and maintainers (and the install notes), which the zh and ru editions keep in English.
+ENGLISH_ONLY_PAGES = frozenset({"install", "instructors", "maintainers"})
+_ = get_translation(CATALOGUE)
 
 
 class LearningPath(SphinxDirective):
     """Each notebook as a link, how long it runs, and its learning goals."""
 
     def run(self) -> list[nodes.Node]:
+        if self.env.app.builder.name == "gettext":  # its words are the notebooks', translated in their own catalogues
+            return []
         folder = Path(self.env.srcdir) / NOTEBOOKS_FOLDER
         lines: list[str] = []
         for path in find_notebooks(folder):
@@ -52,17 +66,48 @@ class LearningPath(SphinxDirective):
 def run_time(notebook: NotebookNode) -> str:
     """The run that stored the outputs (``make notebooks`` records it); nothing for a notebook without one."""
     record = notebook.metadata.get("labkit", {})
-    if "run_seconds" in record:
-        cores = f" on a {record['cpu_count']}-core machine" if record.get("cpu_count") else ""
-        return f" · ran in {record['run_seconds']:.0f} s{cores} when its outputs were stored"
-    return ""
+    if "run_seconds" not in record:
+        return ""
+    seconds = f"{record['run_seconds']:.0f}"
+    if record.get("cpu_count"):
+        line = _("ran in {seconds} s on a {cores}-core machine when its outputs were stored")
+        return " · " + line.format(seconds=seconds, cores=record["cpu_count"])
+    return " · " + _("ran in {seconds} s when its outputs were stored").format(seconds=seconds)
+
+
+def frozen_note() -> str:
+    return _("A frozen snapshot of this widget, stored when the notebook was run: run the notebook to interact.")
+
+
+def add_english_only_note(app: Sphinx, doctree: nodes.document) -> None:
+    """Under the title of a page a translated edition keeps in English: one line, in the edition's language."""
+    if app.config.language.startswith("en") or app.env.docname not in ENGLISH_ONLY_PAGES:
+        return
+    section = next(doctree.findall(nodes.section), None)
+    if section is not None:
+        note = nodes.paragraph(text=_("This page is in English."), classes=["labkit-english-only"])
+        section.insert(1, note)
+
+
+def use_edition_language(app: Sphinx, config: Config) -> None:
+    """Compile and load the ``labkit_docs`` catalogue of ``config.language``; the solution toggle's words from it.
+
+    Runs before sphinx-togglebutton's own config-inited handler, which writes ``togglebutton_hint`` into the page.
+    """
+    repository = CatalogRepository(str(LOCALE_DIR.parent), ["locale"], config.language, config.source_encoding)
+    for catalogue in repository.catalogs:
+        if catalogue.domain == CATALOGUE and catalogue.is_outdated():
+            catalogue.write_mo(config.language)
+    app.add_message_catalog(CATALOGUE, str(LOCALE_DIR))
+    config.togglebutton_hint = _("Show solution")
+    config.togglebutton_hint_hide = _("Hide solution")
 
 
 def add_frozen_widget_notes(app: Sphinx, doctree: nodes.document) -> None:
     """Put the frozen-snapshot note right above each stored widget view."""
     for view in list(doctree.findall(nodes.raw)):
         if WIDGET_VIEW in view.astext():
-            note = nodes.paragraph(text=FROZEN_NOTE, classes=["labkit-frozen-widget"])
+            note = nodes.paragraph(text=frozen_note(), classes=["labkit-frozen-widget"])
             view.parent.insert(view.parent.index(view), note)
 
 
@@ -75,6 +120,8 @@ def escape_absolute_value_bars(app: Sphinx, what: str, name: str, obj: object, o
 
 def setup(app: Sphinx) -> dict[str, object]:
     app.add_directive("learning-path", LearningPath)
+    app.connect("config-inited", use_edition_language, priority=400)
     app.connect("doctree-read", add_frozen_widget_notes)
+    app.connect("doctree-read", add_english_only_note)
     app.connect("autodoc-process-docstring", escape_absolute_value_bars)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,4 +1,4 @@
-"""``python -m labkit i18n update|build|check``: the notebooks' translations (``make i18n-update`` ...).
+"""``python -m labkit i18n update|build|check``: the notebooks' and docs pages' translations (``make i18n-update`` ...).
 
 Why a command: translators run ``update`` after an English change, ``build`` after translating, and
 ``make test`` runs ``check`` first, so a stale or unfinished translation stops the test run with the cells named.
@@ -29,9 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=int, default=600, help="build only: seconds per cell")
 
 
+def docs_dir(notebooks_dir: Path) -> Path:
+    """The docs site's Sphinx project beside the notebooks' folder (a checkout's ``docs/``)."""
+    return notebooks_dir.resolve().parent / "docs"
+
+
 def run(args: argparse.Namespace) -> int:
     try:  # polib, markdown-it-py and Babel come with the dev extra: --help works without them
-        from labkit.i18n import message_check, notebooks
+        from labkit.i18n import docs_check, message_check, notebooks
     except ImportError as exc:
         raise LabkitError(f"needs {exc.name}, which labkit's dev extra installs: pip install -e '.[dev]'.") from None
     langs = tuple(args.lang or LANGS)
@@ -40,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
         raise LabkitValueError(f"{root} holds no English notebooks (0*.ipynb): run this in a checkout of labkit's "
                                "repository, or pass --notebooks-dir.")
     if args.action == "update":
-        changes = notebooks.update(root, langs)
-        print("\n".join(changes) if changes else "catalogues already match the English notebooks")
+        changes = notebooks.update(root, langs) + docs_check.update(langs, docs_dir(root))
+        print("\n".join(changes) if changes else "catalogues already match the English notebooks and docs pages")
         return 0
     if args.action == "build":
         os.environ.setdefault("LABKIT_PROGRESS", "off")  # as make notebooks: the solved labs' verdicts are nobody's progress
@@ -52,13 +57,14 @@ def run(args: argparse.Namespace) -> int:
             print(line, flush=True)
         return 1 if failed else 0
     problems = [*map(str, notebooks.check(root, langs)),
-                *message_check.problems(langs, message_check.LOCALE_DIR, glossary_path=root / "i18n" / "glossary.csv")]
+                *message_check.problems(langs, message_check.LOCALE_DIR, glossary_path=root / "i18n" / "glossary.csv"),
+                *docs_check.problems(langs, docs_dir(root), glossary_path=root / "i18n" / "glossary.csv")]
     for problem in problems:
         print(problem, file=sys.stderr)
     count = len(notebooks.english_notebooks(root))
     if problems:
         print(f"i18n check: {len(problems)} problem(s) in {', '.join(langs)}", file=sys.stderr)
         return 1
-    print(f"i18n check: {count} notebooks and labkit's messages in {', '.join(langs)}, every translation finished and "
-          "current")
+    print(f"i18n check: {count} notebooks, labkit's messages and the docs pages in {', '.join(langs)}, every translation "
+          "finished and current")
     return 0

@@ -75,6 +75,21 @@ def test_translated_landing_page_takes_titles_and_goals_from_the_translated_note
     assert "Введение" in (site / "ru" / "index.html").read_text()
 
 
+def test_translated_editions_speak_their_language_in_the_prose_and_the_generated_words(site: Path) -> None:
+    zh = (site / "zh" / "index.html").read_text()
+    assert "讲解 PyTorch 内部机制的三个主题" in zh and "学习路线" in zh, "index.md's intro and heading, from docs/locale"
+    assert "Executable Jupyter labs" not in zh
+    assert "存储输出时在一台 4 核机器上运行了 12 秒" in zh, "the run-time line of 01_more"
+    assert "let toggleHintShow = '显示参考答案';" in zh and "let toggleHintHide = '隐藏参考答案';" in zh
+    assert "Как запустить лабораторные работы" in (site / "ru" / "running.html").read_text()
+    assert "let toggleHintShow = 'Показать решение';" in (site / "ru" / "index.html").read_text()
+    instructors = (site / "zh" / "instructors.html").read_text()
+    assert "本页内容为英文。" in instructors, "a page the edition keeps in English says so, in Chinese"
+    english = (site / "index.html").read_text()
+    assert "let toggleHintShow = 'Show solution';" in english and "ran in 12 s on a 4-core machine" in english
+    assert "This page is in English." not in (site / "instructors.html").read_text()
+
+
 def test_switcher_leads_to_the_same_page_in_each_edition_or_to_its_home(site: Path) -> None:
     assert switcher(site / "zh" / "notebooks" / "00_intro.html") == {
         "English": "../../notebooks/00_intro.html", "中文": "00_intro.html", "Русский": "../../ru/notebooks/00_intro.html",
