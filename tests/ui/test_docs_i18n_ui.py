@@ -75,6 +75,16 @@ def test_zh_landing_page_lists_the_translated_notebooks(page, site_url: str) -> 
     assert path.locator("li").count() >= len(STEMS), "each notebook's learning goals, from the zh notebook"
 
 
+def test_zh_page_chrome_that_labkit_writes_is_chinese(page, site_url: str) -> None:
+    """Sidebar captions (index.md), the solution toggle and the frozen-widget note: docs/locale, not English."""
+    open_page(page, site_url, f"zh/{MEMORY_FORMAT}")
+    captions = page.locator(".bd-sidebar .caption-text").all_inner_texts()
+    assert "学习路线" in captions, f"the sidebar's sections: {captions}"
+    assert page.locator("button.toggle-button").first.get_attribute("data-toggle-hint") == "显示参考答案"
+    assert "交互控件静态快照" in page.locator(".labkit-frozen-widget").first.inner_text()
+    assert page.errors == [] and page.blocked == []
+
+
 def test_switcher_leads_from_a_zh_page_to_the_same_page_in_russian_and_english(page, site_url: str) -> None:
     open_page(page, site_url, f"zh/{MEMORY_FORMAT}")
     switcher = page.locator(SWITCHER)
