@@ -16,7 +16,7 @@ Why these choices:
   switcher in every page's header leads to the same page in the others (``_ext/labkit_languages.py``).
   Chinese search splits words with jieba (the docs extra installs it): without it Sphinx indexes
   only the Latin words of a Chinese page.
-- A translated edition's own prose (index.md, running.md) and sidebar captions come from Sphinx's gettext catalogues,
+- A translated edition's own prose (index.md, running.md, install.md) and sidebar captions come from Sphinx's gettext catalogues,
   ``locale/<language>/LC_MESSAGES/<page>.po`` (one per page: ``gettext_compact = False``), compiled by Sphinx at build;
   the words ``_ext/labkit_docs.py`` writes (run-time line, widget note, "Show solution") from its ``labkit_docs``
   catalogue there. ``python -m labkit i18n update`` / ``check`` keep them following the English

@@ -29,7 +29,7 @@ from labkit.i18n.message_check import fields
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
 #: The learner-facing pages the translated editions translate; the others say they are in English (labkit_docs.py).
-TRANSLATED_PAGES = ("index", "running")
+TRANSLATED_PAGES = ("index", "running", "install")
 EXTENSION_CATALOGUE = "labkit_docs"  # docs/_ext/labkit_docs.py's words
 SPHINX_LANGUAGES = {"zh": "zh_CN", "ru": "ru"}  # labkit's language code -> the docs edition's Sphinx language
 _ERROR_LINES = 20

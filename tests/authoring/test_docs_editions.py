@@ -82,6 +82,7 @@ def test_translated_editions_speak_their_language_in_the_prose_and_the_generated
     assert "存储输出时在一台 4 核机器上运行了 12 秒" in zh, "the run-time line of 01_more"
     assert "let toggleHintShow = '显示参考答案';" in zh and "let toggleHintHide = '隐藏参考答案';" in zh
     assert "Как запустить лабораторные работы" in (site / "ru" / "running.html").read_text()
+    assert "<h1>安装 labkit" in (site / "zh" / "install.html").read_text()
     assert "let toggleHintShow = 'Показать решение';" in (site / "ru" / "index.html").read_text()
     instructors = (site / "zh" / "instructors.html").read_text()
     assert "本页内容为英文。" in instructors, "a page the edition keeps in English says so, in Chinese"
