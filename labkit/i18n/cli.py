@@ -29,9 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=int, default=600, help="build only: seconds per cell")
 
 
-def docs_dir(notebooks_dir: Path) -> Path:
-    """The docs site's Sphinx project beside the notebooks' folder (a checkout's ``docs/``)."""
-    return notebooks_dir.resolve().parent / "docs"
+def docs_dir(notebooks_dir: Path) -> Path | None:
+    """The docs site's Sphinx project beside the notebooks' folder (a checkout's ``docs/``); None for a folder of
+    notebooks alone, whose check is the notebooks' only."""
+    docs = notebooks_dir.resolve().parent / "docs"
+    return docs if (docs / "conf.py").is_file() else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise LabkitValueError(f"{root} holds no English notebooks (0*.ipynb): run this in a checkout of labkit's "
                                "repository, or pass --notebooks-dir.")
     if args.action == "update":
-        changes = notebooks.update(root, langs) + docs_check.update(langs, docs_dir(root))
+        docs = docs_dir(root)
+        changes = notebooks.update(root, langs) + (docs_check.update(langs, docs) if docs else [])
         print("\n".join(changes) if changes else "catalogues already match the English notebooks and docs pages")
         return 0
     if args.action == "build":
@@ -56,15 +59,17 @@ def run(args: argparse.Namespace) -> int:
             failed += line.startswith("skipped")
             print(line, flush=True)
         return 1 if failed else 0
+    docs = docs_dir(root)
     problems = [*map(str, notebooks.check(root, langs)),
                 *message_check.problems(langs, message_check.LOCALE_DIR, glossary_path=root / "i18n" / "glossary.csv"),
-                *docs_check.problems(langs, docs_dir(root), glossary_path=root / "i18n" / "glossary.csv")]
+                *(docs_check.problems(langs, docs, glossary_path=root / "i18n" / "glossary.csv") if docs else [])]
     for problem in problems:
         print(problem, file=sys.stderr)
     count = len(notebooks.english_notebooks(root))
     if problems:
         print(f"i18n check: {len(problems)} problem(s) in {', '.join(langs)}", file=sys.stderr)
         return 1
-    print(f"i18n check: {count} notebooks, labkit's messages and the docs pages in {', '.join(langs)}, every translation "
-          "finished and current")
+    pages = ", the docs pages" if docs else ""
+    print(f"i18n check: {count} notebooks{pages} and labkit's messages in {', '.join(langs)}, every translation finished "
+          "and current")
     return 0
