@@ -80,7 +80,10 @@ def test_zh_page_chrome_that_labkit_writes_is_chinese(page, site_url: str) -> No
     open_page(page, site_url, f"zh/{MEMORY_FORMAT}")
     captions = page.locator(".bd-sidebar .caption-text").all_inner_texts()
     assert "学习路线" in captions, f"the sidebar's sections: {captions}"
-    assert page.locator("button.toggle-button").first.get_attribute("data-toggle-hint") == "显示参考答案"
+    toggle = page.locator(".tag_solution .toggle-details__summary-text").first
+    assert toggle.inner_text().strip() == "显示参考答案"
+    toggle.click()
+    assert toggle.inner_text().strip() == "隐藏参考答案"
     assert "交互控件静态快照" in page.locator(".labkit-frozen-widget").first.inner_text()
     assert page.errors == [] and page.blocked == []
 
