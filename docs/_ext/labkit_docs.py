@@ -39,8 +39,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _LITERAL = re.compile(r"(``.*?``)")  # inline code, where a bar is already literal
 CATALOGUE = "labkit_docs"  # docs/locale/<language>/LC_MESSAGES/labkit_docs.po
 LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
-#: Pages for instructors and maintainers, which the zh and ru editions keep in English.
-ENGLISH_ONLY_PAGES = frozenset({"instructors", "maintainers"})
+#: Pages the zh and ru editions keep in English: for instructors and maintainers, and the API reference's stub
+#: (labkit.authoring.docs.API_STUB, which links to the English reference).
+ENGLISH_ONLY_PAGES = frozenset({"api", "instructors", "maintainers"})
 _ = get_translation(CATALOGUE)
 
 

@@ -86,6 +86,7 @@ def test_translated_editions_speak_their_language_in_the_prose_and_the_generated
     assert "let toggleHintShow = 'Показать решение';" in (site / "ru" / "index.html").read_text()
     instructors = (site / "zh" / "instructors.html").read_text()
     assert "本页内容为英文。" in instructors, "a page the edition keeps in English says so, in Chinese"
+    assert "本页内容为英文。" in (site / "zh" / "api.html").read_text()
     english = (site / "index.html").read_text()
     assert "let toggleHintShow = 'Show solution';" in english and "ran in 12 s on a 4-core machine" in english
     assert "This page is in English." not in (site / "instructors.html").read_text()
