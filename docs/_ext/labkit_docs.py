@@ -91,7 +91,8 @@ def add_english_only_note(app: Sphinx, doctree: nodes.document) -> None:
 
 
 def use_edition_language(app: Sphinx, config: Config) -> None:
-    """Compile and load the ``labkit_docs`` catalogue of ``config.language``; the solution toggle's words from it.
+    """Compile and load the ``labkit_docs`` catalogue of ``config.language``; the site's title and the solution
+    toggle's words from it.
 
     Runs before sphinx-togglebutton's own config-inited handler, which writes ``togglebutton_hint`` into the page.
     """
@@ -100,6 +101,7 @@ def use_edition_language(app: Sphinx, config: Config) -> None:
         if catalogue.domain == CATALOGUE and catalogue.is_outdated():
             catalogue.write_mo(config.language)
     app.add_message_catalog(CATALOGUE, str(LOCALE_DIR))
+    config.html_title = _("labkit labs")  # conf.py's html_title: every page's <title> and the sidebar's name
     config.togglebutton_hint = _("Show solution")
     config.togglebutton_hint_hide = _("Hide solution")
 

@@ -16,8 +16,8 @@ with Sphinx's own ``language`` (the theme's words, the search's word splitting),
 Sphinx run per edition since a search index has one language. A translated edition has
 the landing page, the translated notebooks and the prose pages (the learners' ones translated
 by the gettext catalogues in ``docs/locale``, see ``docs/conf.py``; the instructors' and
-maintainers' in English, saying so), but not the API reference: its docstrings are English and autodoc (it imports torch) is most of a
-build's time, so the edition's API page links to the English one. Every page gets a
+maintainers' in English, saying so), but not the API reference: its docstrings are English
+and autodoc (it imports torch) is most of a build's time, so the edition's API page links to the English one. Every page gets a
 language switcher (``docs/_ext/labkit_languages.py``), which reads the editions from
 :data:`EDITION_FILE` in each Sphinx source folder.
 

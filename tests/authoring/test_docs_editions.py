@@ -79,6 +79,7 @@ def test_translated_editions_speak_their_language_in_the_prose_and_the_generated
     zh = (site / "zh" / "index.html").read_text()
     assert "讲解 PyTorch 内部机制的三个主题" in zh and "学习路线" in zh, "index.md's intro and heading, from docs/locale"
     assert "Executable Jupyter labs" not in zh
+    assert "<title>labkit 实验 &#8212; labkit 实验</title>" in zh, "the site's title (html_title) too"
     assert "存储输出时在一台 4 核机器上运行了 12 秒" in zh, "the run-time line of 01_more"
     assert "let toggleHintShow = '显示参考答案';" in zh and "let toggleHintHide = '隐藏参考答案';" in zh
     assert "Как запустить лабораторные работы" in (site / "ru" / "running.html").read_text()
