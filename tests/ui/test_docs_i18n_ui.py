@@ -11,12 +11,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import polib
 import pytest
 
 from labkit.labs import find_notebooks
 from tests.ui import test_docs_ui
 from tests.ui.support import NOTEBOOKS, docs_site, static_server
-from tests.ui.test_docs_ui import RENDER_TIMEOUT_MS, check_stored_widgets, open_page
+from tests.ui.test_docs_ui import FROZEN_NOTE, RENDER_TIMEOUT_MS, check_stored_widgets, open_page
 
 pytestmark = pytest.mark.ui
 page = test_docs_ui.page  # the fixture: a page that may load only the site, its console errors recorded
@@ -25,6 +26,7 @@ STEMS = [path.stem for path in find_notebooks(NOTEBOOKS)]
 TRANSLATED_PAGES = [f"{code}/{name}" for code in LANGUAGES for name in ["index", *(f"notebooks/{stem}" for stem in STEMS)]]
 SWITCHER = "nav.labkit-languages"
 MEMORY_FORMAT = "notebooks/02_memory_format"
+DOCS_LOCALE = Path(__file__).resolve().parents[2] / "docs" / "locale"
 CHINESE_TERM = "步幅"  # "stride", as the glossary writes it: notebook 02's subject
 RUSSIAN_TERM = "шаги"  # "strides"
 
@@ -38,6 +40,15 @@ def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def site_url(site_dir: Path) -> Iterator[str]:
     with static_server(site_dir) as url:
         yield url
+
+
+def frozen_note(code: str) -> str:
+    """The frozen-widget note as the edition's catalogue translates it (docs/locale), so a translator's rewording holds."""
+    folder = {"zh": "zh_CN", "ru": "ru"}[code]
+    catalogue = polib.pofile(str(DOCS_LOCALE / folder / "LC_MESSAGES" / "labkit_docs.po"))
+    translation = catalogue.find(FROZEN_NOTE).msgstr
+    assert translation, f"{code}: the frozen-widget note is not translated"
+    return translation
 
 
 def language_of(page) -> str:
@@ -58,7 +69,7 @@ def test_translated_page_opens_offline_in_its_language_with_its_widgets(page, si
     prose = page.locator("article.bd-article").inner_text()
     assert len(script.findall(prose)) > 100, f"{name}: hardly any {code} text on the page"
     if rest.startswith("notebooks/"):
-        check_stored_widgets(page, rest.removeprefix("notebooks/"))
+        check_stored_widgets(page, rest.removeprefix("notebooks/"), frozen_note(code))
         assert script.search(page.locator("h1").first.inner_text()), f"{name}: the title is not translated"
     page.screenshot(path=str(screenshot_dir / f"docs_{name.replace('/', '_')}.png"), full_page=True)
     assert page.errors == [], f"{name}: console errors {page.errors}"

@@ -87,8 +87,11 @@ def open_page(page, site_url: str, name: str) -> None:
     page.wait_for_load_state("load")
 
 
-def check_stored_widgets(page, stem: str) -> None:
-    """Each labkit widget the notebook shows is drawn from its stored state: image loaded, values shown, a note above."""
+FROZEN_NOTE = "A frozen snapshot of this widget, stored when the notebook was run: run the notebook to interact."
+
+
+def check_stored_widgets(page, stem: str, note: str = FROZEN_NOTE) -> None:
+    """Each labkit widget the notebook shows is drawn from its stored state: image loaded, values shown, ``note`` above."""
     for name in sorted(widgets_in(stem) & set(WIDGET_CLASSES)):
         widget = page.locator(f".{WIDGET_CLASSES[name]}").first
         widget.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
@@ -111,7 +114,7 @@ def check_stored_widgets(page, stem: str) -> None:
     notes = page.locator("p.labkit-frozen-widget")
     assert notes.count() == views, "every stored widget has the frozen-snapshot note"
     for i in range(views):
-        assert notes.nth(i).is_visible() and "run the notebook to interact" in notes.nth(i).inner_text()
+        assert notes.nth(i).is_visible() and notes.nth(i).inner_text().strip() == note
     assert page.locator(".jupyter-widgets", has_text="Error").count() == 0
 
 
