@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -53,15 +54,8 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     if lang == "en":
         yield
         return
-    before = os.environ.get("LABKIT_LANG")
-    os.environ["LABKIT_LANG"] = lang
-    try:
+    with mock.patch.dict(os.environ, {"LABKIT_LANG": lang}):
         yield
-    finally:
-        if before is None:
-            os.environ.pop("LABKIT_LANG", None)
-        else:
-            os.environ["LABKIT_LANG"] = before
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
