@@ -105,7 +105,7 @@ def problems(langs: tuple[str, ...], docs_dir: Path = DOCS_DIR, glossary_path: P
                 continue
             catalogue = _read(path, lang)
             for message in template:
-                if message.id:
+                if isinstance(message.id, str) and message.id:  # a docs message has no plural forms
                     found += [f"{path} ({lang}), {where}: {problem}: {message.id!r}"
                               for problem in _entry_problems(message.id, catalogue.get(message.id), lang, terms,
                                                              placeholders=name == EXTENSION_CATALOGUE)]
@@ -128,12 +128,13 @@ def _read(path: Path, lang: str) -> Catalog:
 def _entry_problems(english: str, entry: Message | None, lang: str, terms: list[glossary.Term], *,
                     placeholders: bool) -> Iterator[str]:
     """``placeholders``: the entry is a ``str.format`` template (the extension's words; a page's text is Markdown)."""
-    if entry is None or not entry.string:
+    translation = entry.string if entry is not None and isinstance(entry.string, str) else ""
+    if entry is None or not translation:
         yield "no translation"
         return
     if entry.fuzzy:
         yield "fuzzy (the English changed: check the translation, then remove the fuzzy flag)"
-    if placeholders and fields(entry.string) != fields(english):
-        yield f"placeholders differ: {sorted(fields(english))} in English, {sorted(fields(entry.string))} here"
-    yield from markdown.differences(english, entry.string)
-    yield from glossary.violations(terms, lang, entry.string)
+    if placeholders and fields(translation) != fields(english):
+        yield f"placeholders differ: {sorted(fields(english))} in English, {sorted(fields(translation))} here"
+    yield from markdown.differences(english, translation)
+    yield from glossary.violations(terms, lang, translation)
