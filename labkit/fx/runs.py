@@ -368,7 +368,6 @@ class Profiler:
         return report
 
 
-
 def run_series(
     profiler: Profiler, warmup: int, runs: int, on_run: Callable[[ProfileReport], None] | None = None, *,
     window: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
@@ -392,8 +391,8 @@ def run_series(
                     on_run(profiler.report())
     return profiler
 
+
 __all__ = [
-    "run_series",
     "EagerRun",
     "HookSideEffectWarning",
     "ModelRunError",
@@ -407,5 +406,6 @@ __all__ = [
     "model_device",
     "preserved_rng",
     "run_eager_once",
+    "run_series",
     "watch_runs",
 ]
