@@ -81,13 +81,21 @@ def frozen_note() -> str:
 
 
 def add_english_only_note(app: Sphinx, doctree: nodes.document) -> None:
-    """Under the title of a page a translated edition keeps in English: one line, in the edition's language."""
+    """Under the title of a page a translated edition keeps in English: one line, in the edition's language.
+
+    The page's sections say ``lang="en"`` and the note the edition's language (docutils writes a ``language-xx``
+    class as the ``lang`` attribute), so a screen reader does not read English text with a Chinese or Russian voice
+    under the page's ``<html lang>``.
+    """
     if app.config.language.startswith("en") or app.env.docname not in ENGLISH_ONLY_PAGES:
         return
-    section = next(doctree.findall(nodes.section), None)
-    if section is not None:
-        note = nodes.paragraph(text=_("This page is in English."), classes=["labkit-english-only"])
-        section.insert(1, note)
+    sections = [child for child in doctree.children if isinstance(child, nodes.section)]
+    for section in sections:
+        section["classes"].append("language-en")
+    if sections:
+        edition = app.config.language.replace("_", "-")
+        note = nodes.paragraph(text=_("This page is in English."), classes=["labkit-english-only", f"language-{edition}"])
+        sections[0].insert(1, note)
 
 
 def use_edition_language(app: Sphinx, config: Config) -> None:

@@ -87,10 +87,14 @@ def test_translated_editions_speak_their_language_in_the_prose_and_the_generated
     assert "let toggleHintShow = 'Показать решение';" in (site / "ru" / "index.html").read_text()
     instructors = (site / "zh" / "instructors.html").read_text()
     assert "本页内容为英文。" in instructors, "a page the edition keeps in English says so, in Chinese"
+    assert re.search(r'<section [^>]*\blang="en">', instructors), "its English body says lang=en (screen readers)"
+    assert '<p class="labkit-english-only" lang="zh-CN">本页内容为英文。</p>' in instructors
+    assert re.search(r'<section [^>]*\blang="en">', (site / "ru" / "maintainers.html").read_text())
     assert "本页内容为英文。" in (site / "zh" / "api.html").read_text()
     english = (site / "index.html").read_text()
     assert "let toggleHintShow = 'Show solution';" in english and "ran in 12 s on a 4-core machine" in english
     assert "This page is in English." not in (site / "instructors.html").read_text()
+    assert 'lang="en">' not in (site / "instructors.html").read_text(), "the English edition needs no mark"
 
 
 def test_switcher_leads_to_the_same_page_in_each_edition_or_to_its_home(site: Path) -> None:
