@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import torch
@@ -135,6 +136,39 @@ def optimize_for_inference_variant(base: Variant) -> Variant:
     return Variant(OPTIMIZED_FOR_INFERENCE, optimized, base.inputs, "torch.fx.experimental.optimization.optimize_for_inference")
 
 
+INDUCTOR_CACHE_PREFIX = "labkit-inductor-"  # then the owning process's id: labkit-inductor-<pid>-<random>
+
+
+def _process_is_running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (POSIX: signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_orphaned_inductor_caches(parent: Path) -> list[Path]:
+    """Remove the cold-compile cache folders whose process is gone; return them.
+
+    Why: the atexit hook of :func:`_empty_inductor_cache` never runs when a kernel is
+    killed (a restart, a hub culling idle servers), and each left folder holds the
+    compiled kernels of one model. The next cold compile cleans up after them. On
+    Windows, where ``os.kill(pid, 0)`` would end the process, nothing is removed.
+    """
+    if os.name == "nt":
+        return []
+    removed = []
+    for folder in parent.glob(f"{INDUCTOR_CACHE_PREFIX}*-*"):
+        pid = folder.name.removeprefix(INDUCTOR_CACHE_PREFIX).split("-", 1)[0]
+        if folder.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _process_is_running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)  # another user's folder (sticky /tmp) stays: not ours to remove
+            removed.append(folder)
+    return removed
+
+
 @contextlib.contextmanager
 def _empty_inductor_cache() -> Iterator[None]:
     """Point inductor at a new, empty cache folder for the block, as on a learner's first compile.
@@ -142,9 +176,11 @@ def _empty_inductor_cache() -> Iterator[None]:
     Why: inductor keeps compiled kernels on disk, so a second compile of the same
     model takes a fraction of the first. A break-even computed from that warm time
     would flatter ``torch.compile``. The folder stays until the process exits (the
-    compiled module loads its kernels from it), then it is removed.
+    compiled module loads its kernels from it), then it is removed; a process that
+    was killed leaves it to the next cold compile (:func:`remove_orphaned_inductor_caches`).
     """
-    folder = tempfile.mkdtemp(prefix="labkit-inductor-")
+    remove_orphaned_inductor_caches(Path(tempfile.gettempdir()))
+    folder = tempfile.mkdtemp(prefix=f"{INDUCTOR_CACHE_PREFIX}{os.getpid()}-")
     atexit.register(shutil.rmtree, folder, True)
     previous = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder

@@ -298,3 +298,35 @@ def test_the_challenge_input_is_small_and_seeded():
     x = challenge_input()
     assert x.shape == (8, 3, CHALLENGE_SIZE, CHALLENGE_SIZE) and torch.equal(x, challenge_input())
     assert challenge_input(batch=2).shape[0] == 2
+
+
+def test_a_cold_compile_removes_the_cache_folders_of_killed_processes(tmp_path, monkeypatch):
+    """A killed kernel never runs its atexit hook; the next cold compile removes what it left."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    from labkit.capstone import variants
+
+    if os.name == "nt":
+        pytest.skip("POSIX only: os.kill(pid, 0) would end the process on Windows")
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = tmp_path / f"labkit-inductor-{ended.stdout.strip()}-abc"
+    (orphan / "kernels").mkdir(parents=True)
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as alive:
+        try:
+            kept = [tmp_path / f"labkit-inductor-{alive.pid}-def", tmp_path / f"labkit-inductor-{os.getpid()}-ghi",
+                    tmp_path / "labkit-inductor-notapid", tmp_path / "someone-elses-folder"]
+            for folder in kept:
+                folder.mkdir()
+            monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+            monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+            with variants._empty_inductor_cache():
+                cache = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+            assert not orphan.exists(), "the folder of a process that ended is removed"
+            assert all(folder.is_dir() for folder in kept), "a live process's, our own and other folders stay"
+            assert cache.startswith(str(tmp_path / f"labkit-inductor-{os.getpid()}-")) and os.path.isdir(cache)
+            assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ, "the variable is put back as it was"
+        finally:
+            alive.kill()
