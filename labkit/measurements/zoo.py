@@ -22,7 +22,8 @@ from a small config with keyword inputs, see :mod:`labkit.fx.hf_zoo`) this repor
   layout ops such as ``permute`` are not counted); model and image inputs
   converted (``channels_last_3d`` for video; a detector's 3-D images stay as they are);
 - channels_last same / fusion same: whether that run, and the Conv-BN-fused model
-  (:func:`~labkit.fx.fusion.fuse_safely`, traced models only), give the eager
+  (:func:`~labkit.fx.fusion.fuse_safely`; models profiled from a graph only, folded in
+  the ATen graph ``torch.export`` captures where symbolic_trace fails), give the eager
   output within ``rtol=1e-4, atol=1e-5`` of its scale. A detector's output is a
   selection (boxes above a score threshold, after non-maximum suppression): with
   random weights the scores are near-ties, so a rounding difference can keep
@@ -222,16 +223,24 @@ def _batchnorms(model: Any) -> int:
     return sum(isinstance(m, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)) for m in model.modules())
 
 
+def _batchnorms_left(fused: Any) -> int:
+    """BatchNorms a fused model still runs: modules (symbolic_trace's graph) or ATen nodes (an exported graph's)."""
+    nodes = sum(node.op == "call_function" and "batch_norm" in str(node.target) for node in fused.graph.nodes)
+    return _batchnorms(fused) + nodes
+
+
 def _fusion_same(model: Any, call: Call, reference: Any) -> str:
-    """Fold Conv-BN pairs (torch's fuse where safe) and compare with the eager output."""
+    """Fold Conv-BN pairs (torch's fuse where safe, or in the ATen graph torch.export captures when symbolic_trace
+    fails) and compare with the eager output."""
     import torch
 
     from labkit.fx.fusion import fuse_safely
 
-    fused, _ = fuse_safely(model)
+    fused, note = fuse_safely(model, *call.args, kwargs=call.kwargs)
     with torch.no_grad():
         output = fused(*call.args, **call.kwargs)
-    return _same_text(reference, output, "the fused model", f"{_batchnorms(model) - _batchnorms(fused)} BN folded")
+    where = " in the exported graph" if "torch.export" in note else ""
+    return _same_text(reference, output, "the fused model", f"{_batchnorms(model) - _batchnorms_left(fused)} BN folded{where}")
 
 
 def _channels_last(model: Any, kind: str, call: Call, reference: Any) -> tuple[str, str]:
@@ -303,9 +312,9 @@ def _prepare_hf(name: str, batch: int, device: Any) -> tuple[Any, Call, Any]:
     return model, call, reference
 
 
-def _fusion_cell(model: Any, call: Call, reference: Any, fx_traced: bool) -> str:
-    """The fusion column (fx-traced models only); a failure fills the cell, not the end of the row."""
-    if not fx_traced:
+def _fusion_cell(model: Any, call: Call, reference: Any, graph_captured: bool) -> str:
+    """The fusion column (models profiled from a graph only); a failure fills the cell, not the end of the row."""
+    if not graph_captured:
         return "n/a (not traced)"
     try:
         return _fusion_same(model, call, reference)
@@ -321,18 +330,18 @@ def _channels_last_cells(model: Any, kind: str, call: Call, reference: Any) -> t
         return _failure_cell(exc), _failure_cell(exc)
 
 
-def _with_variants(row: ZooRow, model: Any, call: Call, reference: Any, fx_traced: bool) -> ZooRow:
+def _with_variants(row: ZooRow, model: Any, call: Call, reference: Any, graph_captured: bool) -> ZooRow:
     """``row`` with fusion, then channels_last."""
-    fusion = _fusion_cell(model, call, reference, fx_traced)
+    fusion = _fusion_cell(model, call, reference, graph_captured)
     drops, same = _channels_last_cells(model, row.kind, call, reference)
     return replace(row, fusion_same=fusion, channels_last_drops=drops, channels_last_same=same)
 
 
-def _with_hf_variants(row: ZooRow, model: Any, call: Call, reference: Any, fx_traced: bool) -> ZooRow:
+def _with_hf_variants(row: ZooRow, model: Any, call: Call, reference: Any, graph_captured: bool) -> ZooRow:
     """As :func:`_with_variants`, where a transformer has something to fold (BatchNorm) or to convert (an image input)."""
     import torch
 
-    fusion = _fusion_cell(model, call, reference, fx_traced) if _batchnorms(model) else "n/a (no BatchNorm)"
+    fusion = _fusion_cell(model, call, reference, graph_captured) if _batchnorms(model) else "n/a (no BatchNorm)"
     drops = same = "n/a (no image input)"
     if any(isinstance(value, torch.Tensor) and value.dim() == 4 for value in call.kwargs.values()):
         drops, same = _channels_last_cells(model, row.kind, call, reference)
@@ -350,7 +359,7 @@ def _outside_pct(report: Any) -> float | None:
 
 
 def _profiled_row(row: ZooRow, model: Any, call: Call, warmup: int, runs: int, device: Any) -> tuple[ZooRow, bool]:
-    """``row`` with the profile's columns, and whether torch.fx traced the model (a failed profile: the row says why)."""
+    """``row`` with the profile's columns, and whether a graph was captured (a failed profile: the row says why)."""
     try:
         report, over_eager, noisy = _profile_against_eager(model, call, warmup, runs, device)
     except Exception as exc:  # noqa: BLE001 - as above; a non-labkit error is named as such
@@ -364,7 +373,7 @@ def _profiled_row(row: ZooRow, model: Any, call: Call, warmup: int, runs: int, d
         mode=report.mode, capture=capture, nodes=report.graph_nodes,
         over_eager=over_eager, noisy=noisy, outside_pct=_outside_pct(report), top_op=report.by_op_type().rows[0][0],
     )
-    return row, graph and not report.fallback_reason and capture in ("", "symbolic_trace")
+    return row, graph
 
 
 def measure_model(name: str, *, size: int | None = None, batch: int = 1, warmup: int = 1, runs: int = 3,
@@ -385,8 +394,8 @@ def measure_model(name: str, *, size: int | None = None, batch: int = 1, warmup:
         model, call, reference = _prepare(info, batch, side, chosen)
     except Exception as exc:  # noqa: BLE001 - the model failing on its own input is this row's finding
         return replace(row, why=f"the model itself failed, before labkit: {_first_line(exc)}")
-    row, fx_traced = _profiled_row(row, model, call, warmup, runs, chosen)
-    return row if row.outcome == FAILED else _with_variants(row, model, call, reference, fx_traced)
+    row, graph_captured = _profiled_row(row, model, call, warmup, runs, chosen)
+    return row if row.outcome == FAILED else _with_variants(row, model, call, reference, graph_captured)
 
 
 def measure_hf_model(name: str, *, batch: int = 1, warmup: int = 1, runs: int = 3, device: str | None = None) -> ZooRow:
@@ -407,8 +416,8 @@ def measure_hf_model(name: str, *, batch: int = 1, warmup: int = 1, runs: int = 
         return replace(row, why=str(exc))
     except Exception as exc:  # noqa: BLE001 - the model failing on its own input is this row's finding
         return replace(row, why=f"the model itself failed, before labkit: {_first_line(exc)}")
-    row, fx_traced = _profiled_row(row, model, call, warmup, runs, chosen)
-    return row if row.outcome == FAILED else _with_hf_variants(row, model, call, reference, fx_traced)
+    row, graph_captured = _profiled_row(row, model, call, warmup, runs, chosen)
+    return row if row.outcome == FAILED else _with_hf_variants(row, model, call, reference, graph_captured)
 
 
 # ---------------------------------------------------------------------- the sweep

@@ -13,6 +13,8 @@ from labkit.core.errors import LabkitValueError
 
 pytest.importorskip("torchvision")
 
+import torch  # noqa: E402
+
 from labkit.measurements import zoo  # noqa: E402
 
 
@@ -55,6 +57,34 @@ def test_a_model_that_fails_by_itself_is_a_failed_row(monkeypatch):
     monkeypatch.setattr(labkit.fx.model_zoo, "build_model", lambda name: torch.nn.Linear(3, 4).eval())
     row = zoo.measure_model("resnet18", size=32)
     assert row.outcome == "failed" and row.why.startswith("the model itself failed, before labkit: RuntimeError: ")
+
+
+class ConvBnPerImage(torch.nn.Module):
+    """Conv + BatchNorm, then a loop over the batch: symbolic_trace fails ("Proxy object cannot be iterated"),
+    torch.export captures it (the batch size is static)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return torch.stack([image.relu() for image in self.bn(self.conv(x))])
+
+
+def test_an_exported_model_is_fused_in_its_exported_graph(monkeypatch):
+    """Fusion works wherever a graph profile does (issue 34), so the zoo's column covers exported models too."""
+    import labkit.fx.model_zoo
+
+    def build(name):
+        torch.manual_seed(0)
+        model = ConvBnPerImage().eval()
+        model.bn.running_mean.uniform_(-1, 1), model.bn.running_var.uniform_(0.5, 2)
+        return model
+
+    monkeypatch.setattr(labkit.fx.model_zoo, "build_model", build)
+    row = zoo.measure_model("resnet18", size=16, warmup=0, runs=1)
+    assert (row.outcome, row.mode, row.capture) == ("traced", "fast", "export")
+    assert row.fusion_same == "yes, 1 BN folded in the exported graph"
 
 
 @pytest.mark.slow  # about 3 s on an idle 2-core machine, 27 s under load; tests/learner/test_profile.py covers the fallback
@@ -220,8 +250,8 @@ def test_the_capture_the_report_names_fills_its_column(monkeypatch):
     report = ExportedReport([NodeTiming("call_function", "mm", "mm", "mm", stats, 96.0)], stats, "fast", 0, graph_nodes=1,
                             fallback_reason="torch.fx could not trace the model: TypeError: no. More.")
     monkeypatch.setattr(zoo, "_profile_against_eager", lambda *a: (report, 1.05, False))
-    row, fx_traced = zoo._profiled_row(zoo.ZooRow("m", "hf text", "x", "failed"), None, zoo.Call(), 0, 1, "cpu")
-    assert (row.outcome, row.mode, row.capture, fx_traced) == ("traced", "fast", "export", False)
+    row, graph_captured = zoo._profiled_row(zoo.ZooRow("m", "hf text", "x", "failed"), None, zoo.Call(), 0, 1, "cpu")
+    assert (row.outcome, row.mode, row.capture, graph_captured) == ("traced", "fast", "export", True), "it gets fused"
     assert row.why == "not by symbolic_trace: TypeError: no."
     # the report's own outside_pct (100 - 96 %) where it has one; else its "outside" rows, here none
     assert row.outside_pct == (pytest.approx(4.0) if hasattr(ProfileReport, "outside_pct") else None)
