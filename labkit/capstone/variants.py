@@ -146,12 +146,12 @@ def _process_is_running(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process: alive
-        return True
+        pass
     return True
 
 
-def remove_orphaned_inductor_caches(parent: Path) -> list[Path]:
-    """Remove the cold-compile cache folders whose process is gone; return them.
+def remove_orphaned_inductor_caches(parent: Path) -> None:
+    """Remove the cold-compile cache folders whose process is gone.
 
     Why: the atexit hook of :func:`_empty_inductor_cache` never runs when a kernel is
     killed (a restart, a hub culling idle servers), and each left folder holds the
@@ -159,14 +159,11 @@ def remove_orphaned_inductor_caches(parent: Path) -> list[Path]:
     Windows, where ``os.kill(pid, 0)`` would end the process, nothing is removed.
     """
     if os.name == "nt":
-        return []
-    removed = []
+        return
     for folder in parent.glob(f"{INDUCTOR_CACHE_PREFIX}*-*"):
         pid = folder.name.removeprefix(INDUCTOR_CACHE_PREFIX).split("-", 1)[0]
         if folder.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not _process_is_running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)  # another user's folder (sticky /tmp) stays: not ours to remove
-            removed.append(folder)
-    return removed
 
 
 @contextlib.contextmanager
