@@ -49,7 +49,12 @@ What :class:`WorkshopAuthenticator` does instead:
   approves each sign-up.
 - Log-in and sign-up cannot stall the hub: bcrypt (about a quarter of a
   second of CPU per password) runs on a small pool of threads of its own,
-  never on the hub's event loop; each client address may POST to ``/hub/login``
+  never on the hub's event loop, on every path: the check, a refused log-in
+  (NativeAuthenticator's page hashed the password again on the loop to tell
+  "not approved yet" apart), the sign-up's hash and both password changes. A
+  name nobody signed up with is checked against :data:`DUMMY_HASH`, so it costs
+  one bcrypt like a real name and the answer's timing says nothing about
+  which names exist. Each client address may POST to ``/hub/login``
   and ``/hub/signup`` at most ``attempts_per_minute`` times a minute (429 and
   how long to wait, after that); and at most ``max_pending_sign_ups`` sign-ups
   wait for approval at once (the next is refused, saying so), so the
@@ -112,6 +117,9 @@ ADMIN_MINIMUM = INSTRUCTOR_PASSWORD_MIN  # the instructor's account opens every 
 BCRYPT_MAX_BYTES = 72  # bcrypt 5 refuses a longer password (older releases silently ignored the rest)
 ATTEMPTS_PER_MINUTE = HubSettings.login_attempts_per_minute  # per client address (LABKIT_WORKSHOP_*: settings.py)
 MAX_PENDING_SIGN_UPS = HubSettings.max_pending_sign_ups  # a room's worth, never an endless approval page
+# A name nobody signed up with is checked against this hash (of a random password, at bcrypt.gensalt()'s cost),
+# so that it costs one bcrypt, as an existing name does: the reply's timing does not tell which names exist.
+DUMMY_HASH = b"$2b$12$M7lzostAuLkujfRha8SN1evrSf.0L9WgX6FPXHBe8F/k1D8fi6kke"
 HASHING_THREADS = 2  # bcrypt releases the GIL: two threads hash while the event loop keeps serving
 admin_only = needs_scope("admin:users")  # as NativeAuthenticator guards its admin pages
 _hashing = ThreadPoolExecutor(HASHING_THREADS, thread_name_prefix="labkit-bcrypt")
@@ -184,17 +192,39 @@ class WorkshopAuthenticator(NativeAuthenticator):
         self._hashed: dict[tuple[str, str], bytes] = {}  # (name, password) -> its bcrypt hash, made off the loop
 
     async def authenticate(self, handler: Any, data: dict[str, str]) -> str | None:
-        """NativeAuthenticator's check, with the password compared on the hashing threads."""
+        """NativeAuthenticator's check: one bcrypt on the hashing threads, for a name that exists or not.
+
+        A right password of a sign-up not approved yet marks ``handler.unapproved``, for the log-in page to say so.
+        """
         username = self.normalize_username(data["username"])
-        password = data["password"].encode()
         user = self.get_user(username)
-        if user is None or not user.is_authorized or len(password) > BCRYPT_MAX_BYTES:
+        if not await self.password_matches(user, data["password"]) or user is None:
             return None
-        if not await off_the_loop(bcrypt.checkpw, password, bytes(user.password)):
+        if not user.is_authorized:
+            if handler is not None:
+                handler.unapproved = True
             return None
         if user.has_2fa and not user.is_valid_token(data.get("2fa")):
             return None
         return str(username)
+
+    async def password_matches(self, user: UserInfo | None, password: str) -> bool:
+        """Whether ``password`` is ``user``'s, on the hashing threads; no user costs the same (:data:`DUMMY_HASH`)."""
+        encoded = password.encode()
+        if len(encoded) > BCRYPT_MAX_BYTES:  # bcrypt 5 raises; no such password was ever stored
+            return False
+        stored = DUMMY_HASH if user is None else bytes(user.password)
+        return bool(await off_the_loop(bcrypt.checkpw, encoded, stored)) and user is not None
+
+    async def set_password(self, username: str, new_password: str) -> bool:
+        """Store ``new_password`` for ``username``, hashed on the hashing threads; False if labkit refuses it or no such user."""
+        user = self.get_user(username)
+        if user is None or self.password_problem(username, new_password):
+            return False
+        hashed = await off_the_loop(bcrypt.hashpw, new_password.encode(), bcrypt.gensalt())
+        user.password = hashed
+        self.db.commit()
+        return True
 
     async def hash_for_sign_up(self, username: str, password: str) -> None:
         """Hash the sign-up's password on the hashing threads, for :meth:`create_user` to store."""
@@ -338,16 +368,30 @@ class _LabkitTemplates(BaseHandler):
 
 
 class LogIn(_LabkitTemplates, LoginHandler):
-    """``/hub/login`` on labkit's ``native-login.html``; too many attempts from one address get 429 and a wait."""
+    """``/hub/login`` on labkit's ``native-login.html``; too many attempts from one address get 429 and a wait.
+
+    NativeAuthenticator's own ``post`` checked a refused password again, on the event loop, to tell a sign-up
+    not approved yet; here :meth:`WorkshopAuthenticator.authenticate` says so from its one check.
+    """
+
+    unapproved = False  # set by the authenticator: the right password of a sign-up not approved yet
 
     async def post(self) -> None:
+        username = self.get_body_argument("username", "")
         wait_s = self.authenticator.attempts.wait_s(self.authenticator.client_address(self.request))
         if wait_s:
             self.set_status(429)
-            self.finish(await self._render(login_error=AttemptLimit.message(wait_s),
-                                           username=self.get_body_argument("username", "")[:32]))
+            self.finish(await self._render(login_error=AttemptLimit.message(wait_s), username=username[:32]))
             return
-        await super().post()
+        user = await self.login_user({argument: self.get_argument(argument, strip=False)
+                                      for argument in self.request.arguments})
+        if user:
+            self._jupyterhub_user = user
+            self.redirect(self.get_next_url(user))
+            return
+        error = (f"User {username} has not been authorized by an administrator yet." if self.unapproved
+                 else "Invalid username or password.")
+        self.finish(await self._render(login_error=error, username=username))
 
 
 class SignUp(_LabkitTemplates, SignUpHandler):
@@ -428,12 +472,22 @@ class ChangePassword(_LabkitTemplates, ChangePasswordHandler):
 
     @web.authenticated
     async def post(self) -> None:
-        problem = self.authenticator.password_problem(self.current_user.name,
-                                                      self.get_body_argument("new_password", strip=False))
-        if problem is None:
-            await super().post()
-        else:
-            await self.refuse("change-password.html", problem, user_name=self.current_user.name)
+        """NativeAuthenticator's page, with the old password checked and the new one hashed on the hashing threads."""
+        name = self.current_user.name
+        new_password = self.get_body_argument("new_password", strip=False)
+        problem = self.authenticator.password_problem(name, new_password)
+        if problem is None and not await self.authenticator.password_matches(
+                self.authenticator.get_user(name), self.get_body_argument("old_password", strip=False)):
+            problem = "Your current password was incorrect. Please try again."
+        if problem is None and new_password != self.get_body_argument("new_password_confirmation", strip=False):
+            problem = "Your new password didn't match the confirmation. Please try again."
+        if problem is None and not await self.authenticator.set_password(name, new_password):
+            problem = "Something went wrong: your password was not changed."
+        if problem is not None:
+            await self.refuse("change-password.html", problem, user_name=name)
+            return
+        self.finish(await self.render_template("change-password.html", user_name=name, alert="alert-success",
+                                               result_message="Your password has been changed successfully!"))
 
 
 class ChangePasswordAdmin(_LabkitTemplates, ChangePasswordAdminHandler):
@@ -441,8 +495,15 @@ class ChangePasswordAdmin(_LabkitTemplates, ChangePasswordAdminHandler):
 
     @admin_only
     async def post(self, user_name: str) -> None:
-        problem = self.authenticator.password_problem(user_name, self.get_body_argument("new_password", strip=False))
-        if problem is None:
-            await super().post(user_name)
-        else:
+        """NativeAuthenticator's page, with the new password hashed on the hashing threads."""
+        new_password = self.get_body_argument("new_password", strip=False)
+        problem = self.authenticator.password_problem(user_name, new_password)
+        if problem is None and new_password != self.get_body_argument("new_password_confirmation", strip=False):
+            problem = "The new password didn't match the confirmation. Please try again."
+        if problem is None and not await self.authenticator.set_password(user_name, new_password):
+            problem = f"There is no account {user_name}: no password was changed."
+        if problem is not None:
             await self.refuse("change-password-admin.html", problem, user_name=user_name)
+            return
+        self.finish(await self.render_template("change-password-admin.html", user_name=user_name, alert="alert-success",
+                                               result_message=f"The password for {user_name} has been changed successfully"))

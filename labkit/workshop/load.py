@@ -216,12 +216,13 @@ def require_proxy() -> Path:
 
 @contextlib.contextmanager
 def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str, str] | None = None,
-                 subdomains: bool | None = None) -> Iterator[Hub]:
+                 subdomains: bool | None = None, extra_config: str = "") -> Iterator[Hub]:
     """Start the hub in ``folder``; on the way out stop it and every process it started, and fail if one had to be killed.
 
     ``real_log_in`` keeps the workshop's own authenticator (the attack tests);
     otherwise the dummy one lets the load test create learners at will.
-    ``settings`` are more ``LABKIT_WORKSHOP_*`` variables for the hub.
+    ``settings`` are more ``LABKIT_WORKSHOP_*`` variables for the hub;
+    ``extra_config`` is Python the hub's config file runs last (a test's observer).
     ``subdomains`` (default: for a room) puts learner NAME's server on
     ``NAME.localhost``, the hub on ``localhost``: an origin of its own each
     (``SUBDOMAIN_HOST``). A hub run as root is a room (``system-users``): its
@@ -241,7 +242,7 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
     config.write_text(HUB_CONFIG.format(
         workshop_config=str(WORKSHOP / "jupyterhub_config.py"), port=port, hub_port=free_port(),
         proxy_api_port=free_port(), token=token, authenticator="" if real_log_in else dummy,
-    ))
+    ) + extra_config)
     env = {**os.environ, "LABKIT_WORKSHOP_STATE": str(folder / "state"), "LABKIT_WORKSHOP_TRACK": TRACK,
            "LABKIT_WORKSHOP_IP": "127.0.0.1", PREFIX + "BOARD_PORT": str(free_port()),
            "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
