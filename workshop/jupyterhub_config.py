@@ -13,7 +13,7 @@ import labkit
 from labkit.learner.lab import server_args
 from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, prepare_board_state
 from labkit.workshop.provision import provision_workspace, server_environment, write_room_edition
-from labkit.workshop.room import check_isolation, check_room, instructor_sign_up_code, prepare_state
+from labkit.workshop.room import check_isolation, check_room, front_proxy_secret, instructor_sign_up_code, prepare_state
 from labkit.workshop.settings import USERNAME_PATTERN, HubSettings
 
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
@@ -53,6 +53,8 @@ else:
     c.WorkshopAuthenticator.attempts_per_minute = settings.login_attempts_per_minute  # per client address, then 429
     c.WorkshopAuthenticator.max_pending_sign_ups = settings.max_pending_sign_ups  # waiting for approval, at most
     c.WorkshopAuthenticator.proxies_in_front = settings.proxies_in_front  # whose X-Forwarded-For names the client
+    if settings.proxies_in_front:  # believed only with this secret, which the front proxy's config holds (Security)
+        c.WorkshopAuthenticator.front_proxy_secret = front_proxy_secret(settings)
     # Nobody takes the instructor's name first: signing up with it needs this code, printed here only.
     c.WorkshopAuthenticator.instructor_code = instructor_sign_up_code(settings)
     print(f"labkit: sign up as '{settings.admin}' at /hub/signup with the instructor's sign-up code "

@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import os
 import re
 import time
 import weakref
@@ -103,6 +104,7 @@ from nativeauthenticator.orm import UserInfo
 from tornado import web
 from traitlets import Bool, Integer, Set, Unicode
 
+from labkit.workshop.peers import peer_uid
 from labkit.workshop.settings import (
     INSTRUCTOR_PASSWORD_MIN,
     LEARNER_PASSWORD_MIN,
@@ -120,6 +122,7 @@ MAX_PENDING_SIGN_UPS = HubSettings.max_pending_sign_ups  # a room's worth, never
 # A name nobody signed up with is checked against this hash (of a random password, at bcrypt.gensalt()'s cost),
 # so that it costs one bcrypt, as an existing name does: the reply's timing does not tell which names exist.
 DUMMY_HASH = b"$2b$12$M7lzostAuLkujfRha8SN1evrSf.0L9WgX6FPXHBe8F/k1D8fi6kke"
+FRONT_PROXY_HEADER = "X-Labkit-Front-Proxy"  # the HTTPS proxy's proof (labkit.workshop.room.front_proxy_secret)
 HASHING_THREADS = 2  # bcrypt releases the GIL: two threads hash while the event loop keeps serving
 admin_only = needs_scope("admin:users")  # as NativeAuthenticator guards its admin pages
 _hashing = ThreadPoolExecutor(HASHING_THREADS, thread_name_prefix="labkit-bcrypt")
@@ -160,6 +163,17 @@ class AttemptLimit:
         return (f"Too many log-in and sign-up attempts from your address: wait {max(1, round(wait_s))} s and try "
                 "again. (Sharing one address with the whole room? Ask the instructor.)")
 
+
+def _peer(request: Any, local: bool = False) -> tuple[str, int] | None:
+    """The address and port at the other end of ``request``'s connection (``local``: this end), or None if unknown."""
+    sock: Any = getattr(getattr(getattr(request, "connection", None), "stream", None), "socket", None)
+    try:
+        address = sock.getsockname() if local else sock.getpeername()
+    except (AttributeError, OSError):
+        return None
+    return str(address[0]), int(address[1])
+
+
 _overlays: weakref.WeakKeyDictionary[Environment, Environment] = weakref.WeakKeyDictionary()
 
 
@@ -184,6 +198,7 @@ class WorkshopAuthenticator(NativeAuthenticator):
     instructors = Set(Unicode(), config=True, help="Names approved at sign-up, with the instructor's password rule.")
     attempts_per_minute = Integer(ATTEMPTS_PER_MINUTE, config=True, help="Log-in and sign-up POSTs per client address.")
     proxies_in_front = Integer(0, config=True, help="Reverse proxies before the hub's own, each adding X-Forwarded-For.")
+    front_proxy_secret = Unicode("", config=True, help=f"What the proxy in front sends in {FRONT_PROXY_HEADER}.")
     max_pending_sign_ups = Integer(MAX_PENDING_SIGN_UPS, config=True, help="Sign-ups waiting for approval at most.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -234,16 +249,33 @@ class WorkshopAuthenticator(NativeAuthenticator):
             self._hashed[(self.normalize_username(username), password)] = hashed
 
     def client_address(self, request: Any) -> str:
-        """The address a request came from: before the hub's proxy and ``proxies_in_front`` trusted ones.
+        """The address a request came from, as far as the hub can be sure of it (what the limit per address counts).
 
-        Each proxy appends the address it was reached from to X-Forwarded-For,
-        so the entries counted from the right are the trusted ones; anything
-        further left is what the client sent, and may be made up.
+        X-Forwarded-For is read only from the hub's own proxy, a connection of
+        the hub's own account (:meth:`from_the_hubs_proxy`): a learner's code
+        that reaches the hub's port is another account, and counts as the
+        address it connected from. The proxy appends the address it was
+        reached from, so the last entry is true. The ``proxies_in_front``
+        entries before it are read only when the request carries the front
+        proxy's secret (``front_proxy_secret``, in :data:`FRONT_PROXY_HEADER`):
+        a learner's code reaches the hub's proxy on loopback just as the front
+        proxy does, and may send any X-Forwarded-For. (Not ``request.remote_ip``:
+        JupyterHub's tornado sets it from X-Forwarded-For and X-Real-Ip.)
         """
+        peer = _peer(request)
         chain = [entry.strip() for entry in request.headers.get("X-Forwarded-For", "").split(",") if entry.strip()]
-        if len(chain) > self.proxies_in_front:
+        if peer is None or not chain or not self.from_the_hubs_proxy(request):
+            return peer[0] if peer else ""
+        proof = request.headers.get(FRONT_PROXY_HEADER, "")
+        if (self.proxies_in_front and self.front_proxy_secret and len(chain) > self.proxies_in_front
+                and hmac.compare_digest(proof.encode(), self.front_proxy_secret.encode())):
             return str(chain[-1 - self.proxies_in_front])
-        return str(request.remote_ip or "")
+        return str(chain[-1])
+
+    def from_the_hubs_proxy(self, request: Any) -> bool:
+        """Whether ``request`` came on a connection the hub's own account made (its proxy), not a learner's code."""
+        peer, local = _peer(request), _peer(request, local=True)
+        return peer is not None and local is not None and peer_uid(peer, local) == os.geteuid()
 
     def pending_problem(self, username: str) -> str | None:
         """Why one more sign-up cannot wait for approval now, or None."""

@@ -22,6 +22,7 @@ from labkit.workshop.limits import short_of_space
 from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_SHARED_ROOT, UNSAFE_TRUSTED, HubSettings
 
 INSTRUCTOR_CODE = "instructor-sign-up-code"
+FRONT_PROXY_SECRET = "front-proxy-secret"
 CODE_LENGTH = 16
 STATE_FILES = ("jupyterhub.sqlite",)  # created 0600 before JupyterHub opens it (it writes the cookie secret 0600 itself)
 
@@ -132,6 +133,15 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def front_proxy_secret(settings: HubSettings) -> str:
+    """What the HTTPS proxy in front sends the hub to be believed about the client's address: made once, 0600.
+
+    Why: a learner's code reaches the hub's proxy on loopback as the front proxy
+    does, so only a secret it cannot read tells the front proxy's requests apart.
+    """
+    return _private_secret(settings.state / FRONT_PROXY_SECRET, secrets.token_urlsafe(32))
+
+
 def instructor_sign_up_code(settings: HubSettings) -> str:
     """The code signing up under the instructor's name needs: made once, kept in the private state folder (0600).
 
@@ -141,12 +151,15 @@ def instructor_sign_up_code(settings: HubSettings) -> str:
     shorter than :data:`CODE_LENGTH` (a write cut short) is made anew: the code
     never fails open.
     """
-    path = settings.state / INSTRUCTOR_CODE
+    return _private_secret(settings.state / INSTRUCTOR_CODE, secrets.token_urlsafe(CODE_LENGTH))
+
+
+def _private_secret(path: Path, new: str) -> str:
+    """The secret stored in ``path`` (0600), or ``new`` stored there if none as long as it is."""
     with contextlib.suppress(FileNotFoundError):
         stored = path.read_text().strip()
-        if len(stored) >= CODE_LENGTH:
+        if len(stored) >= len(new):
             return stored
-    code = secrets.token_urlsafe(CODE_LENGTH)
-    write_text(path, code + "\n")
+    write_text(path, new + "\n")
     path.chmod(0o600)
-    return code
+    return new

@@ -336,16 +336,39 @@ def test_the_shared_password_lets_in_at_most_max_learners_new_names():
     assert log_in("mallory")["name"] == "mallory"
 
 
-@pytest.mark.parametrize("forwarded, in_front, address", [
-    ("", 0, "127.0.0.1"),  # straight to the hub's proxy: tornado's own reading
-    ("203.0.113.5, 127.0.0.1", 1, "203.0.113.5"),  # an HTTPS proxy in front named the client
-    ("6.6.6.6, 203.0.113.5, 127.0.0.1", 1, "203.0.113.5"),  # what the client made up stays to the left
-    ("6.6.6.6, 127.0.0.1", 0, "127.0.0.1"),  # no proxy in front: a made-up entry is never read
+class _Socket:
+    """A connection's socket: the hub's proxy (or a learner's code) at 127.0.0.1:5555, the hub at 127.0.0.1:8081."""
+
+    def getpeername(self) -> tuple[str, int]:
+        return "127.0.0.1", 5555
+
+    def getsockname(self) -> tuple[str, int]:
+        return "127.0.0.1", 8081
+
+
+SECRET = "the front proxy's secret"
+
+
+@pytest.mark.parametrize("forwarded, in_front, proof, from_the_proxy, address", [
+    ("", 0, "", True, "127.0.0.1"),  # no header: the connection's own address
+    ("203.0.113.5, 127.0.0.1", 1, SECRET, True, "203.0.113.5"),  # the HTTPS proxy in front named the client
+    ("6.6.6.6, 203.0.113.5, 127.0.0.1", 1, SECRET, True, "203.0.113.5"),  # what the client made up stays to the left
+    ("10.9.9.9, 127.0.0.1", 1, "", True, "127.0.0.1"),  # the hub's proxy reached past the front one: not believed
+    ("10.9.9.9, 127.0.0.1", 1, "a guess", True, "127.0.0.1"),
+    ("6.6.6.6, 127.0.0.1", 0, SECRET, True, "127.0.0.1"),  # no proxy in front: a made-up entry is never read
+    ("10.9.9.9", 0, "", False, "127.0.0.1"),  # a learner's code at the hub's own port: its headers are not read
+    ("10.9.9.9, 127.0.0.1", 1, SECRET, False, "127.0.0.1"),
 ])
-def test_the_client_address_counts_trusted_proxies_from_the_right(forwarded: str, in_front: int, address: str):
+def test_the_client_address_is_read_only_from_the_proxies_that_prove_it(
+        forwarded: str, in_front: int, proof: str, from_the_proxy: bool, address: str, monkeypatch):
+    from types import SimpleNamespace
+
     from tornado.httputil import HTTPHeaders, HTTPServerRequest
 
-    request = HTTPServerRequest(method="POST", uri="/hub/login", headers=HTTPHeaders({"X-Forwarded-For": forwarded}))
-    request.remote_ip = "127.0.0.1"
-    authenticator = auth.WorkshopAuthenticator(add_new_table=False, proxies_in_front=in_front)
+    headers = HTTPHeaders({"X-Forwarded-For": forwarded, "X-Real-Ip": "10.9.9.9", auth.FRONT_PROXY_HEADER: proof})
+    request = HTTPServerRequest(method="POST", uri="/hub/login", headers=headers,
+                                connection=SimpleNamespace(stream=SimpleNamespace(socket=_Socket())))
+    request.remote_ip = "10.9.9.9"  # what JupyterHub's tornado (xheaders) makes of the headers: never read
+    authenticator = auth.WorkshopAuthenticator(add_new_table=False, proxies_in_front=in_front, front_proxy_secret=SECRET)
+    monkeypatch.setattr(authenticator, "from_the_hubs_proxy", lambda request: from_the_proxy)
     assert authenticator.client_address(request) == address

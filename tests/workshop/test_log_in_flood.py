@@ -10,7 +10,11 @@ per address, and another hub keeps it low to show its answer.
 """
 from __future__ import annotations
 
+import os
+import pwd
+import re
 import statistics
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +22,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from labkit.workshop.room import INSTRUCTOR_CODE
+from labkit.workshop.auth import FRONT_PROXY_HEADER
+from labkit.workshop.room import FRONT_PROXY_SECRET, INSTRUCTOR_CODE
 from labkit.workshop.settings import PREFIX
 from tests.workshop.hub import Hub, require_proxy, workshop_hub
 from tests.workshop.test_log_in_attacks import ADMIN, ADMIN_PASSWORD, LEARNER_PASSWORD, log_in, session, sign_up, xsrf_of
@@ -51,7 +56,7 @@ def flooded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    yield from _hub(tmp_path_factory, "log-in-limit", login_attempts_per_minute="4")
+    yield from _hub(tmp_path_factory, "log-in-limit", login_attempts_per_minute="4", proxies_in_front="1")
 
 
 def _median_latency_ms(hub: Hub, while_alive: list[threading.Thread] | None = None) -> tuple[float, int]:
@@ -129,3 +134,63 @@ def test_too_many_attempts_from_one_address_get_429_and_how_long_to_wait(limited
                               data={"_xsrf": token, "username": ADMIN, "password": ADMIN_PASSWORD})
         assert refused.status_code == 429 and "Too many log-in and sign-up attempts from your address: wait" in refused.text
     assert "Too many log-in and sign-up attempts" in sign_up(limited, "ada", LEARNER_PASSWORD)
+
+
+# A learner's code: wrong log-ins claiming another address, from another account (nobody), to ``url`` (the hub's own
+# port or its proxy's), each with its XSRF token; prints the statuses. The system Python: nothing of the checkout.
+CLAIM = """
+import http.cookiejar, re, sys, urllib.error, urllib.request
+url, claimed, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+claim = {"X-Forwarded-For": claimed, "X-Real-Ip": claimed}  # on the GET too: JupyterHub ties the XSRF token to it
+form = opener.open(urllib.request.Request(url + "/hub/login", headers=claim), timeout=30).read().decode()
+body = ("_xsrf=" + re.search(r'name="_xsrf" value="([^"]+)"', form).group(1) + "&username=instructor&password=wrong")
+for _ in range(count):
+    request = urllib.request.Request(url + "/hub/login", body.encode(), claim)
+    try:
+        print(opener.open(request, timeout=30).status)
+    except urllib.error.HTTPError as error:
+        print(error.code)
+"""
+
+
+def _as_a_learner(url: str, claimed: str, count: int) -> list[int]:
+    if os.geteuid() != 0:
+        pytest.skip("only root can connect as another account, as a learner's code does")
+    nobody = pwd.getpwnam("nobody")
+    done = subprocess.run(["/usr/bin/python3", "-c", CLAIM, url, claimed, str(count)], user=nobody.pw_uid,
+                          group=nobody.pw_gid, extra_groups=[], cwd="/", capture_output=True, text=True, timeout=SECONDS * 4)
+    assert done.returncode == 0, done.stderr
+    return [int(status) for status in done.stdout.split()]
+
+
+def _log_in_status(url: str, headers: dict[str, str]) -> int:
+    """The instructor's right log-in at ``url``, as the hub's own account (as its proxy, or the front proxy, sends it)."""
+    with session() as client:
+        token = xsrf_of(client.get(f"{url}/hub/login", timeout=SECONDS, headers=headers))
+        return client.post(f"{url}/hub/login", timeout=SECONDS, allow_redirects=False, headers=headers,
+                           data={"_xsrf": token, "username": ADMIN, "password": ADMIN_PASSWORD}).status_code
+
+
+def test_a_learner_at_the_hubs_own_port_cannot_lock_out_another_address(limited: Hub):
+    """The hub's port, which a learner's code reaches past the proxy: a made-up X-Forwarded-For counts as her own."""
+    config = (limited.folder / "loopback_jupyterhub_config.py").read_text()
+    hub_port = re.search(r"c.JupyterHub.hub_port = (\d+)", config).group(1)
+    hub_itself = f"http://127.0.0.1:{hub_port}"
+    assert set(_as_a_learner(hub_itself, "10.9.9.9", 6)) <= {200, 429}, "her attempts were not attempts"
+    # The hub's proxy forwarding the instructor's log-in from 10.9.9.9 (the test is the hub's account, as the proxy is).
+    assert _log_in_status(hub_itself, {"X-Forwarded-For": "10.9.9.9"}) == 302, "the instructor was locked out"
+
+
+def test_a_learner_at_the_proxys_port_cannot_lock_out_another_address(limited: Hub):
+    """The hub's proxy, which a learner's code reaches as the HTTPS proxy in front does: believed only with its secret."""
+    assert set(_as_a_learner(limited.url, "10.9.9.8", 6)) <= {200, 429}, "her attempts were not attempts"
+    secret = (limited.folder / "state" / FRONT_PROXY_SECRET).read_text().strip()
+    front = {"X-Forwarded-For": "10.9.9.8", FRONT_PROXY_HEADER: secret}
+    assert _log_in_status(limited.url, front) == 302, "the instructor was locked out"
+    for _attempt in range(4):  # and the front proxy's word counts: that address's own wrong guesses are limited
+        with session() as client:
+            token = xsrf_of(client.get(f"{limited.url}/hub/login", timeout=SECONDS, headers=front))
+            status = client.post(f"{limited.url}/hub/login", timeout=SECONDS, allow_redirects=False, headers=front,
+                                 data={"_xsrf": token, "username": ADMIN, "password": "wrong"}).status_code
+    assert status == 429, "the limit did not count the address the front proxy named"
