@@ -13,7 +13,14 @@ import labkit
 from labkit.learner.lab import server_args
 from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, prepare_board_state
 from labkit.workshop.provision import provision_workspace, server_environment, write_room_edition
-from labkit.workshop.room import check_isolation, check_room, front_proxy_secret, instructor_sign_up_code, prepare_state
+from labkit.workshop.room import (
+    check_isolation,
+    check_room,
+    front_proxy_secret,
+    instructor_sign_up_code,
+    prepare_state,
+    what_trust_gives_away,
+)
 from labkit.workshop.settings import USERNAME_PATTERN, HubSettings
 
 c = get_config()  # noqa: F821 (JupyterHub defines it when it loads this file)
@@ -21,6 +28,8 @@ settings = HubSettings.from_environment()  # refuses the shared account beyond l
 # A room refuses to start if a learner's code would run as root or serve pages on the hub's origin (no subdomains),
 # or if a learner could read the solutions or change the code the hub runs.
 check_isolation(settings)
+if settings.unsafe_trusted:  # what the setting gives away, where the instructor starts the room
+    print(what_trust_gives_away(settings), file=sys.stderr)
 proxy = Path(__file__).resolve().parent / "node_modules"
 check_room(settings, hub_code=[Path(labkit.__file__).parent, Path(__file__), Path(sys.prefix), Path(sys.base_prefix), proxy])
 prepare_state(settings)  # the cookie secret and the database: the hub's account's alone (0700 folder, 0600 files)

@@ -99,6 +99,26 @@ def check_isolation(settings: HubSettings, euid: int | None = None) -> None:
         )
 
 
+def what_trust_gives_away(settings: HubSettings) -> str:
+    """What ``UNSAFE_EVERY_PARTICIPANT_TRUSTED=yes`` gives away in this room, for the hub's console at start ("" if unset).
+
+    Why at start: the setting is one line in an environment, and what it costs is in the README only;
+    the instructor reads it where the room starts, every time it does.
+    """
+    if not settings.unsafe_trusted:
+        return ""
+    setting = f"{PREFIX}{UNSAFE_TRUSTED}=yes"
+    if settings.isolated_origins:
+        return f"labkit: {setting} gives nothing away here: every learner's server is on a subdomain of its own."
+    admin = (" With the shared password the instructor is a JupyterHub admin, whose role opens every learner's server."
+             if settings.password else "")
+    return (f"labkit: {setting}: every learner's server shares the hub's origin, so a page a learner's code serves "
+            "acts as whoever opens it, the instructor included: it can mint their API token, change their password, "
+            "approve sign-ups, read the room board and other learners' files. Open no link into a learner's server."
+            f"{admin} For a room of people you would give your password to; otherwise set {PREFIX}SUBDOMAIN_HOST "
+            "(workshop/README.md, Security).")
+
+
 def check_room(settings: HubSettings, hub_code: list[Path]) -> None:
     """Refuse to start a room (``system-users``) whose learners could read the solutions or change the hub's code."""
     if not settings.separated:

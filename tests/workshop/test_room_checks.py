@@ -27,7 +27,7 @@ from labkit.workshop.room import (
     prepare_state,
     writable_by_others,
 )
-from labkit.workshop.settings import ROOT, HubSettings
+from labkit.workshop.settings import PREFIX, ROOT, HubSettings
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="makes Unix accounts: root only")
 
@@ -211,3 +211,30 @@ def test_a_room_short_of_disk_space_is_refused_before_it_starts(tmp_path: Path, 
                         functools.partial(short_of_space, keep_free=free + 2**40))
     with pytest.raises(RoomError, match=r"not starting the room: the disk of .* GiB free"):
         check_room(settings, hub_code=[])
+
+
+def _config_console(tmp_path: Path, **settings: str) -> str:
+    """What ``workshop/jupyterhub_config.py`` prints on the hub's console as it loads, with these settings."""
+    import sys
+
+    env = {**{key: value for key, value in os.environ.items() if not key.startswith(PREFIX)},
+           PREFIX + "STATE": str(tmp_path / "state"), PREFIX + "SPAWNER": "shared-account",
+           PREFIX + "HOMES": str(tmp_path / "learners"), PREFIX + "BOARD_PORT": "18090",
+           **{PREFIX + key.upper(): value for key, value in settings.items()}}
+    if os.geteuid() == 0:
+        env[PREFIX + "UNSAFE_SHARED_ACCOUNT_AS_ROOT"] = "yes"
+    code = ("import runpy; from traitlets.config import Config; c = Config()\n"
+            f"runpy.run_path({str(ROOT / 'workshop' / 'jupyterhub_config.py')!r}, "
+            "init_globals={'get_config': lambda: c, 'load_subconfig': lambda path: None})")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_the_trusted_participants_setting_says_at_start_what_it_gives_away(tmp_path: Path):
+    said = _config_console(tmp_path, unsafe_every_participant_trusted="yes")
+    assert "UNSAFE_EVERY_PARTICIPANT_TRUSTED=yes: every learner's server shares the hub's origin" in said, said
+    assert "acts as whoever opens it, the instructor included" in said and "Open no link into a learner's server" in said
+    with_subdomains = _config_console(tmp_path, unsafe_every_participant_trusted="yes",
+                                      subdomain_host="https://hub.example.org")
+    assert "gives nothing away here" in with_subdomains
