@@ -8,6 +8,7 @@ import functools
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import labkit
 from labkit.learner.lab import server_args
@@ -61,8 +62,9 @@ else:
     c.WorkshopAuthenticator.instructors = {settings.admin}  # approved at sign-up, 12+ characters
     c.WorkshopAuthenticator.attempts_per_minute = settings.login_attempts_per_minute  # per client address, then 429
     c.WorkshopAuthenticator.max_pending_sign_ups = settings.max_pending_sign_ups  # waiting for approval, at most
-    c.WorkshopAuthenticator.proxies_in_front = settings.proxies_in_front  # whose X-Forwarded-For names the client
-    if settings.proxies_in_front:  # believed only with this secret, which the front proxy's config holds (Security)
+    # Whose X-Forwarded-For names the client: believed only with the secret the front proxy's config holds (Security).
+    c.WorkshopAuthenticator.proxies_in_front = settings.proxies_in_front
+    if c.WorkshopAuthenticator.proxies_in_front:
         c.WorkshopAuthenticator.front_proxy_secret = front_proxy_secret(settings)
     # Nobody takes the instructor's name first: signing up with it needs this code, printed here only.
     c.WorkshopAuthenticator.instructor_code = instructor_sign_up_code(settings)
@@ -74,6 +76,10 @@ else:
 # learner's server only when servers are on subdomains (LABKIT_WORKSHOP_SUBDOMAIN_HOST): see instructor_scopes.
 if settings.subdomain_host:
     c.JupyterHub.subdomain_host = settings.subdomain_host
+    # The hub only on its own host: the proxy's route for it names the host, so a learner's host (or the board's)
+    # serves her server's /user/NAME/ and nothing of the hub, no log-in page, no API (upstream: jupyterhub#2530).
+    # (A stopped server's URL then gets the proxy's 404, not the hub's offer to start it: start it at /hub/home.)
+    c.JupyterHub.hub_routespec = f"{urlsplit(settings.subdomain_host).hostname}/"
 
 # Each learner's server: JupyterLab in their own workspace, made on first log-in, kept after.
 if settings.separated:  # a room: learner NAME's server runs as the Unix account labkit-NAME, from the learner venv

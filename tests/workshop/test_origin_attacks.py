@@ -188,3 +188,52 @@ def test_a_learners_own_page_reaches_nothing_of_whoever_opens_it(room: Room, vic
 def test_each_server_is_on_an_origin_of_its_own(room: Room):
     assert room.hub.settings.subdomain_host == room.hub.url
     assert room.hub.server_url(VICTIM).startswith(f"http://{VICTIM}.localhost:")
+
+
+# Every page of the hub a learner's host must not serve: the log-in and sign-up forms, its pages, its API.
+HUB_PATHS = ["/hub/login", "/hub/signup", "/hub/home", "/hub/authorize", "/hub/admin", "/hub/api/", "/hub/api/users",
+             "/hub/change-password", "/hub/token"]
+
+
+def _answer(url: str, token: str = "") -> tuple[int, str]:
+    """The status and body of a GET of ``url`` (a ``*.localhost`` host through 127.0.0.1), redirects not followed."""
+    import http.client
+    import urllib.parse
+
+    address, host = loopback(url)
+    parts = urllib.parse.urlsplit(address)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=SECONDS)
+    try:
+        headers = {"Host": host, **({"Authorization": f"token {token}"} if token else {})}
+        connection.request("GET", parts.path or "/", headers=headers)
+        reply = connection.getresponse()
+        return reply.status, reply.read().decode(errors="replace")
+    finally:
+        connection.close()
+
+
+def _host_kinds(room: Room) -> dict[str, str]:
+    scheme, _, host = room.hub.url.partition("://")
+    return {"a learner's host": f"{scheme}://{VICTIM}.{host}", "the attacker's host": f"{scheme}://{ATTACKER}.{host}",
+            "the board's host": room.hub.service_origin("labkit-board"), "a made-up host": f"{scheme}://nobody.{host}"}
+
+
+@pytest.mark.parametrize("kind", ["a learner's host", "the attacker's host", "the board's host", "a made-up host"])
+def test_no_host_but_the_hubs_serves_a_page_or_the_api_of_the_hub(room: Room, kind: str):
+    origin = _host_kinds(room)[kind]
+    for path in HUB_PATHS:
+        status, body = _answer(origin + path, token=room.hub.token)
+        assert status >= 400, f"{origin}{path} answered {status}"
+        assert 'name="password"' not in body and "_xsrf" not in body and '"version"' not in body, f"{origin}{path}: {body[:500]}"
+
+
+def test_the_hubs_host_serves_the_hub_and_a_learners_host_only_her_server(room: Room):
+    status, body = _answer(room.hub.url + "/hub/login")
+    assert status == 200 and 'name="password"' in body, "the hub's own log-in page"
+    assert _answer(room.hub.url + "/hub/api/")[0] == 200
+    scheme, _, host = room.hub.url.partition("://")
+    status, _ = _answer(f"{scheme}://{VICTIM}.{host}/user/{VICTIM}/api/status")
+    assert status in (200, 302, 403), f"her own server did not answer: {status}"
+    for other in (ATTACKER, ADMIN):  # another learner's server, or the instructor's, is not reached on her host
+        status, _ = _answer(f"{scheme}://{VICTIM}.{host}/user/{other}/api/status")
+        assert status == 404, f"{other}'s server path on {VICTIM}'s host: {status}"
