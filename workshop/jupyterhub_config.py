@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import labkit
 from labkit.learner.lab import server_args
 from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, prepare_board_state
+from labkit.workshop.front_proxy import caddy_service
 from labkit.workshop.provision import provision_workspace, server_environment, write_room_edition
 from labkit.workshop.room import (
     check_isolation,
@@ -63,7 +64,7 @@ else:
     c.WorkshopAuthenticator.attempts_per_minute = settings.login_attempts_per_minute  # per client address, then 429
     c.WorkshopAuthenticator.max_pending_sign_ups = settings.max_pending_sign_ups  # waiting for approval, at most
     # Whose X-Forwarded-For names the client: believed only with the secret the front proxy's config holds (Security).
-    c.WorkshopAuthenticator.proxies_in_front = settings.proxies_in_front
+    c.WorkshopAuthenticator.proxies_in_front = max(settings.proxies_in_front, int(settings.caddy))
     if c.WorkshopAuthenticator.proxies_in_front:
         c.WorkshopAuthenticator.front_proxy_secret = front_proxy_secret(settings)
     # Nobody takes the instructor's name first: signing up with it needs this code, printed here only.
@@ -80,6 +81,11 @@ if settings.subdomain_host:
     # serves her server's /user/NAME/ and nothing of the hub, no log-in page, no API (upstream: jupyterhub#2530).
     # (A stopped server's URL then gets the proxy's 404, not the hub's offer to start it: start it at /hub/home.)
     c.JupyterHub.hub_routespec = f"{urlsplit(settings.subdomain_host).hostname}/"
+if settings.subdomain_host.startswith("https://"):
+    # __Host- cookies (Secure, this host only): a learner's host can neither set nor overwrite the hub's log-in cookies
+    # (cookie tossing), and the hub never reads a cookie a learner's page set for the parent domain.
+    c.JupyterHub.cookie_host_prefix_enabled = True
+    c.JupyterHub.tornado_settings = {"cookie_options": {"secure": True}}  # every cookie of the hub's, _xsrf too
 
 # Each learner's server: JupyterLab in their own workspace, made on first log-in, kept after.
 if settings.separated:  # a room: learner NAME's server runs as the Unix account labkit-NAME, from the learner venv
@@ -119,6 +125,7 @@ c.JupyterHub.services = [
     {"name": "idle-culler",
      "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={settings.cull_after_s}"]},
     board_service(settings),
+    *([caddy_service(settings)] if settings.caddy else []),  # HTTPS in front: labkit.workshop.front_proxy
 ]
 c.JupyterHub.load_roles = [
     {"name": "idle-culler", "services": ["idle-culler"],

@@ -244,7 +244,7 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
         proxy_api_port=free_port(), token=token, authenticator="" if real_log_in else dummy,
     ) + extra_config)
     env = {**os.environ, "LABKIT_WORKSHOP_STATE": str(folder / "state"), "LABKIT_WORKSHOP_TRACK": TRACK,
-           "LABKIT_WORKSHOP_IP": "127.0.0.1", PREFIX + "BOARD_PORT": str(free_port()),
+           "LABKIT_WORKSHOP_IP": "127.0.0.1", PREFIX + "PORT": str(port), PREFIX + "BOARD_PORT": str(free_port()),
            "JUPYTER_CONFIG_DIR": str(folder / "jupyter-config"),
            "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "JUPYTER_DATA_DIR": str(folder / "jupyter-data"),
            **(settings or {})}
@@ -252,6 +252,8 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
     url = f"http://127.0.0.1:{port}"
     if (room.separated if subdomains is None else subdomains) and PREFIX + "SUBDOMAIN_HOST" not in env:
         url = env[PREFIX + "SUBDOMAIN_HOST"] = f"http://localhost:{port}"
+    elif env.get(PREFIX + "SUBDOMAIN_HOST"):  # the hub answers on its own host only: its proxy, with that Host
+        url = f"http://{urllib.parse.urlsplit(env[PREFIX + 'SUBDOMAIN_HOST']).hostname}:{port}"
     if room.separated:
         env.setdefault(PREFIX + "ACCOUNT_PREFIX", f"lt{secrets.token_hex(2)}-")
         if others_can_run(ROOT):  # a test machine's checkout: its learners are this harness's, never a room's

@@ -75,6 +75,9 @@ class HubSettings:
     login_attempts_per_minute: int = 30  # log-in and sign-up POSTs per client address (a room behind one NAT: more)
     max_pending_sign_ups: int = 60  # sign-ups waiting for the instructor's approval at once
     proxies_in_front: int = 0  # reverse proxies before the hub's own (an HTTPS one: 1), for the client's address
+    caddy: bool = False  # the hub starts Caddy in front, HTTPS for SUBDOMAIN_HOST and its wildcard (front_proxy.py)
+    tls_certificate: str = ""  # Caddy's certificate and key files for both names; unset: Caddy's own local CA
+    tls_key: str = ""
     unsafe_readable_checkout: bool = False  # learners may read the checkout (its solutions): for a test machine only
     mem_limit: str = "2G"
     threads: int = 2  # torch's threads per kernel: its default, one per core, oversubscribes a shared server
@@ -116,6 +119,8 @@ class HubSettings:
             max_pending_sign_ups=_integer(PREFIX + "MAX_PENDING_SIGN_UPS",
                                           get("max_pending_sign_ups", defaults.max_pending_sign_ups)),
             proxies_in_front=_integer(PREFIX + "PROXIES_IN_FRONT", get("proxies_in_front", defaults.proxies_in_front)),
+            caddy=_yes(PREFIX + "CADDY", get("caddy", "no")),
+            tls_certificate=get("tls_certificate", ""), tls_key=get("tls_key", ""),
             unsafe_readable_checkout=_yes(PREFIX + UNSAFE_CHECKOUT, get(UNSAFE_CHECKOUT.lower(), "no")),
             mem_limit=get("mem_limit", defaults.mem_limit),
             threads=_integer(PREFIX + "THREADS", get("threads", defaults.threads)),
@@ -162,6 +167,12 @@ class HubSettings:
         self._validate_subdomain_host()
 
     def _validate_subdomain_host(self) -> None:
+        if self.caddy and not self.subdomain_host.startswith("https://"):
+            raise LabkitValueError(f"{PREFIX}CADDY=yes serves the room over HTTPS at {PREFIX}SUBDOMAIN_HOST: set it, e.g. "
+                                   f"{PREFIX}SUBDOMAIN_HOST=https://hub.example.org.")
+        if bool(self.tls_certificate) != bool(self.tls_key):
+            raise LabkitValueError(f"Set both {PREFIX}TLS_CERTIFICATE and {PREFIX}TLS_KEY (one certificate for the hub's "
+                                   "name and its wildcard), or neither (Caddy's own local CA).")
         if not self.subdomain_host:
             return
         parts = urlsplit(self.subdomain_host)

@@ -28,6 +28,8 @@ def settings(euid: int = ROOT_UID, **env: str) -> HubSettings:
     ("ADMIN", "<b>x</b>", "an account name is a lowercase letter"),
     ("ACCOUNT_PREFIX", "way-too-long-", "up to 7"),
     ("UNSAFE_SHARED_ACCOUNT_BEYOND_LOOPBACK", "maybe", "give yes or no"),
+    ("CADDY", "yes", "CADDY=yes serves the room over HTTPS at LABKIT_WORKSHOP_SUBDOMAIN_HOST: set it"),
+    ("TLS_CERTIFICATE", "/etc/ssl/room.pem", "Set both LABKIT_WORKSHOP_TLS_CERTIFICATE and LABKIT_WORKSHOP_TLS_KEY"),
 ])
 def test_bad_settings_are_refused_with_what_to_do(name: str, value: str, message: str):
     with pytest.raises(LabkitValueError, match=message):
@@ -121,3 +123,19 @@ def test_the_loud_settings_and_the_learner_cap():
                                                ("shared-account", "0.0.0.0", True)])
 def test_a_room_separates_learners_or_listens_beyond_loopback(spawner: str, ip: str, room: bool):
     assert HubSettings(ip=ip, spawner=spawner).is_room is room
+
+
+def test_caddy_sends_the_front_proxys_secret_to_the_hubs_host_only():
+    from labkit.workshop.auth import FRONT_PROXY_HEADER
+    from labkit.workshop.front_proxy import caddyfile
+
+    room = settings(caddy="yes", subdomain_host="https://hub.example.org")
+    hub, _, learners = caddyfile(room, "s3cret").partition("*.hub.example.org:443 {")
+    assert "hub.example.org:443 {" in hub and f"header_up {FRONT_PROXY_HEADER} s3cret" in hub
+    assert f"header_up -{FRONT_PROXY_HEADER}" in learners and "s3cret" not in learners
+    for site in (hub, learners):
+        assert "tls internal" in site and "header_up X-Forwarded-For {remote_host}" in site
+        assert "Strict-Transport-Security" in site and "reverse_proxy 127.0.0.1:8000" in site
+    own = caddyfile(settings(caddy="yes", subdomain_host="https://hub.example.org", tls_certificate="/c.pem",
+                             tls_key="/k.pem"), "s3cret")
+    assert own.count("tls /c.pem /k.pem") == 2 and "tls internal" not in own

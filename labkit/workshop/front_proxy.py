@@ -1,0 +1,92 @@
+"""The HTTPS proxy in front of a room: Caddy, started and stopped by the hub as one of its services.
+
+Why Caddy: it is in Debian's archive (``apt-get install caddy``), speaks HTTPS
+and websockets by default, and has a certificate authority of its own
+(``tls internal``) for a room without a public name. What it adds for the room:
+
+- one certificate for the hub's name and its wildcard (each learner's server,
+  the board), from the instructor's files or Caddy's local CA;
+- ``Strict-Transport-Security`` on every answer, so a browser that once saw the
+  room never speaks plain HTTP to it again;
+- the client's own address as the only ``X-Forwarded-For`` entry (whatever the
+  client sent is dropped), and, on the hub's name only, the front proxy's secret
+  (:data:`labkit.workshop.auth.FRONT_PROXY_HEADER`) that makes the hub believe it.
+  A learner's host never gets the secret: her server sees every header of the
+  requests it answers. A learner's code reaching the hub's own proxy on
+  loopback cannot send it, so she cannot make the log-in limit count her
+  guesses against someone else's address.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from labkit.core.errors import LabkitError
+from labkit.core.files import write_text
+from labkit.workshop.auth import FRONT_PROXY_HEADER
+from labkit.workshop.room import front_proxy_secret
+from labkit.workshop.settings import PREFIX, HubSettings
+
+CADDYFILE = "Caddyfile"
+HSTS = "max-age=31536000"  # a year; no includeSubDomains or preload: the instructor's domain may hold other sites
+INSTALL = "Debian/Ubuntu: apt-get install caddy (https://caddyserver.com/docs/install for others)"
+
+
+class FrontProxyError(LabkitError):
+    """The room cannot start its HTTPS proxy."""
+
+
+def caddy_root(settings: HubSettings) -> Path:
+    """Caddy's own folder in the hub's state (its local CA, certificates, configuration): the hub account's alone."""
+    return settings.state / "caddy"
+
+
+def local_ca_certificate(settings: HubSettings) -> Path:
+    """The root certificate of Caddy's local CA: what browsers must trust where the room has no certificate of its own."""
+    return caddy_root(settings) / "data" / "caddy" / "pki" / "authorities" / "local" / "root.crt"
+
+
+def caddyfile(settings: HubSettings, secret: str) -> str:
+    """Caddy's configuration for the room: HTTPS at ``SUBDOMAIN_HOST`` and its wildcard, to the hub's proxy."""
+    parts = urlsplit(settings.subdomain_host)
+    host, port = parts.hostname, parts.port or 443
+    tls = f"tls {settings.tls_certificate} {settings.tls_key}" if settings.tls_certificate else "tls internal"
+    upstream = f"{'127.0.0.1' if settings.ip in ('0.0.0.0', '::', '') else settings.ip}:{settings.port}"
+
+    def site(name: str, secret_header: str) -> str:
+        return f"""{name}:{port} {{
+\t{tls}
+\theader Strict-Transport-Security "{HSTS}"
+\treverse_proxy {upstream} {{
+\t\theader_up X-Forwarded-For {{remote_host}}
+\t\theader_up -X-Real-Ip
+\t\theader_up X-Scheme https
+\t\theader_up {secret_header}
+\t}}
+}}
+"""
+    return (f"""{{
+\tadmin off
+\tstorage file_system {caddy_root(settings) / 'data' / 'caddy'}
+\tskip_install_trust
+\tauto_https disable_redirects
+\thttps_port {port}
+}}
+""" + site(str(host), f"{FRONT_PROXY_HEADER} {secret}") + site(f"*.{host}", f"-{FRONT_PROXY_HEADER}"))
+
+
+def caddy_service(settings: HubSettings) -> dict[str, Any]:
+    """Caddy as a service the hub starts and stops with itself, its configuration written (0600) in the state folder."""
+    caddy = shutil.which("caddy")
+    if caddy is None:
+        raise FrontProxyError(f"{PREFIX}CADDY=yes, but caddy is not installed: {INSTALL}.")
+    root = caddy_root(settings)
+    root.mkdir(mode=0o700, exist_ok=True)
+    config = root / CADDYFILE
+    write_text(config, caddyfile(settings, front_proxy_secret(settings)))
+    config.chmod(0o600)
+    home = {"HOME": str(root), "XDG_CONFIG_HOME": str(root / "config"), "XDG_DATA_HOME": str(root / "data")}
+    return {"name": "https-proxy", "command": [caddy, "run", "--adapter", "caddyfile", "--config", str(config)],
+            "environment": home}
