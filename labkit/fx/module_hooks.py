@@ -53,6 +53,7 @@ from labkit.core.errors import LabkitError, LabkitTypeError
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.report import ProfileReport
 from labkit.fx.runs import Profiler, check_input_devices
+from labkit.fx.timeline import RunTimeline, Span
 from labkit.fx.tracing import LeafModules, leaf_list, torch_nn_layer
 
 #: The row for time spent between hooked modules (the model's own Python and functional calls).
@@ -226,6 +227,8 @@ class ModuleProfiler(Profiler):
         self._inside_rows = 0  # open calls of modules timed whole: a hooked module they call is part of them
         self._recorded = 0.0  # seconds recorded in rows so far in this run
         self._calls: list[tuple[str, str, float]] = []  # (name, kind, seconds) per row, in call order
+        self._spans: list[tuple[str, str | None, float, float]] = []  # (name, kind, start, end) per timed call
+        self._run_clock = (0.0, 0.0)  # the last run's start and end
         self._child_calls: list[tuple[str, float]] = []
         self._child_runs: list[dict[str, float]] = []  # per timed run: child -> its whole time
         self._last_children: dict[str, float] = {}
@@ -262,7 +265,9 @@ class ModuleProfiler(Profiler):
             if opened is None:
                 return
             start, recorded_before = opened
-            elapsed = self._clock() - start
+            end = self._clock()
+            elapsed = end - start
+            self._spans.append((hooked.name, hooked.kind, start, end))  # the timeline's: every hooked call, nested
             if whole:
                 self._inside_rows -= 1
             if hooked.kind is not None:
@@ -278,6 +283,7 @@ class ModuleProfiler(Profiler):
         self._open.clear()
         self._calls.clear()
         self._child_calls.clear()
+        self._spans = []
         self._inside_rows, self._recorded = 0, 0.0
         inputs, kwargs = self._run_inputs()
         with torch.no_grad():
@@ -288,7 +294,9 @@ class ModuleProfiler(Profiler):
                 if type(exc).__name__ == HIGHER_ORDER_ERROR:
                     raise HooksInsideCondError(_hooks_inside_cond_message(type(self.module).__name__)) from exc
                 raise
-            total = self._clock() - start
+            end = self._clock()
+            total = end - start
+            self._run_clock = (start, end)
         seen: Counter[tuple[str, str]] = Counter()
         durations = []
         for name, kind, seconds in self._calls:
@@ -300,6 +308,21 @@ class ModuleProfiler(Profiler):
         for name, seconds in self._child_calls:
             self._last_children[name] = self._last_children.get(name, 0.0) + seconds
         return total, durations
+
+    def _last_timeline(self) -> RunTimeline:
+        """The last run's hooked calls as spans, in the order they started: a row's call under its row's name
+        (``relu#2``, ``h.0 (own code)``), a child of the model that has no row under its path."""
+        start, end = self._run_clock
+        seen: Counter[tuple[str, str | None]] = Counter()
+        spans = []
+        for name, kind, began, ended in sorted(self._spans, key=lambda span: (span[2], -span[3])):
+            key = name
+            if kind is not None:
+                seen[name, kind] += 1
+                count = seen[name, kind]
+                key = name + (f"#{count}" if count > 1 else "") + (OWN_CODE if kind == "split" else "")
+            spans.append(Span(key, began - start, ended - start))
+        return RunTimeline(start, end - start, tuple(spans))
 
     def run_once(self) -> None:
         """One recorded run, and the whole time of each of the model's children in it."""

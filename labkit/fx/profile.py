@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
+import os
 import re
 import statistics
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import tabulate
@@ -57,6 +60,7 @@ from labkit.fx.capture import (
     check_capture,
     failing_node,
 )
+from labkit.fx.memory import GraphMemory, NodeMemory, graph_memory
 from labkit.fx.model_inputs import (
     InputsDoNotFitError,
     KeywordsIntoVarKeywordError,
@@ -80,6 +84,7 @@ from labkit.fx.runs import (
     run_eager_once,
     run_series,
 )
+from labkit.fx.timeline import RunTimeline, Span, from_stamps
 from labkit.fx.tracing import (
     LeafModules,
     TraceFailedError,
@@ -142,13 +147,18 @@ class ProfilingInterpreter(torch.fx.Interpreter):
         self._asynchronous = self.device.type != "cpu"  # CPU ops finish before they return
         self.total_runtime_sec: list[float] = []
         self.runtimes_sec: dict[torch.fx.Node, list[float]] = {}
+        #: the last run's clock reads: its start and end, and each timed node's (start, end) (not placeholders, output)
+        self.last_start = self.last_end = 0.0
+        self.last_spans: list[tuple[float, float]] = []
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         synchronize(self.device)
-        start = time.perf_counter()
+        self.last_spans = []
+        self.last_start = start = time.perf_counter()
         result = super().run(*args, **kwargs)
         synchronize(self.device)
-        self.total_runtime_sec.append(time.perf_counter() - start)
+        self.last_end = time.perf_counter()
+        self.total_runtime_sec.append(self.last_end - start)
         return result
 
     def run_node(self, n: torch.fx.Node) -> Any:
@@ -158,7 +168,10 @@ class ProfilingInterpreter(torch.fx.Interpreter):
         result = super().run_node(n)
         if self._asynchronous:
             synchronize(self.device)
-        self.runtimes_sec.setdefault(n, []).append(time.perf_counter() - start)
+        end = time.perf_counter()
+        self.runtimes_sec.setdefault(n, []).append(end - start)
+        if n.op not in ("placeholder", "output"):  # the nodes a profile times: its timeline's spans
+            self.last_spans.append((start, end))
         return result
 
     def summary(self, should_sort: bool = False) -> str:
@@ -286,7 +299,8 @@ class InstrumentedModule:
         return instrumented
 
     def __call__(self, *inputs: Any) -> Any:
-        self.stamps.clear()
+        # a new list per run, so the last run's stamps stay as they were (the timeline keeps them); per run, not per node
+        self.stamps = self.module.__dict__[_STAMPS_ATTR] = []
         return self.module(*inputs)
 
     def last_durations(self) -> list[float]:
@@ -334,6 +348,32 @@ def _shown_type(row: NodeTiming) -> str:
     if row.module_class and row.module_class != row.op_type:
         return f"{row.op_type} ({row.module_class})"
     return row.op_type
+
+
+_TORCH_DIR = str(Path(torch.__file__).parent) + os.sep
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def source_line(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
+    """``"resnet.py:268"``: the line of the model's code that made ``node`` (its stack trace's innermost frame
+    outside torch); for a node without one (a parameter read), the ``forward`` of the innermost module it belongs to."""
+    frames = [match for match in _FRAME.finditer(node.stack_trace or "") if not match["file"].startswith(_TORCH_DIR)]
+    if frames:
+        return f"{Path(frames[-1]['file']).name}:{frames[-1]['line']}"
+    path = str(node.target).rpartition(".")[0] if node.op == "get_attr" else str(node.target)
+    while True:
+        try:
+            module = graph_module.get_submodule(path)
+            break
+        except AttributeError:
+            if not path:
+                return ""
+            path = path.rpartition(".")[0]
+    forward = type(module).forward
+    try:
+        return f"{Path(inspect.getsourcefile(forward) or '').name}:{inspect.getsourcelines(forward)[1]}"
+    except (OSError, TypeError):
+        return ""
 
 
 def _target(node: torch.fx.Node) -> str:
@@ -417,6 +457,10 @@ class NodeProfiler(Profiler):
         self._nodes_by_name = {n.name: n for n in self.nodes}
         stacks = {n.name: captured.module_stacks.get(n.name, ()) for n in self.nodes}
         self._modules = {name: (stack[-1][0] if stack else "", stack) for name, stack in stacks.items()}
+        self._sources = {n.name: source_line(n, self.graph_module) for n in self.nodes}
+        self._graph_memory: GraphMemory | None = None
+        self._memory_notes: tuple[str, ...] = ()
+        self._clock_reads: tuple[float, Any, float] = (0.0, (), 0.0)  # the last run's start, stamps (or spans), end
         if mode == "fast":
             self._instrumented = InstrumentedModule(self.graph_module, self.device)
         else:
@@ -437,10 +481,21 @@ class NodeProfiler(Profiler):
                 start = time.perf_counter()
                 self._instrumented(*inputs)
                 synchronize(self.device)
-                return time.perf_counter() - start, self._instrumented.last_durations()
+                end = time.perf_counter()
+                self._clock_reads = (start, self._instrumented.stamps, end)
+                return end - start, self._instrumented.last_durations()
             interpreter = self._interpreter
             interpreter.run(*inputs)
+            self._clock_reads = (interpreter.last_start, interpreter.last_spans, interpreter.last_end)
             return interpreter.total_runtime_sec[-1], [interpreter.runtimes_sec[n][-1] for n in self.nodes]
+
+    def _last_timeline(self) -> RunTimeline | None:
+        """The run just made, node by node, from the stamps it took (fast mode) or the interpreter's clock reads."""
+        start, stamps, end = self._clock_reads
+        if self.mode == "fast":
+            return from_stamps(list(self.samples), start, stamps, end)
+        spans = tuple(Span(key, a - start, b - start) for key, (a, b) in zip(self.samples, stamps, strict=True))
+        return RunTimeline(start, end - start, spans)
 
     def _describe(self, key: str) -> tuple[str, str, str, str, str]:
         node = self._nodes_by_name[key]
@@ -449,13 +504,36 @@ class NodeProfiler(Profiler):
     def _completed(self, report: ProfileReport) -> ProfileReport:
         """The report with what only the graph knows: how it was captured, the modules each node ran in, and
         each run's time outside its nodes (a median of those, unlike one of means, ignores one disturbed run)."""
+        memory = self._memory()
+        facts = memory.nodes if memory is not None else {}
+        unknown = NodeMemory((), None, None)
         rows = [
-            dataclasses.replace(row, module=self._modules[row.name][0], module_stack=self._modules[row.name][1])
+            dataclasses.replace(
+                row, module=self._modules[row.name][0], module_stack=self._modules[row.name][1],
+                source=self._sources[row.name], input_shapes=facts.get(row.name, unknown).input_shapes,
+                output_bytes=facts.get(row.name, unknown).output_bytes, live_bytes=facts.get(row.name, unknown).live_bytes,
+            )
             for row in report.rows
         ]
         outside = [max(0.0, total - sum(samples[run] for samples in self.samples.values()))
                    for run, total in enumerate(self.totals)]
-        return dataclasses.replace(report, rows=rows, capture=self.capture, outside=RunStats.from_samples(outside))
+        return dataclasses.replace(
+            report, rows=rows, capture=self.capture, outside=RunStats.from_samples(outside),
+            memory=memory.as_dict() if memory is not None else None, notes=report.notes + self._memory_notes,
+        )
+
+    def _memory(self) -> GraphMemory | None:
+        """The graph's memory per node (:mod:`labkit.fx.memory`): one untimed run, made once, after a timed one.
+
+        A graph the recording interpreter cannot run (the timed runs did) has no memory figures, and a note says why.
+        """
+        if self._graph_memory is None and not self._memory_notes:
+            try:
+                self._graph_memory = graph_memory(self.graph_module, self.inputs)
+            except Exception as exc:  # noqa: BLE001 - the timings stand; the memory figures are what is missing
+                self._memory_notes = (f"no memory per node: the recording run failed ({type(exc).__name__}: "
+                                      f"{(str(exc).splitlines() or [''])[0][:120]}).",)
+        return self._graph_memory
 
 
 @dataclasses.dataclass(frozen=True)
@@ -547,6 +625,16 @@ def capture_model(
 def profiler_for(captured: ModelCapture) -> Profiler:
     """Step 2's timer for a :class:`ModelCapture`: the graph's :class:`NodeProfiler`, or a :class:`ModuleProfiler`
     hooking the eager run's private copy."""
+    profiler = _graph_or_hooks_profiler(captured)
+    profiler.model_name = _model_name(captured.model)
+    return profiler
+
+
+def _model_name(model: Any) -> str:
+    return type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "function")
+
+
+def _graph_or_hooks_profiler(captured: ModelCapture) -> Profiler:
     if captured.graph is None:
         return ModuleProfiler(
             captured.model, *captured.call_args, kwargs=captured.call_kwargs, leaf_modules=captured.leaves,

@@ -10,7 +10,7 @@ import csv
 import dataclasses
 import html
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,6 +19,7 @@ from labkit.core.errors import LabkitValueError, require_count
 from labkit.core.files import write_file, write_text
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.core.timing import RunStats, format_seconds
+from labkit.fx.timeline import RunTimeline
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,10 @@ class NodeTiming:
     module_class: str = ""
     module: str = ""  # path of the innermost module the node ran in ("encoder.layer.0.attention.self.query")
     module_stack: tuple[tuple[str, str], ...] = ()  # (path, class) of each module it ran in, outermost first
+    source: str = ""  # "resnet.py:268": the line of forward that made the node (its stack trace's innermost frame)
+    input_shapes: tuple[tuple[int, ...], ...] = ()  # the shape of each tensor the node took, in argument order
+    output_bytes: int | None = None  # bytes of the new storage its outputs hold (None: not known, a hooked call)
+    live_bytes: int | None = None  # bytes of every tensor the graph made that is still alive after the node
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +56,9 @@ class NodeTiming:
             "pct_total": self.pct,
             "module_class": self.module_class,
             "module": self.module,
+            "output_bytes": self.output_bytes,
+            "live_bytes": self.live_bytes,
+            "source": self.source,
         }
 
 
@@ -60,19 +68,35 @@ SORT_KEYS = ("mean", "median", "min", "iqr", "pct", "name")
 #: every time key ("median", the share "pct", and "mean", kept for older code) gives that one order; "name" is A-Z.
 OP_TYPE_SORT_KEYS = ("median", "mean", "pct", "name")
 REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
+#: The memory column of a graph profile's table: the bytes of tensors alive after each node.
+LIVE_AFTER = "live after"
 # Columns of to_csv and keys of NodeTiming.as_dict, fixed so an empty report still writes a header.
 # New columns go at the end, so readers of older files keep working.
 NODE_FIELDS = (
     "op", "name", "target", "op_type", "mean_s", "median_s", "min_s", "iqr_s", "runs", "pct_total", "module_class",
-    "module",
+    "module", "output_bytes", "live_bytes", "source",
 )
 #: What a report says its graph was captured by: torch.fx's symbolic_trace, torch.export, or none (forward hooks).
 CAPTURE_KINDS = ("symbolic_trace", "export", "hooks")
 #: What a report's shares are of (its JSON's ``share_basis["of"]``): the rows' medians and the outside's, summed
 #: (a full report that knows its time outside the nodes), or the median whole run (a report built by hand).
 SUMMED_MEDIANS, MEDIAN_TOTAL = "summed node and outside medians", "median total run"
+#: The keys :meth:`ModuleBreakdown.sorted` (and ``by_module(sort=...)``) rank modules by.
+MODULE_SORT_KEYS = ("time", "memory")
 #: The name of the group of nodes that ran in no module but the model itself, in :meth:`ProfileReport.by_module`.
 TOP_LEVEL = "(top level)"
+
+
+def format_bytes(count: int | None) -> str:
+    """``"1.5 MiB"``, ``"640 B"``; ``"-"`` where the bytes are not known (a hooked call)."""
+    if count is None:
+        return "-"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
 
 
 def _median_sums(groups: Iterable[tuple[str, list[NodeTiming]]], basis: float) -> list[tuple[str, int, float, float, float]]:
@@ -145,6 +169,7 @@ class ModuleTime:
     seconds: float  # the sum of the nodes' medians
     pct: float  # of the median total run
     spread: float  # the sum of the nodes' IQRs, in seconds
+    output_bytes: int | None = None  # the bytes its nodes' outputs created (None: not known, a hooked profile)
 
     @property
     def label(self) -> str:
@@ -174,17 +199,32 @@ class ModuleBreakdown(ShowsAsTable):
     def pct(self) -> dict[str, float]:
         return {row.path: row.pct for row in self.rows}
 
-    def top(self, k: int) -> ModuleBreakdown:
-        """The ``k`` slowest modules, slowest first."""
+    def top(self, k: int, key: str = "time") -> ModuleBreakdown:
+        """The ``k`` slowest modules, slowest first; ``key="memory"``: the ``k`` whose nodes' outputs hold the most bytes."""
         k = require_count("k", k, 1, "e.g. top(5) for the five slowest modules")
-        return ModuleBreakdown(sorted(self.rows, key=lambda row: row.seconds, reverse=True)[:k], self.depth)
+        return ModuleBreakdown(self.sorted(key)[:k], self.depth)
+
+    def sorted(self, key: str = "time") -> list[ModuleTime]:
+        """The rows by ``"time"`` (summed medians) or ``"memory"`` (their nodes' output bytes), largest first."""
+        if key not in MODULE_SORT_KEYS:
+            raise LabkitValueError(f"Cannot sort modules by {key!r}; use {' or '.join(map(repr, MODULE_SORT_KEYS))}.")
+        if key == "memory":
+            return sorted(self.rows, key=lambda row: row.output_bytes or 0, reverse=True)
+        return sorted(self.rows, key=lambda row: row.seconds, reverse=True)
 
     def table(self) -> Table:
+        memory = any(r.output_bytes is not None for r in self.rows)
         return Table(
-            ["module", "nodes", "median per run", "spread (IQR)", "% total"],
-            [[r.label, r.nodes, format_seconds(r.seconds), _spread_text(r.spread), f"{r.pct:.1f}"] for r in self.rows],
+            ["module", "nodes", "median per run", "spread (IQR)", "% total", *(["output bytes"] if memory else [])],
+            [[r.label, r.nodes, format_seconds(r.seconds), _spread_text(r.spread), f"{r.pct:.1f}",
+              *([format_bytes(r.output_bytes)] if memory else [])] for r in self.rows],
             title=f"Time by module at depth {self.depth} (sums of node medians)",
         )
+
+
+def _summed_bytes(rows: Iterable[NodeTiming]) -> int | None:
+    known = [row.output_bytes for row in rows if row.output_bytes is not None]
+    return sum(known) if known else None
 
 
 def _stack(row: NodeTiming) -> tuple[tuple[str, str], ...]:
@@ -229,6 +269,11 @@ class ProfileReport(ShowsAsTable):
     notes: tuple[str, ...] = ()  # what labkit chose for the learner: use_cache=False, the copy's own parameters
     # the seconds every share is of: the sum of the rows' medians and the outside's (0: the median total run)
     share_basis: float = 0.0
+    #: every timed run as it happened: each node's (or hooked call's) start and end (:mod:`labkit.fx.timeline`)
+    timeline: tuple[RunTimeline, ...] = ()
+    model: str = ""  # the profiled model's class ("ResNet"): the trace's outermost module slice
+    #: the graph's memory: ``{"peak_bytes", "peak_node", "parameter_bytes", "input_bytes"}`` (None: a hooked profile)
+    memory: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         """A profiler's full report shares each median out of the summed medians, so its shares add up to 100.
@@ -332,13 +377,14 @@ class ProfileReport(ShowsAsTable):
         seconds = sum(r.stats.median for r in reads)
         return len(reads), seconds, (seconds / self._basis * 100 if self._basis > 0 else 0.0)
 
-    def by_module(self, depth: int = 1) -> ModuleBreakdown:
+    def by_module(self, depth: int = 1, sort: str | None = None) -> ModuleBreakdown:
         """Sum of node medians per module at ``depth`` (see :class:`ModuleBreakdown`), in the order they first ran.
 
         On an exported transformer, ``by_module(2)`` gives each layer's time and
         ``by_module(3)`` its attention and MLP blocks. A symbolic_trace profile
         groups its nodes the same way (fx records their modules too); a hooked
-        profile by each leaf module's path (every prefix of it a level).
+        profile by each leaf module's path (every prefix of it a level). ``sort="time"`` or
+        ``"memory"`` (the bytes its nodes' outputs created) orders them largest first instead.
         """
         depth = require_count("depth", depth, 1, "e.g. by_module(2) for a transformer's layers")
         groups: dict[tuple[str, str], list[NodeTiming]] = {}
@@ -349,11 +395,13 @@ class ProfileReport(ShowsAsTable):
             groups.setdefault(key, []).append(row)
         sums = _median_sums(((path, members) for (path, _), members in groups.items()), self._basis)
         classes = [cls for _, cls in groups]
+        sizes = [_summed_bytes(members) for members in groups.values()]
         rows = [
-            ModuleTime(path, cls, nodes, seconds, pct, iqr)
-            for (path, nodes, seconds, pct, iqr), cls in zip(sums, classes, strict=True)
+            ModuleTime(path, cls, nodes, seconds, pct, iqr, size)
+            for (path, nodes, seconds, pct, iqr), cls, size in zip(sums, classes, sizes, strict=True)
         ]
-        return ModuleBreakdown(rows, depth)
+        breakdown = ModuleBreakdown(rows, depth)
+        return breakdown if sort is None else ModuleBreakdown(breakdown.sorted(sort), depth)
 
     def table(self) -> Table:
         """One row per node; an exported profile adds each node's module (its node names say nothing of it)."""
@@ -369,6 +417,7 @@ class ProfileReport(ShowsAsTable):
                 format_seconds(r.stats.min),
                 format_seconds(r.stats.iqr),
                 f"{r.pct:.1f}",
+                *([format_bytes(r.live_bytes)] if self.memory is not None else []),
             ]
             for r in self.rows
             if r.op != "get_attr"
@@ -379,8 +428,20 @@ class ProfileReport(ShowsAsTable):
         )
         runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
         title = f"{shown}, mode={self.mode}{self._capture_note()}, {runs} after {self.warmup} warm-up; total {self.total}"
-        headers = [*REPORT_HEADERS[:3], "module", *REPORT_HEADERS[3:]] if exported else REPORT_HEADERS
+        headers = [*REPORT_HEADERS[:3], "module", *REPORT_HEADERS[3:]] if exported else list(REPORT_HEADERS)
+        if self.memory is not None:
+            headers.append(LIVE_AFTER)
         return Table(headers, rows, title=title)
+
+    def memory_note(self) -> str:
+        """The line under the table: the peak of live bytes, the node where it happens, what is counted apart."""
+        if self.memory is None:
+            return ""
+        return (
+            f"Memory: peak {format_bytes(self.memory['peak_bytes'])} of tensors alive, after node "
+            f"{self.memory['peak_node']}; parameters and buffers {format_bytes(self.memory['parameter_bytes'])} "
+            f"and inputs {format_bytes(self.memory['input_bytes'])} counted apart"
+        )
 
     def children_note(self) -> str:
         """The line under a hooked profile's table: its largest children by whole time ("" if it has none)."""
@@ -392,7 +453,8 @@ class ProfileReport(ShowsAsTable):
 
     def _notes(self) -> list[str]:
         reads = _reads_text(self.parameter_reads, "Not shown as nodes: ") if len(self.rows) == self.graph_nodes else ""
-        return [note for note in (reads, self.children_note(), *(f"Note: {note}" for note in self.notes)) if note]
+        notes = (reads, self.memory_note(), self.children_note(), *(f"Note: {note}" for note in self.notes))
+        return [note for note in notes if note]
 
     def to_text(self) -> str:
         return "\n".join([self.table().to_text(), *self._notes()])
@@ -409,6 +471,18 @@ class ProfileReport(ShowsAsTable):
         if "torch.export" in self.fallback_reason:
             return " (neither fx nor torch.export captured the model: see fallback_reason)"
         return " (fx could not trace the model: see fallback_reason)"
+
+    def to_trace(self, path: str | Path) -> Path:
+        """Write the timed runs as trace-event JSON for Perfetto, ``chrome://tracing`` or speedscope; returns the path.
+
+        Each run is a slice holding a slice per module call, each holding its nodes
+        (``args``: op, target, input shapes, module, source line, bytes), with the live
+        bytes as a counter; see :mod:`labkit.fx.trace_events`. Open it at
+        https://ui.perfetto.dev or https://www.speedscope.app (both read the file in the browser).
+        """
+        from labkit.fx.trace_events import write_trace
+
+        return write_trace(self, path, model_name=self.model)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return [r.as_dict() for r in self.rows]
@@ -438,7 +512,9 @@ class ProfileReport(ShowsAsTable):
 
     def to_json(self, path: str | Path) -> Path:
         """``{"mode", "capture", "warmup", "total", "share_basis", "parameter_reads", "nodes": [...],
-        "fallback_reason", "traceable_children", "outside", "largest_children", "notes"}``.
+        "fallback_reason", "traceable_children", "outside", "largest_children", "notes", "memory", "timeline"}``.
+
+        ``timeline`` is every timed run, ``{"clock_start_s", "total_s", "spans": [[node, start_s, end_s], ...]}``.
 
         ``share_basis`` (``{"seconds", "of"}``) says what every ``pct_total`` is a share of;
         ``parameter_reads`` (``{"nodes", "median_s", "pct"}``) the get_attr nodes, which the
@@ -461,6 +537,8 @@ class ProfileReport(ShowsAsTable):
                 for name, cls, seconds, pct in self.largest_children
             ],
             "notes": list(self.notes),
+            "memory": dict(self.memory) if self.memory is not None else None,
+            "timeline": [run.as_dict() for run in self.timeline],
         }
         return write_text(path, json.dumps(payload, indent=2))
 
@@ -476,13 +554,16 @@ def _shown_type(row: NodeTiming) -> str:
 
 __all__ = [
     "CAPTURE_KINDS",
+    "LIVE_AFTER",
     "MEDIAN_TOTAL",
+    "MODULE_SORT_KEYS",
     "NODE_FIELDS",
     "OP_TYPE_SORT_KEYS",
     "REPORT_HEADERS",
     "SORT_KEYS",
     "SUMMED_MEDIANS",
     "TOP_LEVEL",
+    "format_bytes",
     "ModuleBreakdown",
     "ModuleTime",
     "NodeTiming",

@@ -47,6 +47,7 @@ from labkit.core.random_state import kept_random_state
 from labkit.core.timing import RunStats
 from labkit.fx.model_state import state_token
 from labkit.fx.report import NodeTiming, ProfileReport
+from labkit.fx.timeline import RunTimeline
 
 
 class NotRunYetError(LabkitError, RuntimeError):
@@ -267,7 +268,8 @@ class Profiler:
     A subclass sets ``mode``, ``device`` and ``training`` and implements
     :meth:`_timed_call` (one run: its total seconds and ``(key, seconds)`` per timed
     part, in order) and :meth:`_describe` (what the report says about a key); it may
-    override :meth:`_completed` to add what it alone knows to each report.
+    override :meth:`_completed` to add what it alone knows to each report, and
+    :meth:`_last_timeline` to keep each timed run as it happened (the report's ``timeline``).
     """
 
     mode: str
@@ -281,6 +283,10 @@ class Profiler:
         self.warmup_runs = 0
         self.totals: list[float] = []
         self.samples: dict[str, list[float]] = {}
+        #: the profiled model's class name, said in the report (the trace's outermost slice)
+        self.model_name = ""
+        #: each timed run as it happened (:class:`~labkit.fx.timeline.RunTimeline`), in order
+        self.timelines: list[RunTimeline] = []
         self.fallback_reason = fallback_reason
         self.traceable_children = traceable_children
         #: What labkit chose for the learner (use_cache=False, own parameters), said in the report.
@@ -308,6 +314,10 @@ class Profiler:
     def _describe(self, key: str) -> tuple[str, str, str, str, str]:
         """``(op, name, target, op_type, module_class)`` of the part recorded under ``key``."""
         raise NotImplementedError
+
+    def _last_timeline(self) -> RunTimeline | None:
+        """The run :meth:`_timed_call` just made, span by span, from the clock reads it took (None: not kept)."""
+        return None
 
     def _completed(self, report: ProfileReport) -> ProfileReport:
         """``report`` with what only the subclass knows added (a graph's capture, each node's modules); as it is here."""
@@ -342,6 +352,9 @@ class Profiler:
         """One recorded run."""
         total, durations = self._timed_call()
         self.totals.append(total)
+        timeline = self._last_timeline()
+        if timeline is not None:
+            self.timelines.append(timeline)
         for key, seconds in durations:
             self.samples.setdefault(key, []).append(seconds)
         watch = _watch.get()
@@ -360,7 +373,7 @@ class Profiler:
             rows.append(NodeTiming(op, name, target, op_type, stats, share, module_class))
         report = self._completed(ProfileReport(
             rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children,
-            notes=self.notes,
+            notes=self.notes, timeline=tuple(self.timelines), model=self.model_name,
         ))
         watch = _watch.get()
         if watch is not None:

@@ -172,6 +172,9 @@ class _Tracer(torch.fx.Tracer):
     is timed, never what it computes.
     """
 
+    #: each node keeps the line of forward that made it (``node.stack_trace``): a profile's trace shows it
+    record_stack_traces = True
+
     def __init__(self, leaf_modules: Sequence[str | type[torch.nn.Module]] = ()) -> None:
         super().__init__()
         self.leaf_names = {leaf for leaf in leaf_modules if isinstance(leaf, str)}

@@ -15,6 +15,7 @@ Examples::
 
     python -m labkit profile --list
     python -m labkit profile resnet18 --batch 8 --runs 5 --mode fast --top 10 --csv out.csv --json out.json
+    python -m labkit profile resnet18 --trace resnet18.trace.json
     python -m labkit profile fasterrcnn_mobilenet_v3_large_fpn --leaf-module transform
     python -m labkit profile --hf llama --top 15
 """
@@ -56,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for weights and input (default 0)")
     parser.add_argument("--csv", metavar="PATH", help="write every node's timings as CSV")
     parser.add_argument("--json", metavar="PATH", help="write every node's timings as JSON")
+    parser.add_argument("--trace", metavar="PATH",
+                        help="write the timed runs as trace-event JSON (modules holding nodes), for Perfetto or speedscope")
 
 
 def _validate_arguments(args: argparse.Namespace) -> None:
@@ -76,7 +79,7 @@ def _validate_arguments(args: argparse.Namespace) -> None:
         if value is not None and value < minimum:
             requirement = "cannot be negative" if minimum == 0 else f"must be at least {minimum}"
             raise LabkitValueError(f"--{option} {requirement} (got {value}).")
-    for path in (args.csv, args.json):
+    for path in (args.csv, args.json, args.trace):
         if path:
             writable_target(path)
 
@@ -191,9 +194,11 @@ def _print_report(header: str, report: Any, args: argparse.Namespace) -> int:
     print(report.top(args.top).to_text())
     print()
     print(report.by_op_type().to_text())
-    for path, write in ((args.csv, report.to_csv), (args.json, report.to_json)):
+    for path, write in ((args.csv, report.to_csv), (args.json, report.to_json), (args.trace, report.to_trace)):
         if path:
             print(f"wrote {write(path)}")
+    if args.trace:
+        print("open it at https://ui.perfetto.dev or https://www.speedscope.app (the file stays in your browser)")
     return 0
 
 

@@ -684,6 +684,6 @@ def test_a_report_without_per_run_outside_times_takes_the_means_and_needs_every_
 def test_every_row_knows_its_module_and_the_csv_ends_with_it(tmp_path):
     report = profile_model(nn.Sequential(nn.Linear(4, 2), nn.ReLU()).eval(), torch.randn(3, 4), runs=1)
     assert [(r.module, r.module_stack) for r in report.rows] == [("0", (("0", "Linear"),)), ("1", (("1", "ReLU"),))]
-    assert NODE_FIELDS[-1] == "module"
+    assert NODE_FIELDS[11:] == ("module", "output_bytes", "live_bytes", "source")  # new columns at the end
     with open(report.to_csv(tmp_path / "p.csv"), newline="") as handle:
         assert [r["module"] for r in csv.DictReader(handle)] == ["0", "1"]

@@ -22,6 +22,17 @@ def test_profile_prints_tables_and_writes_files(tmp_path, capsys):
     assert json.loads(json_path.read_text())["total"]["count"] == 2
 
 
+def test_profile_writes_a_trace_a_viewer_reads(tmp_path, capsys):
+    from labkit.fx.trace_events import check_trace
+
+    path = tmp_path / "r18.trace.json"
+    assert main(["profile", "resnet18", "--size", "32", *FAST, "--trace", str(path)]) == 0
+    assert f"wrote {path}" in capsys.readouterr().out
+    assert check_trace(path)["X"] == 1 + 1 + 69 + 75  # the run, the model, its 69 nodes and 75 module calls
+    names = {event["name"] for event in json.loads(path.read_text())["traceEvents"]}
+    assert {"run 0", "ResNet", "layer1", "layer1.0", "layer1_0_conv1"} <= names
+
+
 def test_mode_modules_times_the_layers_without_a_trace(capsys):
     assert main(["profile", "resnet18", "--size", "32", "--mode", "modules", *FAST]) == 0
     out = capsys.readouterr().out
@@ -124,6 +135,7 @@ def test_an_unwritable_output_path_is_one_clear_line_and_exit_code_2(tmp_path, c
         (["--json", "{tmp}"], "is a folder"),
         (["--csv", "{tmp}/fifo"], "is a special file"),
         (["--json", "{tmp}/out.json", "--csv", "{tmp}/no/out.csv"], "does not exist"),
+        (["--trace", "{tmp}/no/out.trace.json"], "does not exist"),
         (["--concrete-args", "flip=Tru e"], "--concrete-args 'flip=Tru e': 'Tru e' is not a Python literal (SyntaxError)"),
         (["--concrete-args", "flip=print('x')"], "\"print('x')\" is not a Python literal (ValueError)"),
         (["--concrete-args", "flip"], "--concrete-args takes NAME=VALUE, e.g. --concrete-args flip=True (got 'flip')"),
