@@ -26,7 +26,7 @@ TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 HF_FLOOR := transformers==4.45.2
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench docs student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench docs dist student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL; LAB_LANG=zh or ru)"
@@ -49,6 +49,7 @@ help:
 	@echo "make bench      reproduce every performance figure (BENCH_ARGS=--quick for a short run)"
 	@echo "make docs       build the docs site (Sphinx + MyST-NB, warnings are errors) into build/site; open build/site/index.html"
 	@echo "make student-copy  notebooks for students, without solutions, into build/student"
+	@echo "make dist       the sdist and the wheel (it carries the labs) into dist/, for pip install dist/torch_labkit-*.whl"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -162,6 +163,11 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m labkit docs build/site
 
+# The sdist and the wheel, as a packager builds them (python -m build: the wheel from the sdist, in an isolated
+# environment that downloads [build-system] requires). Offline, DIST_ARGS=--no-isolation builds with this venv's.
+dist: $(STAMP)
+	$(PY) -m build --outdir dist $(DIST_ARGS) .
+
 student-copy: $(STAMP)
 	$(PY) -m labkit student-copy build/student --force $(if $(TRACK),--track $(TRACK))
 
@@ -169,4 +175,4 @@ student-copy-solutions: $(STAMP)
 	$(PY) -m labkit student-copy build/student-solutions --with-solutions --force $(if $(TRACK),--track $(TRACK))
 
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build dist .pytest_cache

@@ -1,15 +1,19 @@
-"""The labkit command line: ``python -m labkit <command>``.
+"""The labkit command line: ``labkit <command>`` (or ``python -m labkit <command>``).
 
 Each command lives in its own module, which provides ``add_arguments(parser)``
 and ``run(args) -> int``; this file only wires them together. Only the module of
 the command being run is imported, so ``doctor`` stays fast even though
-``bench`` pulls in half of torchvision.
+``bench`` pulls in half of torchvision. ``--help`` lists the learner's commands
+first, then the instructor's, then the authors' (every command no group names).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from labkit import __version__
@@ -38,14 +42,51 @@ COMMANDS = {
 }
 
 
-def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+# Who types which command, in the order --help lists them; a command in no group is an author's.
+LEARNER_COMMANDS = ("lab", "progress", "doctor", "profile", "zoo", "workspace")
+INSTRUCTOR_COMMANDS = ("workshop", "student-copy")
+DESCRIPTION = "The commands of labkit's PyTorch labs: a learner's first, then an instructor's and the authors'."
+
+
+def command_groups() -> list[tuple[str, list[str]]]:
+    """(heading, commands) in the order --help shows them."""
+    grouped = {*LEARNER_COMMANDS, *INSTRUCTOR_COMMANDS}
+    return [("learning with the labs", list(LEARNER_COMMANDS)), ("running a workshop", list(INSTRUCTOR_COMMANDS)),
+            ("writing, translating and measuring the labs", [name for name in COMMANDS if name not in grouped])]
+
+
+def _commands_text() -> str:
+    """The grouped list of commands with their one-line help, indented and wrapped as argparse's own lists."""
+    indent = " " * (max(map(len, COMMANDS)) + 4)
+    columns = shutil.get_terminal_size().columns - 2  # what argparse's formatter wraps to
+    blocks = []
+    for heading, names in command_groups():
+        lines = [textwrap.fill(COMMANDS[name][1], max(columns, 60), initial_indent=f"  {name}".ljust(len(indent)),
+                               subsequent_indent=indent, break_on_hyphens=False) for name in names]
+        blocks.append("\n".join([f"{heading}:", *lines]))
+    return "\n\n".join([*blocks, "COMMAND --help shows a command's options."])
+
+
+def program_name(argv0: str | None = None) -> str:
+    """``labkit`` when run as the console script, ``python -m labkit`` when run as a module (argparse on
+    Python < 3.12 would say ``__main__.py``)."""
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    if name in ("__main__.py", "-c", ""):
+        return "python -m labkit"
+    return name.removesuffix(".exe").removesuffix("-script.py")
+
+
+def build_parser(selected: str | None = None, prog: str | None = None) -> argparse.ArgumentParser:
     """The CLI parser; only ``selected`` (if any) gets its full set of options."""
-    parser = argparse.ArgumentParser(prog="python -m labkit", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog or program_name(), usage="%(prog)s [-h] [--version] COMMAND ...",
+                                     description=DESCRIPTION, epilog=_commands_text(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"labkit {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS,  # the epilog lists them
+                                prog=parser.prog)  # "labkit doctor", not the usage line before "doctor"
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser = sub.add_parser(name, description=help_text)  # listed in the epilog, by group
         if name == selected:
             module = importlib.import_module(module_name)
             module.add_arguments(command_parser)

@@ -1,5 +1,8 @@
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +59,39 @@ def test_the_authors_commands_say_they_need_a_checkout_when_run_from_an_installe
     assert err.startswith(f"{argv[0]}: `labkit {argv[0]}` works in a checkout of labkit's repository (") and err.count("\n") == 1
     assert "installed without one" in err and "pip install -e '.[docs]'" not in err
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def _help(argv0: str) -> str:
+    """``--help`` as a process whose ``sys.argv[0]`` is ``argv0`` (a console script's path, or ``-m``'s)."""
+    code = f"import sys; sys.argv[0] = {argv0!r}; from labkit.__main__ import main; main()"
+    result = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "COLUMNS": "120"})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_help_lists_the_learners_commands_first_and_the_authors_apart():
+    from labkit.__main__ import INSTRUCTOR_COMMANDS, LEARNER_COMMANDS
+
+    out = _help("/home/ada/venv/bin/labkit")
+    assert out.startswith("usage: labkit [-h] [--version] COMMAND ...\n")  # the console script's own name
+    description = out.split("\n\n")[1]
+    assert not re.search(r"``|\*\*|:mod:|<command>", description), description  # no raw markup
+    headings = ["learning with the labs:", "running a workshop:", "writing, translating and measuring the labs:"]
+    starts = [out.index(f"\n{heading}\n") for heading in headings]
+    assert starts == sorted(starts)
+    listed = re.findall(r"^  ([a-z][\w-]*)  ", out, flags=re.MULTILINE)
+    assert sorted(listed) == sorted(COMMANDS)  # each command once
+    assert listed[:len(LEARNER_COMMANDS)] == list(LEARNER_COMMANDS) and listed[0] == "lab"
+    authors = listed[len(LEARNER_COMMANDS) + len(INSTRUCTOR_COMMANDS):]
+    assert {"docs", "notebooks", "i18n", "bench"} <= set(authors) and not set(authors) & set(LEARNER_COMMANDS)
+
+
+def test_the_program_is_named_as_the_user_typed_it():
+    assert _help("/usr/lib/python3/site-packages/labkit/__main__.py").startswith("usage: python -m labkit ")
+    result = subprocess.run([sys.executable, "-m", "labkit", "--help"], capture_output=True, text=True, timeout=120)
+    assert result.stdout.startswith("usage: python -m labkit [-h] [--version] COMMAND ...")
+    script = Path(sys.executable).with_name("labkit")  # the console script pip installed beside this Python
+    if script.is_file():
+        shown = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120).stdout
+        assert shown.startswith("usage: labkit ")

@@ -106,7 +106,7 @@ class Probe:
 class DoctorReport:
     probes: list[Probe] = field(default_factory=list)
     note: str = ""  # how the probes ran, when not each in its own interpreter; printed before the verdict
-    next_step: str = N_("open 00_start_here.ipynb")  # after READY; "" where the preflight runs inside that notebook
+    next_step: str = N_("open 00_start_here.ipynb")  # after READY (:func:`next_step`); "" inside that notebook
 
     @property
     def problems(self) -> list[Probe]:
@@ -597,10 +597,28 @@ def run_preflight(packages: dict[str, str] | None = None, *, timeout: float | No
                    else [_unprobed("device", device, "torch")])
     in_a_notebook = mode in ("in-process", "image")  # notebook 00's own cell: no "open 00_start_here.ipynb"
     note = _(_NOTES[mode]).format(setting=f"{PREFLIGHT_ENV}={IMAGE}") if mode in _NOTES else ""
-    report = DoctorReport(probes, note, next_step="" if in_a_notebook else DoctorReport.next_step)
+    report = DoctorReport(probes, note, next_step="" if in_a_notebook else next_step())
     if record:
         _record(report)
     return report
+
+
+START_HERE = "00_start_here.ipynb"
+_LAB_HERE = N_("`labkit lab` starts JupyterLab on your workspace/ here; open 00_start_here.ipynb there")
+_MAKE_ONE = N_("there is no 00_start_here.ipynb here yet: `labkit lab` makes your workspace (workspace/ in this "
+               "folder) and starts JupyterLab on it; open 00_start_here.ipynb there")
+
+
+def next_step(cwd: Path | None = None) -> str:
+    """What to do after READY, for the folder the doctor runs in: open notebook 00 where there is one, else make it.
+
+    Why not always "open 00_start_here.ipynb": a newcomer who installed labkit with pip has no notebook yet.
+    """
+    folder = cwd or Path.cwd()
+    if (folder / START_HERE).is_file():
+        return DoctorReport.next_step
+    # "workspace": the folder labkit lab makes (labkit.progress.journal.LAB_FOLDER)
+    return _LAB_HERE if (folder / "workspace" / START_HERE).is_file() else _MAKE_ONE
 
 
 def _record(report: DoctorReport) -> None:

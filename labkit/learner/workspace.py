@@ -99,12 +99,13 @@ from labkit.i18n.messages import LANGUAGES, N_, SOURCE_LANGUAGE, known, translat
 from labkit.labs import NOTEBOOKS_DIR, find_notebooks
 from labkit.learner.edition import RECORD, Edition, read_edition, write_edition
 from labkit.learner.tracks import DEFAULT_TRACK, TRACKS, exercise_ids, require_track
+from labkit.progress.journal import LAB_FOLDER
 
 if TYPE_CHECKING:
     import nbformat
 
 TOOL = "workspace"  # the tool named in the manifest
-DEFAULT_FOLDER = Path("workspace")
+DEFAULT_FOLDER = Path(LAB_FOLDER)  # where `labkit progress` typed in the same folder looks too
 README_NAME = "README.md"
 CREATING = "creating"  # in the manifest while a new workspace is being written: the next run finishes it
 #: Where an installed labkit carries the labs: one learner edition per language and track (``<lang>/<track>``),

@@ -121,17 +121,24 @@ def my_progress(file: Path | None = None, local: bool = False) -> ProgressTable:
     return progress_table(learner, held, _("as the room's board holds it"), exercises=exercises)
 
 
-def track_exercises(journal_file: Path) -> tuple[str, ...]:
+def track_exercises(journal_file: Path, cwd: Path | None = None) -> tuple[str, ...]:
     """The exercises of the learner's track: those the workspace holding ``journal_file`` lists in its manifest
-    (the core track leaves some out), else every exercise of the labs."""
-    manifest = journal_file.parent.parent / journal.WORKSPACE_MARKER
-    try:
-        listed = json.loads(manifest.read_text(encoding="utf-8")).get("exercises")
-    except (OSError, ValueError, AttributeError):
-        return EXERCISES
-    if not isinstance(listed, list) or not listed or not all(isinstance(item, str) and item in EXERCISES for item in listed):
-        return EXERCISES  # a workspace from before manifests listed them, or a damaged list: every exercise
-    return tuple(listed)
+    (the core track leaves some out), else the workspace's where the command runs (a journal set by
+    ``LABKIT_PROGRESS`` lies outside it), else every exercise of the labs."""
+    beside = journal_file.parent.parent / journal.WORKSPACE_MARKER
+    here = journal.workspace_folder(cwd) or journal.lab_folder_in(cwd)
+    for manifest in (beside, *([here / journal.WORKSPACE_MARKER] if here else [])):
+        if not manifest.is_file():
+            continue
+        try:
+            listed = json.loads(manifest.read_text(encoding="utf-8")).get("exercises")
+        except (OSError, ValueError, AttributeError):
+            return EXERCISES
+        if not isinstance(listed, list) or not listed or not all(isinstance(item, str) and item in EXERCISES
+                                                                 for item in listed):
+            return EXERCISES  # a workspace from before manifests listed them, or a damaged list: every exercise
+        return tuple(listed)
+    return EXERCISES
 
 
 def board_events(url: str) -> list[Event]:

@@ -16,12 +16,14 @@ ALL_PROBES = ("python", "torch", "torchvision", "jupyterlab", "ipywidgets", "mat
 
 
 @pytest.mark.slow
-def test_cli_doctor_is_ready_here():
-    result = subprocess.run([sys.executable, "-m", "labkit", "doctor"], capture_output=True, text=True, timeout=600)
+def test_cli_doctor_is_ready_here(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "labkit", "doctor"], capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path)  # a folder with no notebook: the verdict says how to make one
     assert result.returncode == 0, result.stdout + result.stderr
     for name in ALL_PROBES:
         assert f"ok      {name}" in result.stdout
-    assert result.stdout.strip().splitlines()[-1].startswith("doctor: READY - all 16 probes passed")
+    verdict = result.stdout.strip().splitlines()[-1]
+    assert verdict.startswith("doctor: READY - all 16 probes passed") and "there is no 00_start_here.ipynb here yet" in verdict
 
 
 @pytest.mark.slow
@@ -318,3 +320,15 @@ def test_the_command_line_doctor_always_isolates_its_probes(monkeypatch, capsys)
     monkeypatch.setattr(doctor, "run_preflight", preflight)
     assert doctor.run(argparse.Namespace(timeout=None, json=False)) == 0
     assert seen["mode"] == "isolated" and seen["record"] is False
+
+
+def test_after_ready_the_next_step_is_one_this_folder_allows(tmp_path):
+    """A newcomer who installed with pip has no notebook yet: "open 00_start_here.ipynb" would lead nowhere."""
+    assert "labkit lab` makes your workspace" in doctor.next_step(tmp_path)
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / doctor.START_HERE).write_text("{}")
+    assert doctor.next_step(tmp_path).startswith("`labkit lab` starts JupyterLab on your workspace/ here")
+    assert doctor.next_step(tmp_path / "workspace") == "open 00_start_here.ipynb"
+    report = doctor.DoctorReport([doctor.Probe("python", True, "3.11")], next_step=doctor.next_step(tmp_path / "empty"))
+    assert report.verdict().endswith("; there is no 00_start_here.ipynb here yet: `labkit lab` makes your workspace "
+                                     "(workspace/ in this folder) and starts JupyterLab on it; open 00_start_here.ipynb there")

@@ -1,8 +1,8 @@
 """The labs travel with the package: labkit's wheel, installed into a fresh venv outside the checkout, serves them.
 
-The wheel is built as pip builds it from the sdist (which is built from a copy of the
-checkout, so that nothing is written into the checkout), without build isolation: the
-build's own requirements are this venv's, and nothing is downloaded.
+The sdist and the wheel are built as ``make dist`` builds them (``python -m build``: the wheel from the sdist), from
+a copy of the checkout, so that nothing is written into the checkout, and without build isolation: the build's own
+requirements are this venv's, and nothing is downloaded.
 
 How the fresh venv reuses this venv's torch instead of downloading it again:
 ``python -m venv --without-pip`` (venv makes it from the base interpreter, even when run
@@ -120,12 +120,21 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         shutil.copy2(ROOT / name, source / name)
     env = {**os.environ, "TMPDIR": str(folder), "HOME": str(folder / "home")}
     (folder / "tmp").mkdir()
-    sdist = folder / run([sys.executable, "-c", f"import setuptools.build_meta as b; print(b.build_sdist({str(folder)!r}))"],
-                         source, env).strip().splitlines()[-1]
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-cache-dir",
-         "-w", folder / "wheels", sdist], folder, env)
-    [wheel] = (folder / "wheels").glob("torch_labkit-*.whl")  # the distribution's name (labkit's is taken on PyPI)
+    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", folder / "dist", source], folder, env)  # make dist
+    [sdist] = (folder / "dist").glob("torch_labkit-*.tar.gz")
+    [wheel] = (folder / "dist").glob("torch_labkit-*.whl")  # the distribution's name (labkit's is taken on PyPI)
     return sdist, wheel
+
+
+def test_make_dist_builds_the_sdist_and_the_wheel_as_the_fixture_does():
+    """README's way to a wheel until labkit is published: ``make dist`` runs ``python -m build`` (sdist, then the
+    wheel from it), as :func:`built` does."""
+    done = subprocess.run(["make", "-n", "-o", ".venv/.labkit-installed", "dist", "PY=python"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)  # -o: print it, the venv taken as made
+    assert done.returncode == 0, done.stderr
+    assert "python -m build --outdir dist" in done.stdout
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make dist" in readme and "pip install dist/torch_labkit-*.whl" in readme
 
 
 @pytest.fixture(scope="module")
