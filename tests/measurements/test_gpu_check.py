@@ -286,3 +286,15 @@ def test_rehearsal_on_cpu_end_to_end_writes_json_and_markdown(tmp_path):
     markdown = (tmp_path / "gpu-check.md").read_text()
     assert "| step" in markdown and "CPU REHEARSAL" in markdown and "jvp of an MLP" in markdown
     assert "Warning" not in result.stderr
+
+
+def test_the_instructors_page_says_which_command_to_run_and_what_its_table_means():
+    from pathlib import Path
+
+    page = (Path(__file__).parents[2] / "docs" / "instructors.md").read_text()
+    assert "make gpu-check" in page and "GPU_CHECK_ARGS=--dry-run" in page
+    for words in ("*faster*", "*slower*", "*too close to call*", f"below {profiler.MIN_RATIO:g}x",
+                  f"and {cli.NO_CUDA_EXIT}, having run nothing", "not available in this labkit",
+                  "build/gpu-check.md", "build/gpu-check.json"):
+        assert words in page, words
+    assert "make gpu-check" in (Path(__file__).parents[2] / "INSTRUCTORS.md").read_text()
