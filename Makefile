@@ -26,7 +26,7 @@ TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 HF_FLOOR := transformers==4.45.2
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench docs dist student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench gpu-check docs dist student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL; LAB_LANG=zh or ru)"
@@ -47,6 +47,7 @@ help:
 	@echo "make notebooks  re-execute every notebook in place, storing outputs and widget state"
 	@echo "make doctor     preflight check for a lab or a workshop"
 	@echo "make bench      reproduce every performance figure (BENCH_ARGS=--quick for a short run)"
+	@echo "make gpu-check  on a CUDA machine: every GPU path in at most 8 minutes, table in build/gpu-check.md (GPU_CHECK_ARGS=--dry-run)"
 	@echo "make docs       build the docs site (Sphinx + MyST-NB, warnings are errors) into build/site; open build/site/index.html"
 	@echo "make student-copy  notebooks for students, without solutions, into build/student"
 	@echo "make dist       the sdist and the wheel (it carries the labs) into dist/, for pip install dist/torch_labkit-*.whl"
@@ -159,6 +160,10 @@ doctor: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m labkit bench --json build/bench.json $(BENCH_ARGS)
+
+# on a machine with a CUDA GPU (docs/instructors.md): installs nothing beyond the venv; exit 3 where there is no GPU
+gpu-check: $(STAMP)
+	$(PY) -m labkit gpu-check --out build $(GPU_CHECK_ARGS)
 
 docs: $(STAMP)
 	$(PY) -m labkit docs build/site

@@ -25,6 +25,8 @@ COMMANDS = {
     "zoo": ("labkit.measurements.zoo",
             "will my model work? profile torchvision and Hugging Face (--hf) models, one process each"),
     "bench": ("labkit.measurements.bench", "reproduce every performance figure the labs claim"),
+    "gpu-check": ("labkit.measurements.gpu_check.cli",
+                  "on a CUDA machine: run every GPU path of the labs in minutes, and write their table (--dry-run: the plan)"),
     "lab": ("labkit.learner.lab", "update your workspace, then start JupyterLab on it: make lab without make"),
     "workshop": ("labkit.workshop.cli", "a workshop room's instructor commands: install, hand-out-solutions, remove-accounts"),
     "progress": ("labkit.learner.progress", "your own progress: each exercise solved or not, and what to do next"),

@@ -99,6 +99,15 @@ def execute_notebook(path: str | Path, *, timeout: int = 600, write: bool = True
     return seconds
 
 
+def executed_copy(path: str | Path, *, timeout: int = 600,
+                  extra_cells: tuple[str, ...] = ()) -> tuple[nbformat.NotebookNode, float]:
+    """Run ``path`` top to bottom, then ``extra_cells`` (code), in its folder, writing nothing; the executed
+    notebook and wall seconds. Errors as :func:`execute_notebook`'s. (``gpu-check`` reads what the cells printed.)"""
+    notebook = read_notebook(path, write=False)
+    notebook.cells.extend(nbformat.v4.new_code_cell(source) for source in extra_cells)
+    return notebook, _execute(Path(path), notebook, timeout=timeout)
+
+
 def run_record(seconds: float) -> dict[str, Any]:
     """What the stored outputs were measured on, kept in the notebook's metadata (``labkit``).
 
