@@ -21,7 +21,7 @@ from labkit.core.machine import cpu_model
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.measurements.gpu_check.plan import BAD, StepResult
 
-HEADERS = ["step", "what", "value", "spread", "verdict"]
+HEADERS = ["step", "what", "value (a step: its status)", "spread (a step: its time)", "verdict"]
 
 
 def machine_info(device: torch.device) -> dict[str, Any]:
