@@ -210,13 +210,18 @@ def exercise_notebook(tmp_path_factory):
     return path
 
 
-def test_a_notebook_runs_on_the_device_and_every_listed_exercise_must_be_solved(exercise_notebook):
-    os.environ.pop("LABKIT_DEVICE", None)
+def test_a_notebook_runs_on_the_device_and_every_listed_exercise_must_be_solved(exercise_notebook, monkeypatch):
+    monkeypatch.delenv("LABKIT_DEVICE", raising=False)
     row = notebooks.run_notebook(exercise_notebook, CPU, ("2.1", "2.2"))
     assert row.data["verdicts"] == {"2.1": "solved"}
     assert row.data["probe"]["device"] == "cpu"
     assert row.verdict == "2.2: no verdict printed"  # 2.1 solved; 2.2 is not in this subset
     assert "LABKIT_DEVICE" not in os.environ
+
+
+def test_a_missing_notebook_fails_with_what_to_do(tmp_path):
+    row = notebooks.run_notebook(tmp_path / "01_fx_profiling.ipynb", CPU, ("1.1",))
+    assert row.verdict.startswith("FAILED: no ") and "checkout" in row.verdict
 
 
 def test_a_failing_cell_fails_the_notebook(tmp_path):

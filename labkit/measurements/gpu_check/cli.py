@@ -104,7 +104,8 @@ def run_step(planned: Planned, device: torch.device) -> tuple[StepResult, float]
         result = StepResult(FAILED, (Row("raised", type(exc).__name__, "", f"FAILED: {lines[-1].strip()[:300]}",
                                          {"traceback": traceback.format_exc()[-4000:]}),))
     seconds = time.perf_counter() - start
-    changed = {name: (value, snapshot()[name]) for name, value in before.items() if snapshot()[name] != value}
+    after = snapshot()
+    changed = {name: (value, after[name]) for name, value in before.items() if after[name] != value}
     if changed:
         result = StepResult(FAILED, (*result.rows, Row("settings left changed", str(changed), "", "FAILED")),
                             result.notes)

@@ -74,13 +74,16 @@ def run_notebook(path: Path, device: torch.device, exercises: Sequence[str], *, 
     """Execute ``path`` on ``device`` and judge it: no cell failed, it ran on ``device``, every exercise solved."""
     from labkit.authoring.nbrun import executed_copy
 
+    what = f"{path.name} on {device.type}"
+    if not path.is_file():
+        return Row(what, "not found", "", f"FAILED: no {path}; run gpu-check in a checkout of labkit's repository")
     try:
         with kernel_environment(device):
             notebook, seconds = executed_copy(path, timeout=timeout, extra_cells=(PROBE_CELL,))
     except LabkitError as exc:
         first = (str(exc).splitlines() or [""])[0]
         error = next((line for line in str(exc).splitlines() if "Error" in line), first)
-        return Row(f"{path.name} on {device.type}", "a cell failed", "", f"FAILED: {error.strip()[:200]}",
+        return Row(what, "a cell failed", "", f"FAILED: {error.strip()[:200]}",
                    {"error": str(exc)[-2000:]})
     verdicts, probe = read_outputs(notebook)
     solved = [e for e in exercises if verdicts.get(e) == Status.SOLVED.value]
@@ -89,7 +92,7 @@ def run_notebook(path: Path, device: torch.device, exercises: Sequence[str], *, 
     if not ran_on.startswith(device.type):
         problems.append(f"the notebook's device was {ran_on}, not {device.type}")
     value = f"{len(solved)}/{len(exercises)} exercises solved, {seconds:.0f} s, device {ran_on}"
-    return Row(f"{path.name} on {device.type}", value, "", "ok" if not problems else "; ".join(problems),
+    return Row(what, value, "", "ok" if not problems else "; ".join(problems),
                {"seconds": seconds, "verdicts": verdicts, "probe": probe})
 
 

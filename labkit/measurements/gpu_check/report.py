@@ -19,9 +19,9 @@ from labkit.core.device import device_line
 from labkit.core.files import write_text
 from labkit.core.machine import cpu_model
 from labkit.core.tables import ShowsAsTable, Table
-from labkit.measurements.gpu_check.plan import BAD, Row, StepResult
+from labkit.measurements.gpu_check.plan import BAD, StepResult
 
-HEADERS = ["step", "what", "value", "spread", "verdict"]
+HEADERS = ["step", "what", "value (a step: its status)", "spread (a step: its time)", "verdict"]
 
 
 def machine_info(device: torch.device) -> dict[str, Any]:
@@ -102,6 +102,3 @@ class GpuCheckReport(ShowsAsTable):
         folder.mkdir(parents=True, exist_ok=True)
         return (write_text(folder / "gpu-check.json", json.dumps(self.as_dict(), indent=2, default=str) + "\n"),
                 write_text(folder / "gpu-check.md", self.to_markdown()))
-
-
-__all__ = ["GpuCheckReport", "Row", "StepRecord", "machine_info"]
