@@ -91,6 +91,7 @@ workshop: $(WORKSHOP_STAMP) $(PROXY)
 	@echo "log in, approve learners at /hub/authorize. For a room, run this as root: each learner then runs as their own account."
 	@echo "(with LABKIT_WORKSHOP_PASSWORD set: learners log in with it, you with LABKIT_WORKSHOP_ADMIN_PASSWORD)."
 	@echo "See who is running and open a learner's server at /hub/admin. Read workshop/README.md first."
+	@echo "With LABKIT_WORKSHOP_CADDY=yes (Debian: apt-get install caddy) the hub starts Caddy: the room is at LABKIT_WORKSHOP_SUBDOMAIN_HOST, over HTTPS."
 	cd workshop && LABKIT_WORKSHOP_TRACK=$(or $(TRACK),$${LABKIT_WORKSHOP_TRACK:-core}) $(abspath $(VENV))/bin/jupyterhub -f jupyterhub_config.py
 
 workshop-solutions: $(WORKSHOP_STAMP)

@@ -35,7 +35,9 @@ PROCESSES = 512  # processes and threads of one learner: a kernel with torch's t
 KILL_SECONDS = 10.0  # how long ending a cgroup's processes may take before the hub says some are left
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
-PRIVATE_FOLDERS = ("/tmp", "/dev/shm")
+# Every world-writable folder of a Debian system: each learner gets a fresh one, so none is a channel between learners
+# or a place to plant files for another, and what she leaves there ends with her server.
+PRIVATE_FOLDERS = ("/tmp", "/dev/shm", "/var/tmp", "/run/lock")
 LIBC = ctypes.CDLL(None, use_errno=True)  # loaded here, never in a forked child (dlopen's lock may be held at the fork)
 
 
@@ -112,11 +114,13 @@ def _kill_if_in(pid: int, group: Path) -> None:
 
 def private_folders(size: int, folders: tuple[str, ...] = PRIVATE_FOLDERS) -> None:
     """In a process about to become the learner (root, after fork): a mount namespace of its own, a fresh tmpfs of at
-    most ``size`` bytes on each of ``folders``; what it mounts is seen by it and its children only."""
+    most ``size`` bytes on each of ``folders`` that exists; what it mounts is seen by it and its children only."""
     if LIBC.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), f"unshare(CLONE_NEWNS): {os.strerror(ctypes.get_errno())}")
     _mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)  # nothing mounted here reaches the hub's namespace
     for folder in folders:
+        if not os.path.isdir(folder):  # /run/lock is a link on some systems, absent on others: nothing shared there
+            continue
         _mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777".encode())
 
 

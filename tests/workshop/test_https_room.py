@@ -9,9 +9,13 @@ name to 127.0.0.1 (``--resolve``). Every wait is bounded.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from labkit.workshop.front_proxy import HSTS, INSTALL, local_ca_certificate
-from labkit.workshop.load import free_port
+from labkit.workshop.load import free_port, request
 from labkit.workshop.room import INSTRUCTOR_CODE
 from labkit.workshop.settings import PREFIX
 from tests.ui.support import skip_or_fail
@@ -139,3 +143,68 @@ def test_a_client_cannot_name_another_address_through_the_front_proxy(room: Room
     subprocess.run(command, check=True, timeout=SECONDS + 5)
     line = next(line for line in room.hub.log().splitlines() if "claimed-address" in line)
     assert "10.9.9.6" not in line and "127.0.0.1" in line, line
+
+
+# A learner's page on her own host: it tosses a log-in cookie for the hub's parent domain (the attack of issue 40).
+TOSS = """<!doctype html><title>working</title><script>
+document.cookie = "jupyterhub-hub-login=tossed; Domain=%(domain)s; Path=/hub/; Secure";
+document.cookie = "__Host-jupyterhub-hub-login=tossed; Path=/; Secure";
+document.title = "done";
+</script>"""
+
+
+@contextlib.contextmanager
+def _learners_page(room: Room, name: str) -> Iterator[str]:
+    """A page server for learner ``name``'s host, and the hub's proxy routing her host to it (as her code can); its URL."""
+    with tempfile.TemporaryDirectory(prefix="labkit-toss-") as pages:
+        page = Path(pages) / "user" / name / "index.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(TOSS % {"domain": HOST})
+        port = free_port()
+        server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
+                                   pages], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proxy = next(process for process in room.hub.processes()
+                         if "configurable-http-proxy" in " ".join(process.cmdline()))
+            arguments = proxy.cmdline()
+            api = f"http://127.0.0.1:{arguments[arguments.index('--api-port') + 1]}/api/routes/{name}.{HOST}/user/{name}"
+            request(api, "POST", {"target": f"http://127.0.0.1:{port}"}, token=proxy.environ()["CONFIGPROXY_AUTH_TOKEN"])
+            yield f"{room.origin(f'{name}.{HOST}')}/user/{name}/"
+        finally:
+            server.kill()
+            server.wait(timeout=SECONDS)
+
+
+@pytest.mark.ui
+def test_in_chromium_a_learners_page_cannot_toss_the_hubs_log_in_cookie(room: Room, tmp_path: Path):
+    """Chromium trusts the room's CA through an NSS database (as a learner's browser would after importing it)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS
+
+    if shutil.which("certutil") is None:
+        skip_or_fail("certutil is not installed (Debian: apt-get install libnss3-tools)")
+    nssdb = tmp_path / ".pki" / "nssdb"
+    nssdb.mkdir(parents=True)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, timeout=SECONDS)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-n", "labkit room", "-t", "C,,", "-i", str(room.ca)],
+                   check=True, timeout=SECONDS)
+    with _learners_page(room, "ada") as learners_page, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
+                                             env={**os.environ, "HOME": str(tmp_path)})
+        try:
+            page = browser.new_context().new_page()
+            page.set_default_timeout(SECONDS * 1000)
+            page.goto(f"{room.origin()}/hub/login?next=%2Fhub%2Fhome")
+            page.fill("#username_input", ADMIN)
+            page.fill("#password_input", ADMIN_PASSWORD)
+            page.click("#login_submit")
+            page.wait_for_url(f"{room.origin()}/hub/home")
+            page.goto(learners_page)
+            page.wait_for_function("document.title === 'done'")
+            assert "tossed" in " ".join(cookie["value"] for cookie in page.context.cookies()), "the page set no cookie"
+            home = page.goto(f"{room.origin()}/hub/home")
+            assert home is not None and home.status == 200 and page.url == f"{room.origin()}/hub/home", page.url
+            assert ADMIN in page.locator("body").inner_text(), "the instructor is no longer herself"
+        finally:
+            browser.close()

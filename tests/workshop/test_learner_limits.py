@@ -132,3 +132,40 @@ def _running(uid: int) -> list[str]:
         if process.info["uids"] and process.info["uids"].real == uid and process.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(" ".join(process.info["cmdline"] or ()))
     return found
+
+
+# A learner's cell: every world-writable folder she can see (proc and sys aside, at most 240 s of find), a marker
+# written into each, and whether each is a mount of its own (another device than the folder above it).
+WORLD_WRITABLE = """
+import json, os, subprocess
+found = subprocess.run(["find", "/", "(", "-path", "/proc", "-o", "-path", "/sys", ")", "-prune", "-o", "-type", "d",
+                        "-perm", "-0002", "-print"], capture_output=True, text=True, timeout=240).stdout.split()
+folders = [folder for folder in found if not any(folder.startswith(other + "/") for other in found)]
+written = []
+for folder in folders:
+    try:
+        with open(os.path.join(folder, {marker!r}), "w") as handle:
+            handle.write("a learner's file")
+        written.append(folder)
+    except OSError:
+        pass
+own = {{folder: os.stat(folder).st_dev != os.stat(os.path.dirname(folder)).st_dev for folder in folders}}
+print(json.dumps({{"folders": folders, "written": written, "own": own}}))
+"""
+
+
+def test_no_world_writable_folder_in_a_learners_view_is_shared(room: Room):
+    marker = f"labkit-shared-{secrets.token_hex(4)}"
+    if not room.hub.api(f"users/{NAME}")["servers"]:  # stopped by the test before
+        room.hub.start_server(NAME)
+        room.hub.wait_until_ready(NAME)
+    result = room.run(WORLD_WRITABLE.format(marker=marker))
+    folders, written = list(result["folders"]), list(result["written"])  # type: ignore[call-overload]
+    try:
+        assert {"/tmp", "/var/tmp", "/dev/shm"} <= set(folders), folders
+        seen_by_others = [folder for folder in written if (Path(folder) / marker).exists()]
+        assert seen_by_others == [], f"a learner's file shows in the machine's {seen_by_others}"  # main: /var/tmp, /run/lock
+        assert all(dict(result["own"]).values()), f"not a folder of her own: {result['own']}"  # type: ignore[call-overload]
+    finally:
+        for folder in written:
+            (Path(folder) / marker).unlink(missing_ok=True)
