@@ -163,7 +163,7 @@ HELPERS: dict[str, Helper] = {
 
 def _value(value: Any) -> Any:
     """A comparable picture of one value: a tensor by identity and contents, a plain value as itself."""
-    if isinstance(value, nn.parameter.UninitializedTensorMixin):
+    if isinstance(value, (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)):
         return "uninitialized", id(value), type(value).__name__
     if isinstance(value, torch.Tensor):
         return "tensor", id(value), value.dtype, tuple(value.shape), value.stride(), value.detach().cpu().tolist()

@@ -47,6 +47,10 @@ class LazyModuleNotRunError(LabkitValueError):
     """A lazy module (``nn.LazyLinear``...) has not run yet: its parameters have no shape, so there is nothing to copy."""
 
 
+#: What a lazy module holds until its first forward.
+_UNINITIALIZED = (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)
+
+
 def refuse_unrun_lazy_modules(module: torch.nn.Module) -> None:
     """Raise :class:`LazyModuleNotRunError` naming the first lazy module whose parameters or buffers have no shape yet.
 
@@ -56,7 +60,7 @@ def refuse_unrun_lazy_modules(module: torch.nn.Module) -> None:
     """
     for name, sub in module.named_modules():
         tensors = [*sub.named_parameters(recurse=False), *sub.named_buffers(recurse=False)]
-        unrun = [key for key, tensor in tensors if isinstance(tensor, torch.nn.parameter.UninitializedTensorMixin)]
+        unrun = [key for key, tensor in tensors if isinstance(tensor, _UNINITIALIZED)]
         if unrun:
             where = f"model.{name}" if name else "the model"
             raise LazyModuleNotRunError(
