@@ -29,13 +29,16 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
+from labkit.core.copies import private_copy
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
 from labkit.core.notebook import seeded
 from labkit.core.tables import Row, ShowsAsTable, Table
 from labkit.core.timing import RunStats, SideBySide, compare, format_seconds
+from labkit.core.untouched import left_as_found
 from labkit.fx.fusion import compare_outputs, fuse_safely, validate_tolerance
 from labkit.fx.profile import TraceFailedError
+from labkit.i18n.messages import _
 
 if TYPE_CHECKING:
     from labkit.fx.profile import ProfileReport
@@ -85,42 +88,46 @@ def compiler_available() -> bool:
 def build_variants(model: nn.Module, *inputs: torch.Tensor, include_compiled: bool = False) -> list[Variant]:
     """Eager, channels_last, fused, fused + channels_last (and compiled) copies of ``model``.
 
-    ``model`` itself is never changed. It must be in eval mode: fusion folds
-    BatchNorm's running statistics into the convolution weights.
+    ``model`` itself is never changed, nor ``inputs``: every variant, eager included, runs a private copy
+    (its own parameters, buffers and attributes) on its own copies of the inputs. It must be in eval mode:
+    fusion folds BatchNorm's running statistics into the convolution weights.
     """
-    if not isinstance(model, nn.Module):
-        raise LabkitTypeError(f"build_variants needs an nn.Module, got {type(model).__name__}.")
-    if model.training:
-        raise LabkitValueError(
-            "Call model.eval() first: Conv-BN fusion folds BatchNorm's running statistics, which is only valid in eval mode."
-        )
-    if not inputs:
-        raise LabkitValueError("Pass at least one example input, e.g. build_variants(model, torch.randn(8, 3, 224, 224)).")
-    for i, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor):
-            raise LabkitTypeError(f"build_variants: inputs[{i}] must be a tensor, got {type(x).__name__}.")
-        if x.numel() == 0:
+    with left_as_found():
+        if not isinstance(model, nn.Module):
+            raise LabkitTypeError(f"build_variants needs an nn.Module, got {type(model).__name__}.")
+        if model.training:
             raise LabkitValueError(
-                f"build_variants: inputs[{i}] is empty (shape {tuple(x.shape)}): nothing to time or compare. "
-                "Pass a batch of at least one example, e.g. torch.randn(8, 3, 224, 224)."
+                "Call model.eval() first: Conv-BN fusion folds BatchNorm's running statistics, which is only valid in eval mode."
             )
-    try:
-        fused_model, unfused = fuse_safely(model)
-    except TraceFailedError as exc:
-        raise TraceFailedError(f"build_variants needs torch.fx to trace the model for the fused variants. {exc}") from exc
-    note = f"; {unfused}" if unfused else ""
-    eager = Variant(EAGER, model, tuple(inputs), "the model as written, contiguous (NCHW) tensors")
-    cl_model, cl_inputs = _to_channels_last(copy.deepcopy(model), inputs)
-    fused_cl_model, _ = _to_channels_last(copy.deepcopy(fused_model), inputs)
-    variants = [
-        eager,
-        Variant(CHANNELS_LAST, cl_model, cl_inputs, "model and input converted to channels_last (NHWC in memory)"),
-        Variant(FUSED, fused_model, tuple(inputs), "Conv2d+BatchNorm2d folded into one Conv2d with torch.fx" + note),
-        Variant(FUSED_CHANNELS_LAST, fused_cl_model, cl_inputs, "both" + note),
-    ]
-    if include_compiled:
-        variants.append(compile_variant(variants[-1]))
-    return variants
+        if not inputs:
+            raise LabkitValueError("Pass at least one example input, e.g. build_variants(model, torch.randn(8, 3, 224, 224)).")
+        for i, x in enumerate(inputs):
+            if not isinstance(x, torch.Tensor):
+                raise LabkitTypeError(f"build_variants: inputs[{i}] must be a tensor, got {type(x).__name__}.")
+            if x.numel() == 0:
+                raise LabkitValueError(
+                    f"build_variants: inputs[{i}] is empty (shape {tuple(x.shape)}): nothing to time or compare. "
+                    "Pass a batch of at least one example, e.g. torch.randn(8, 3, 224, 224)."
+                )
+        try:
+            fused_model, unfused = fuse_safely(model)
+        except TraceFailedError as exc:
+            raise TraceFailedError(f"build_variants needs torch.fx to trace the model for the fused variants. {exc}") from exc
+        note = f"; {unfused}" if unfused else ""
+        inputs = tuple(x.detach().clone() for x in inputs)  # a forward that writes its input writes these
+        eager = Variant(EAGER, private_copy(model, share_parameters=False), inputs,
+                        "the model as written, contiguous (NCHW) tensors")
+        cl_model, cl_inputs = _to_channels_last(private_copy(model, share_parameters=False), inputs)
+        fused_cl_model, _cl_inputs = _to_channels_last(copy.deepcopy(fused_model), inputs)
+        variants = [
+            eager,
+            Variant(CHANNELS_LAST, cl_model, cl_inputs, "model and input converted to channels_last (NHWC in memory)"),
+            Variant(FUSED, fused_model, tuple(inputs), "Conv2d+BatchNorm2d folded into one Conv2d with torch.fx" + note),
+            Variant(FUSED_CHANNELS_LAST, fused_cl_model, cl_inputs, "both" + note),
+        ]
+        if include_compiled:
+            variants.append(compile_variant(variants[-1]))
+        return variants
 
 
 def optimize_for_inference_variant(base: Variant) -> Variant:
@@ -129,11 +136,23 @@ def optimize_for_inference_variant(base: Variant) -> Variant:
     It fuses Conv+BN, removes dropout and moves convolutions to MKLDNN layouts;
     the capstone compares it with the hand-made variants.
     """
-    from torch.fx.experimental.optimization import optimize_for_inference
+    with left_as_found():
+        from torch.fx.experimental.optimization import optimize_for_inference
 
-    silence_known_warnings()
-    optimized = optimize_for_inference(copy.deepcopy(base.model))
-    return Variant(OPTIMIZED_FOR_INFERENCE, optimized, base.inputs, "torch.fx.experimental.optimization.optimize_for_inference")
+        silence_known_warnings()
+        optimized = optimize_for_inference(private_copy(base.model, share_parameters=False))
+        try:  # checked on the base's inputs now, not at the first timed call
+            with torch.inference_mode():
+                optimized(*(x.clone() for x in base.inputs))
+        except Exception as exc:  # noqa: BLE001 - MKLDNN refuses operators with many error types
+            raise LabkitValueError(
+                _("torch's optimize_for_inference made a model that fails on these inputs ({error}): it moves layers "
+                  "to MKLDNN layouts, which not every operator of this model accepts. Compare the other variants of "
+                  "build_variants instead.").format(error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+            ) from exc
+        return Variant(
+            OPTIMIZED_FOR_INFERENCE, optimized, base.inputs, "torch.fx.experimental.optimization.optimize_for_inference"
+        )
 
 
 INDUCTOR_CACHE_PREFIX = "labkit-inductor-"  # then the owning process's id: labkit-inductor-<pid>-<random>
@@ -196,17 +215,20 @@ def compile_variant(base: Variant, empty_cache: bool = False) -> Variant:
     ``empty_cache=True`` compiles with an empty inductor cache, so ``setup_seconds``
     is the cold compile time a learner meets the first time.
     """
-    if not compiler_available():
-        raise LabkitValueError("torch.compile on CPU needs a C++ compiler (g++ or clang++); install one or skip this variant.")
-    silence_known_warnings()
-    compiled = cast(nn.Module, torch.compile(base.model))  # an OptimizedModule, typed as a plain callable
-    cache = _empty_inductor_cache() if empty_cache else contextlib.nullcontext()
-    with cache, torch.inference_mode(), filtered_native_stderr():
-        start = time.perf_counter()
-        compiled(*base.inputs)
-        setup_seconds = time.perf_counter() - start
-    return Variant(COMPILED, compiled, base.inputs, "torch.compile (inductor) of fused + channels_last",
-                   setup_seconds=setup_seconds)
+    with left_as_found():
+        if not compiler_available():
+            raise LabkitValueError(
+                "torch.compile on CPU needs a C++ compiler (g++ or clang++); install one or skip this variant."
+            )
+        silence_known_warnings()
+        compiled = cast(nn.Module, torch.compile(base.model))  # an OptimizedModule, typed as a plain callable
+        cache = _empty_inductor_cache() if empty_cache else contextlib.nullcontext()
+        with cache, torch.inference_mode(), filtered_native_stderr():
+            start = time.perf_counter()
+            compiled(*base.inputs)
+            setup_seconds = time.perf_counter() - start
+        return Variant(COMPILED, compiled, base.inputs, "torch.compile (inductor) of fused + channels_last",
+                       setup_seconds=setup_seconds)
 
 
 @dataclass(frozen=True)
@@ -286,31 +308,34 @@ def compare_variants(
     device: str | torch.device = "cpu",
 ) -> VariantComparison:
     """Time all variants interleaved (same process, same noise) and check outputs vs the first."""
-    if not variants:
-        raise LabkitValueError("compare_variants needs at least one variant; use build_variants(model, x).")
-    _require_unique_names(variants)
-    rtol = validate_tolerance("rtol", rtol)
-    with torch.inference_mode():
-        reference = variants[0]()
-        outputs = {v.name: v() for v in variants}
-        if not any(leaf.numel() for leaf in tree_leaves(reference) if isinstance(leaf, torch.Tensor)):
-            raise LabkitValueError(
-                f"Variant {variants[0].name!r} returned an empty output, so there is nothing to compare: "
-                "build the variants from a batch of at least one example, "
-                "e.g. build_variants(model, torch.randn(8, 3, 224, 224))."
+    with left_as_found():
+        if not variants:
+            raise LabkitValueError("compare_variants needs at least one variant; use build_variants(model, x).")
+        _require_unique_names(variants)
+        rtol = validate_tolerance("rtol", rtol)
+        with torch.inference_mode():
+            reference = variants[0]()
+            outputs = {v.name: v() for v in variants}
+            if not any(leaf.numel() for leaf in tree_leaves(reference) if isinstance(leaf, torch.Tensor)):
+                raise LabkitValueError(
+                    f"Variant {variants[0].name!r} returned an empty output, so there is nothing to compare: "
+                    "build the variants from a batch of at least one example, "
+                    "e.g. build_variants(model, torch.randn(8, 3, 224, 224))."
+                )
+            candidates: dict[str, Callable[[], object]] = {v.name: v for v in variants}
+            stats = compare(candidates, rounds=rounds, warmup=warmup, device=device)
+        timings = SideBySide(stats, variants[0].name)
+        results = []
+        for variant in variants:
+            diff, close = compare_outputs(
+                reference, outputs[variant.name], rtol=rtol, atol=0.0, actual_name=f"variant {variant.name!r}"
             )
-        candidates: dict[str, Callable[[], object]] = {v.name: v for v in variants}
-        stats = compare(candidates, rounds=rounds, warmup=warmup, device=device)
-    timings = SideBySide(stats, variants[0].name)
-    results = []
-    for variant in variants:
-        diff, close = compare_outputs(
-            reference, outputs[variant.name], rtol=rtol, atol=0.0, actual_name=f"variant {variant.name!r}"
-        )
-        results.append(
-            VariantResult(variant.name, stats[variant.name], timings.speedup(variant.name), diff, close, variant.setup_seconds)
-        )
-    return VariantComparison(results, rtol=rtol)
+            results.append(
+                VariantResult(
+                    variant.name, stats[variant.name], timings.speedup(variant.name), diff, close, variant.setup_seconds
+                )
+            )
+        return VariantComparison(results, rtol=rtol)
 
 
 def challenge_model() -> nn.Module:
@@ -346,18 +371,19 @@ def profile_variants(
     its round with the smallest mean total: a burst of background load then spoils one
     round of every variant alike instead of all the runs of whichever variant it hit.
     """
-    from labkit.core.errors import require_count
-    from labkit.fx.profile import profile_model
+    with left_as_found():
+        from labkit.core.errors import require_count
+        from labkit.fx.profile import profile_model
 
-    rounds = require_count("rounds", rounds, 1, "e.g. rounds=3 to keep each variant's least disturbed of three rounds")
-    best: dict[str, ProfileReport] = {}
-    with torch.inference_mode():
-        for _ in range(rounds):
-            for v in variants:
-                report = profile_model(v.model, *v.inputs, warmup=warmup, runs=runs)
-                if v.name not in best or report.total.mean < best[v.name].total.mean:
-                    best[v.name] = report
-    return best
+        rounds = require_count("rounds", rounds, 1, "e.g. rounds=3 to keep each variant's least disturbed of three rounds")
+        best: dict[str, ProfileReport] = {}
+        with torch.inference_mode():
+            for _round in range(rounds):
+                for v in variants:
+                    report = profile_model(v.model, *v.inputs, warmup=warmup, runs=runs)
+                    if v.name not in best or report.total.mean < best[v.name].total.mean:
+                        best[v.name] = report
+        return best
 
 
 def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | None = None) -> Table:

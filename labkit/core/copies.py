@@ -30,6 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
 
 from labkit.core.errors import LabkitError, LabkitValueError
+from labkit.i18n.messages import _
 
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 
@@ -40,6 +41,33 @@ class HookSideEffectWarning(UserWarning):
 
 class UncopyableModelError(LabkitError):
     """The model holds something ``copy.deepcopy`` cannot copy, so labkit cannot profile a private copy of it."""
+
+
+class LazyModuleNotRunError(LabkitValueError):
+    """A lazy module (``nn.LazyLinear``...) has not run yet: its parameters have no shape, so there is nothing to copy."""
+
+
+#: What a lazy module holds until its first forward.
+_UNINITIALIZED = (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)
+
+
+def refuse_unrun_lazy_modules(module: torch.nn.Module) -> None:
+    """Raise :class:`LazyModuleNotRunError` naming the first lazy module whose parameters or buffers have no shape yet.
+
+    Why: until its first forward, a ``LazyLinear``'s weight is an ``UninitializedParameter``, which every
+    tensor operation refuses with a message about "dummy batches"; labkit would raise it from deep inside its
+    copy, its state token or its trace. The model's own first run decides the shapes, so the learner runs it once.
+    """
+    for name, sub in module.named_modules():
+        tensors = [*sub.named_parameters(recurse=False), *sub.named_buffers(recurse=False)]
+        unrun = [key for key, tensor in tensors if isinstance(tensor, _UNINITIALIZED)]
+        if unrun:
+            where = f"model.{name}" if name else "the model"
+            raise LazyModuleNotRunError(
+                _("{where} ({kind}) is a lazy module that has not run yet: its {tensor} has no shape until its first "
+                  "forward, so labkit cannot copy, trace or run it. Run it once first (model(x) with an example "
+                  "input), then call labkit again.").format(where=where, kind=type(sub).__name__, tensor=unrun[0])
+            )
 
 
 #: What ``nn.Module.__init__`` puts in every module's ``__dict__``: torch's bookkeeping, not the model's own attributes.
@@ -62,7 +90,7 @@ def _copy_memo(module: torch.nn.Module, share_parameters: bool) -> dict[int, Any
     """What ``copy.deepcopy`` must not copy as it is: parameters (shared), locks (shared), and tensors
     computed from parameters in a cache (a detached clone: deepcopy refuses non-leaf tensors)."""
     memo: dict[int, Any] = {id(p): p for p in module.parameters()} if share_parameters else {}
-    for _, _, value in _own_attributes(module):
+    for *_where, value in _own_attributes(module):
         for leaf in tree_leaves(value):
             if isinstance(leaf, _SHARED_TYPES):
                 memo[id(leaf)] = leaf
@@ -103,8 +131,9 @@ def private_copy(module: ModuleT, *, share_parameters: bool = True) -> ModuleT:
     weights); ``share_parameters=False`` copies them too, for a forward that writes
     them in place (:func:`parameters_written`) or a result the learner keeps (a
     fused model). Raises :class:`UncopyableModelError` naming an attribute
-    ``copy.deepcopy`` cannot copy.
+    ``copy.deepcopy`` cannot copy, and :class:`LazyModuleNotRunError` for a lazy module that never ran.
     """
+    refuse_unrun_lazy_modules(module)
     try:
         return copy.deepcopy(module, _copy_memo(module, share_parameters))
     except Exception as exc:  # noqa: BLE001 - deepcopy raises TypeError, RuntimeError, a class's own errors...

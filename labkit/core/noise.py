@@ -50,10 +50,18 @@ def silence_known_warnings() -> None:
 
 
 def import_benchmark():
-    """Import ``torch.utils.benchmark`` without its CPU-only CUDA notice."""
-    silence_known_warnings()
-    with filtered_native_stderr():
-        import torch.utils.benchmark as benchmark
+    """Import ``torch.utils.benchmark`` without its CPU-only CUDA notice, and without leaving a filter behind.
+
+    Why scoped: the notice is logged once, when the import runs; a filter left installed afterwards would
+    change the learner's warnings and logging for the rest of the session (only ``setup_notebook`` does that,
+    on purpose).
+    """
+    from labkit.core.untouched import kept_logging
+
+    with kept_logging(), warnings.catch_warnings():
+        silence_known_warnings()
+        with filtered_native_stderr():
+            import torch.utils.benchmark as benchmark
     return benchmark
 
 

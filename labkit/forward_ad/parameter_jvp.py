@@ -18,9 +18,9 @@ import torch.autograd.forward_ad as fwAD
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from labkit.core.copies import fresh_call, private_copy, warn_hooks_reaching_out
+from labkit.core.copies import fresh_call, private_copy, refuse_unrun_lazy_modules, warn_hooks_reaching_out
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.random_state import kept_random_state
+from labkit.core.untouched import left_as_found
 from labkit.forward_ad.diagnosis import (
     forward_level,
 )
@@ -32,6 +32,7 @@ from labkit.forward_ad.inputs import (
     _split_output,
     _validate_pairs,
 )
+from labkit.forward_ad.model_kinds import higher_order_explained, refuse_unsupported_module
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 
 Method = Literal["swap", "functional_call"]
@@ -77,48 +78,51 @@ def module_jvp(
     numbers do not change. Call ``model.eval()``
     first for the JVP of the model as used for inference.
     """
-    keywords = keyword_inputs("module_jvp", kwargs, stray, ("method", "kwargs"))
-    if not isinstance(model, nn.Module):
-        raise LabkitTypeError(
-            f"module_jvp needs an nn.Module, got {type(model).__name__}; "
-            "for a plain function use labkit.forward_ad.jvp."
+    with left_as_found():
+        keywords = keyword_inputs("module_jvp", kwargs, stray, ("method", "kwargs"))
+        if not isinstance(model, nn.Module):
+            raise LabkitTypeError(
+                f"module_jvp needs an nn.Module, got {type(model).__name__}; "
+                "for a plain function use labkit.forward_ad.jvp."
+            )
+        if method not in ("swap", "functional_call"):
+            raise LabkitValueError(f"method must be 'swap' or 'functional_call', got {method!r}.")
+        refuse_unsupported_module(model, method)
+        refuse_unrun_lazy_modules(model)
+        parameters = dict(model.named_parameters())
+        if not isinstance(tangents, Mapping):
+            example = next(iter(parameters), "0.weight")
+            raise LabkitTypeError(
+                f"tangents must be a dict from parameter name to tangent tensor, got a {type(tangents).__name__}; "
+                f"e.g. {{{example!r}: torch.randn_like(p)}}, with names from model.named_parameters()."
+            )
+        names = _canonical_names(model, tangents)
+        if not names:
+            raise LabkitValueError("tangents is empty; map at least one parameter name to a tangent, e.g. {'0.weight': v}.")
+        _validate_pairs(
+            tuple(parameters[n].detach() for n in names.values()),
+            _as_tuple([tangents[n] for n in names], "Tangent", "tangents"),
         )
-    if method not in ("swap", "functional_call"):
-        raise LabkitValueError(f"method must be 'swap' or 'functional_call', got {method!r}.")
-    parameters = dict(model.named_parameters())
-    if not isinstance(tangents, Mapping):
-        example = next(iter(parameters), "0.weight")
-        raise LabkitTypeError(
-            f"tangents must be a dict from parameter name to tangent tensor, got a {type(tangents).__name__}; "
-            f"e.g. {{{example!r}: torch.randn_like(p)}}, with names from model.named_parameters()."
-        )
-    names = _canonical_names(model, tangents)
-    if not names:
-        raise LabkitValueError("tangents is empty; map at least one parameter name to a tangent, e.g. {'0.weight': v}.")
-    _validate_pairs(
-        tuple(parameters[n].detach() for n in names.values()),
-        _as_tuple([tangents[n] for n in names], "Tangent", "tangents"),
-    )
-    input_tuple = _as_tuple(inputs, "Input", "inputs")
-    refuse_unknown_keywords(model, keywords, input_tuple)
-    keyword_tensors = [leaf for leaf in tree_leaves(keywords) if isinstance(leaf, torch.Tensor)]
-    warn_hooks_reaching_out(model, stacklevel=2)
-    own = private_copy(model, share_parameters=False)  # a forward that writes a parameter in place writes its own
-    own_parameters = dict(own.named_parameters())
-    call_inputs, call_keywords = fresh_call(input_tuple, keywords)  # a forward that writes its input writes a clone
-    tensors = [*own.parameters(), *own.buffers(), *input_tuple, *keyword_tensors]
-    with kept_random_state(), _fork_rng(tensors), forward_level():
-        duals = {canonical: fwAD.make_dual(own_parameters[canonical].detach(), tangents[given])
-                 for given, canonical in names.items()}
-        if method == "swap":
-            with _swapped_parameters(own, duals):
-                outputs, single = _split_output(own(*call_inputs, **call_keywords))
-        else:
-            outputs, single = _split_output(torch.func.functional_call(own, duals, call_inputs, call_keywords))
-        primals_out, tangents_out, _ = _unpack(outputs)
-    if single:
-        return primals_out[0], tangents_out[0]
-    return tuple(primals_out), tuple(tangents_out)
+        input_tuple = _as_tuple(inputs, "Input", "inputs")
+        refuse_unknown_keywords(model, keywords, input_tuple)
+        keyword_tensors = [leaf for leaf in tree_leaves(keywords) if isinstance(leaf, torch.Tensor)]
+        warn_hooks_reaching_out(model, stacklevel=2)
+        own = private_copy(model, share_parameters=False)  # a forward that writes a parameter in place writes its own
+        own_parameters = dict(own.named_parameters())
+        call_inputs, call_keywords = fresh_call(input_tuple, keywords)  # a forward that writes its input writes a clone
+        tensors = [*own.parameters(), *own.buffers(), *input_tuple, *keyword_tensors]
+        with _fork_rng(tensors), forward_level(), higher_order_explained():
+            duals = {canonical: fwAD.make_dual(own_parameters[canonical].detach(), tangents[given])
+                     for given, canonical in names.items()}
+            if method == "swap":
+                with _swapped_parameters(own, duals):
+                    outputs, single = _split_output(own(*call_inputs, **call_keywords))
+            else:
+                outputs, single = _split_output(torch.func.functional_call(own, duals, call_inputs, call_keywords))
+            primals_out, tangents_out, _ = _unpack(outputs)
+        if single:
+            return primals_out[0], tangents_out[0]
+        return tuple(primals_out), tuple(tangents_out)
 
 
 def _canonical_names(model: nn.Module, tangents: Mapping[str, torch.Tensor]) -> dict[str, str]:

@@ -27,6 +27,7 @@ from torch.overrides import TorchFunctionMode
 from labkit.core.copies import private_copy, warn_hooks_reaching_out
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.untouched import left_as_found
 from labkit.forward_ad.dual import jvp
 from labkit.forward_ad.inputs import (
     Tensors,
@@ -38,6 +39,7 @@ from labkit.forward_ad.inputs import (
     _tensors_in,
     _validate_pairs,
 )
+from labkit.i18n.messages import _
 
 DUAL_API = "dual API"
 FUNC_JVP = "torch.func.jvp"
@@ -224,69 +226,76 @@ def verify_jvp(
     on its copy (they are part of what it computes); one that holds the caller's object gets a
     :class:`~labkit.core.copies.HookSideEffectWarning` naming it.
     """
-    primal_tuple = _as_tuple(primals, "Primal", "primals")
-    tangent_tuple = _as_tuple(tangents, "Tangent", "tangents")
-    _validate_pairs(primal_tuple, tangent_tuple)
-    _positive_finite("eps", eps)
-    _positive_finite("exact_tolerance", exact_tolerance, zero_ok=True)
-    _positive_finite("fd_tolerance", fd_tolerance, zero_ok=True)
-    in_training = isinstance(fn, nn.Module) and any(m.training for m in fn.modules())
-    if isinstance(fn, nn.Module):
-        warn_hooks_reaching_out(fn)  # its hooks run on the copy: one holding the learner's object reaches it
-        fn = private_copy(fn, share_parameters=False).double()  # own buffers, attributes and parameters; its hooks
-    if primal_tuple and all(p.numel() == 0 for p in primal_tuple):
-        raise LabkitValueError(
-            "verify_jvp cannot verify an empty input: the primals have no elements, so there is no direction to "
-            "differentiate along and every method would trivially agree. Pass primals with at least one element."
-        )
-    xs = tuple(_wide(p) for p in primal_tuple)
-    ts = tuple(_wide(t) for t in tangent_tuple)
-
-    def all_outputs(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        # each call gets fresh copies (clone keeps a dual's tangent and is differentiable under torch.func), so a
-        # fn that works in place changes neither the caller's tensors nor what the next method sees
-        return _split_output(fn(*(a.clone() for a in args)))[0]
-
-    with _fork_rng(xs):
-        first = _deterministic_float64_outputs(all_outputs, xs, in_training)
-        keep = [i for i, out in enumerate(first) if _differentiable(out)]
-        if not keep:
-            dtypes = ", ".join(str(out.dtype) for out in first)
+    with left_as_found():
+        primal_tuple = _as_tuple(primals, "Primal", "primals")
+        tangent_tuple = _as_tuple(tangents, "Tangent", "tangents")
+        _validate_pairs(primal_tuple, tangent_tuple)
+        _positive_finite("eps", eps)
+        _positive_finite("exact_tolerance", exact_tolerance, zero_ok=True)
+        _positive_finite("fd_tolerance", fd_tolerance, zero_ok=True)
+        if not callable(fn) or isinstance(fn, torch.Tensor):
             raise LabkitTypeError(
-                f"fn returns only bool or integer tensors ({dtypes}), which are not differentiable: there is no "
-                "JVP to verify. Verify a function with a floating-point output."
+                _("{call} wants a function (or a module) as fn, the thing to differentiate, and got a {kind}. Pass a "
+                  "function of the primals, e.g. jvp(torch.sin, (x,), (v,)), or lambda x: (x ** 2).sum().").format(
+                    call="verify_jvp(fn, primals, tangents)", kind=type(fn).__name__)
             )
-
-        def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            outs = all_outputs(*args)
-            return tuple(outs[i] for i in keep)
-
-        if not any(first[i].numel() for i in keep):
+        in_training = isinstance(fn, nn.Module) and any(m.training for m in fn.modules())
+        if isinstance(fn, nn.Module):
+            warn_hooks_reaching_out(fn)  # its hooks run on the copy: one holding the learner's object reaches it
+            fn = private_copy(fn, share_parameters=False).double()  # own buffers, attributes and parameters; its hooks
+        if primal_tuple and all(p.numel() == 0 for p in primal_tuple):
             raise LabkitValueError(
-                "verify_jvp cannot verify fn here: its floating-point outputs are empty, so there is no JVP entry to "
-                "compare and every method would trivially agree. Verify it at an input where fn's output has elements."
+                "verify_jvp cannot verify an empty input: the primals have no elements, so there is no direction to "
+                "differentiate along and every method would trivially agree. Pass primals with at least one element."
             )
-        notes = [f"output {i} is {out.dtype}: not differentiable, skipped" for i, out in enumerate(first) if i not in keep]
-        report = _compare(outputs_of, xs, ts, eps, exact_tolerance, fd_tolerance, in_training, notes)
-        square = [
-            i for i, (x, t) in enumerate(zip(xs, ts))
-            if x.ndim >= 2 and x.shape[-1] == x.shape[-2] and not torch.equal(t, t.mT.conj())
-        ]
-        if report.ok or not square:
-            return report
-        symmetric = tuple((t + t.mT.conj()) / 2 if i in square else t for i, t in enumerate(ts))
-        if not _compare(outputs_of, xs, symmetric, eps, exact_tolerance, fd_tolerance, in_training, []).ok:
-            return report
-    which = ", ".join(str(i) for i in square)
-    note = (
-        f"with the tangent of primal {which} made symmetric ((t + t.mT) / 2, Hermitian for complex) all methods "
-        "agree: fn treats that input as symmetric or Hermitian (linalg.cholesky, eigh, eigvalsh and "
-        "pinv(hermitian=True) read one triangle), so a non-symmetric tangent leaves the set of valid inputs and the "
-        "methods see different functions. Pass a symmetric tangent."
-    )
-    # the tangent is the cause, so no method is the odd one out (finite differences were blamed before)
-    kept = tuple(line for line in report.notes if line != _odd_note(report.odd_one_out))
-    return dataclasses.replace(report, notes=(*kept, note), odd_one_out=None, symmetric_tangent_agrees=True)
+        xs = tuple(_wide(p) for p in primal_tuple)
+        ts = tuple(_wide(t) for t in tangent_tuple)
+
+        def all_outputs(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            # each call gets fresh copies (clone keeps a dual's tangent and is differentiable under torch.func), so a
+            # fn that works in place changes neither the caller's tensors nor what the next method sees
+            return _split_output(fn(*(a.clone() for a in args)))[0]
+
+        with _fork_rng(xs):
+            first = _deterministic_float64_outputs(all_outputs, xs, in_training)
+            keep = [i for i, out in enumerate(first) if _differentiable(out)]
+            if not keep:
+                dtypes = ", ".join(str(out.dtype) for out in first)
+                raise LabkitTypeError(
+                    f"fn returns only bool or integer tensors ({dtypes}), which are not differentiable: there is no "
+                    "JVP to verify. Verify a function with a floating-point output."
+                )
+
+            def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+                outs = all_outputs(*args)
+                return tuple(outs[i] for i in keep)
+
+            if not any(first[i].numel() for i in keep):
+                raise LabkitValueError(
+                    "verify_jvp cannot verify fn here: its floating-point outputs are empty, so there is no JVP entry to "
+                    "compare and every method would trivially agree. Verify it at an input where fn's output has elements."
+                )
+            notes = [f"output {i} is {out.dtype}: not differentiable, skipped" for i, out in enumerate(first) if i not in keep]
+            report = _compare(outputs_of, xs, ts, eps, exact_tolerance, fd_tolerance, in_training, notes)
+            square = [
+                i for i, (x, t) in enumerate(zip(xs, ts))
+                if x.ndim >= 2 and x.shape[-1] == x.shape[-2] and not torch.equal(t, t.mT.conj())
+            ]
+            if report.ok or not square:
+                return report
+            symmetric = tuple((t + t.mT.conj()) / 2 if i in square else t for i, t in enumerate(ts))
+            if not _compare(outputs_of, xs, symmetric, eps, exact_tolerance, fd_tolerance, in_training, []).ok:
+                return report
+        which = ", ".join(str(i) for i in square)
+        note = (
+            f"with the tangent of primal {which} made symmetric ((t + t.mT) / 2, Hermitian for complex) all methods "
+            "agree: fn treats that input as symmetric or Hermitian (linalg.cholesky, eigh, eigvalsh and "
+            "pinv(hermitian=True) read one triangle), so a non-symmetric tangent leaves the set of valid inputs and the "
+            "methods see different functions. Pass a symmetric tangent."
+        )
+        # the tangent is the cause, so no method is the odd one out (finite differences were blamed before)
+        kept = tuple(line for line in report.notes if line != _odd_note(report.odd_one_out))
+        return dataclasses.replace(report, notes=(*kept, note), odd_one_out=None, symmetric_tangent_agrees=True)
 
 
 class _Unavailable(Exception):

@@ -14,6 +14,7 @@ the model as the user runs it before it is returned.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import operator
 import warnings
@@ -23,11 +24,15 @@ from typing import Any
 import torch
 import torch.fx
 from torch import nn
+from torch.fx.experimental.symbolic_shapes import is_concrete_int
 from torch.nn.utils.fusion import fuse_conv_bn_weights, fuse_linear_bn_weights
+from torch.utils._pytree import tree_map
 
 from labkit.core.errors import LabkitError
 from labkit.core.random_state import kept_random_state
+from labkit.core.untouched import left_as_found
 from labkit.fx.fusion import FusionSkippedWarning, as_the_user_runs_it, require_eval_module, verify_fusion
+from labkit.i18n.messages import _
 
 _aten = torch.ops.aten
 #: ATen layers a BatchNorm can fold into: conv{1,2,3}d (channels in dim 1) and linear (2-D output only).
@@ -147,6 +152,63 @@ def fold_batch_norms(graph_module: torch.fx.GraphModule) -> int:
     return folded
 
 
+def batch_dimensions(model: nn.Module, inputs: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``dynamic_shapes`` for ``torch.export``: dimension 0 of every tensor input left to export to keep dynamic.
+
+    ``Dim.AUTO`` (torch 2.6 and newer) keeps a dimension dynamic where the model allows it and specialises it
+    where the model needs that size (a reshape to the example's batch), without failing; None on an older torch
+    or a forward whose signature the inputs do not fit (export then says so itself).
+    """
+    auto = getattr(getattr(torch.export, "Dim", None), "AUTO", None)
+    if auto is None:
+        return None
+    try:
+        bound = inspect.signature(model.forward).bind(*inputs, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    return {
+        name: tree_map(lambda value: {0: auto} if isinstance(value, torch.Tensor) and value.dim() else None, value)
+        for name, value in bound.arguments.items()
+    }
+
+
+def _export(model: nn.Module, inputs: tuple[Any, ...], keywords: dict[str, Any]) -> torch.export.ExportedProgram:
+    """``torch.export`` of a copy that keeps the model's hooks, with a dynamic batch where it can, else as the example."""
+    dynamic = batch_dimensions(model, inputs, keywords)
+    with kept_random_state(), warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        if dynamic is not None:
+            try:
+                return torch.export.export(
+                    as_the_user_runs_it(model), inputs, keywords, dynamic_shapes=dynamic, strict=False
+                )
+            except Exception:  # noqa: BLE001 - the static capture below says what fails, if anything does
+                pass
+        return torch.export.export(as_the_user_runs_it(model), inputs, keywords, strict=False)
+
+
+def exported_input_shapes(graph_module: torch.fx.GraphModule) -> str:
+    """Which input shapes an exported graph takes, as a sentence: a batch kept dynamic, or the example's only.
+
+    Why: ``torch.export`` specialises every dimension it cannot keep symbolic, and the exported module then
+    refuses any other size with "Guard failed: x.size()[0] == 2"; a fused model must say so when it is made.
+    """
+    shapes, fixed = [], False
+    for node in graph_module.graph.nodes:
+        value = node.meta.get("val") if node.op == "placeholder" else None
+        if isinstance(value, torch.Tensor):
+            dims = [str(int(d)) if is_concrete_int(d) else "B" for d in value.shape]  # int(): a specialised SymInt
+            fixed = fixed or (value.dim() > 0 and is_concrete_int(value.shape[0]))
+            shapes.append(f"{node.name}: ({', '.join(dims)})")
+    if not shapes:
+        return ""
+    if fixed:
+        return _("the fused graph takes only inputs of these shapes ({shapes}): torch.export fixed them to the "
+                 "example's; to run another batch size, fuse again with an input of that size").format(
+                     shapes="; ".join(shapes))
+    return _("the fused graph takes inputs of shapes {shapes}, for any batch size B").format(shapes="; ".join(shapes))
+
+
 def fuse_exported(model: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | None = None) -> torch.fx.GraphModule:
     """Capture ``model(*inputs, **kwargs)`` with ``torch.export`` and fold its BatchNorms (:func:`fold_batch_norms`).
 
@@ -154,33 +216,34 @@ def fuse_exported(model: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | No
     the fused module is checked against the model as the user runs it on the same inputs
     (:func:`~labkit.fx.fusion.verify_fusion`), and a difference raises :class:`ExportFusionError` naming the
     output. A model export cannot capture (one that profiles by module hooks) raises it too, saying what to do.
+    The batch dimension is kept dynamic where the model allows it (:func:`batch_dimensions`);
+    :func:`exported_input_shapes` says which shapes the result takes.
     """
-    require_eval_module(model)
-    keywords = dict(kwargs or {})
-    try:
-        with kept_random_state(), warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            program = torch.export.export(as_the_user_runs_it(model), tuple(inputs), keywords, strict=False)
-    except Exception as exc:  # noqa: BLE001 - export raises many types; the message says which
-        raise ExportFusionError(
-            f"Fusion rewrites a graph, and neither symbolic_trace nor torch.export captured {type(model).__name__} "
-            f"(torch.export: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). Such a model "
-            "profiles by module hooks, which time modules but give no graph to rewrite: fuse a submodule that "
-            "traces (labkit.fx.tracing.traceable_children(model) lists them), or fold a pair by hand with "
-            "torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)."
-        ) from exc
-    graph_module = program.module()
-    # torch.export's own pre-hook checks each call's inputs against the captured ones; a copy loses the flag it reads.
-    graph_module._forward_pre_hooks.clear()
-    graph_module._forward_pre_hooks_with_kwargs.clear()
-    fold_batch_norms(graph_module)
-    verdict = verify_fusion(model, graph_module, *inputs, kwargs=keywords)
-    if not verdict.allclose:
-        raise ExportFusionError(
-            f"The exported graph with its BatchNorms folded does not compute what the model does: {verdict}. "
-            "Report this with the model; meanwhile fuse with torch.nn.utils.fusion.fuse_conv_bn_eval by hand."
-        )
-    return graph_module
+    with left_as_found():
+        require_eval_module(model)
+        keywords = dict(kwargs or {})
+        try:
+            program = _export(model, tuple(inputs), keywords)
+        except Exception as exc:  # noqa: BLE001 - export raises many types; the message says which
+            raise ExportFusionError(
+                f"Fusion rewrites a graph, and neither symbolic_trace nor torch.export captured {type(model).__name__} "
+                f"(torch.export: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). Such a model "
+                "profiles by module hooks, which time modules but give no graph to rewrite: fuse a submodule that "
+                "traces (labkit.fx.tracing.traceable_children(model) lists them), or fold a pair by hand with "
+                "torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)."
+            ) from exc
+        graph_module = program.module()
+        # torch.export's own pre-hook checks each call's inputs against the captured ones; a copy loses the flag it reads.
+        graph_module._forward_pre_hooks.clear()
+        graph_module._forward_pre_hooks_with_kwargs.clear()
+        fold_batch_norms(graph_module)
+        verdict = verify_fusion(model, graph_module, *inputs, kwargs=keywords)
+        if not verdict.allclose:
+            raise ExportFusionError(
+                f"The exported graph with its BatchNorms folded does not compute what the model does: {verdict}. "
+                "Report this with the model; meanwhile fuse with torch.nn.utils.fusion.fuse_conv_bn_eval by hand."
+            )
+        return graph_module
 
 
-__all__ = ["ExportFusionError", "fold_batch_norms", "fuse_exported"]
+__all__ = ["ExportFusionError", "batch_dimensions", "exported_input_shapes", "fold_batch_norms", "fuse_exported"]

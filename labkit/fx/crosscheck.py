@@ -130,8 +130,8 @@ import torch.fx
 from labkit.core.copies import fresh_inputs
 from labkit.core.errors import LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
-from labkit.core.random_state import kept_random_state
 from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.untouched import left_as_found
 from labkit.fx.model_inputs import keyword_inputs
 from labkit.fx.module_hooks import OUTSIDE, ModuleProfiler
 from labkit.fx.profile import make_profiler, require_count
@@ -645,8 +645,8 @@ def compare_with_torch_profiler(
     keywords = keyword_inputs("compare_with_torch_profiler", kwargs, stray, _OPTIONS)
     warmup = require_count("warmup", warmup, 0, "use warmup=0 to skip it")
     runs = require_count("runs", runs, 1, "e.g. runs=5")
-    silence_known_warnings()
-    with kept_random_state():  # capturing runs the model too
+    with left_as_found():  # capturing runs the model too; the known noise is silenced for this call only
+        silence_known_warnings()
         return _cross_check(
             model, inputs, keywords, warmup=warmup, runs=runs, mode=mode, capture=capture, concrete_args=concrete_args,
             leaf_modules=leaf_modules, tracer=tracer, fallback=fallback,
@@ -724,6 +724,11 @@ class _LabelledGraph(torch.fx.Interpreter):
     def __init__(self, graph_module: torch.fx.GraphModule, op_types: Mapping[str, str]) -> None:
         super().__init__(graph_module)
         self.op_types = op_types
+
+    def placeholder(self, target: Any, args: Any, kwargs: Any) -> Any:
+        if str(target).startswith("**"):  # fx's Interpreter fills forward's **kwargs with a list of the rest: it is {}
+            return {}
+        return super().placeholder(target, args, kwargs)
 
     def run_node(self, n: torch.fx.Node) -> Any:
         if n.name not in self.op_types:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import copy
 import html
+import inspect
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,12 +27,13 @@ from torch.fx.experimental.optimization import fuse, matches_module_pattern
 from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from labkit.core.copies import fresh_call, private_copy, warn_hooks_reaching_out
-from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.random_state import kept_random_state
+from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.core.timing import SideBySide, compare
+from labkit.core.untouched import left_as_found, replayed_random_state
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.profile import trace
 from labkit.fx.tracing import TraceFailedError
+from labkit.i18n.messages import _
 
 # The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
 TORCH_FUSE_PATTERNS = (
@@ -120,8 +122,8 @@ def _shared_batchnorm(graph_module: torch.fx.GraphModule, bn_node: torch.fx.Node
     return "it is used by more than one node" if _path_uses(graph_module, _module_path(bn_node)) > 1 else None
 
 
-def _note_unfused(bn_node: torch.fx.Node, reason: str) -> None:
-    warnings.warn(f"BatchNorm {bn_node.target!r} left unfused: {reason}.", FusionSkippedWarning, stacklevel=3)
+def _note_unfused(bn_node: torch.fx.Node, reason: str, stacklevel: int = 3) -> None:
+    warnings.warn(f"BatchNorm {bn_node.target!r} left unfused: {reason}.", FusionSkippedWarning, stacklevel=stacklevel)
 
 
 #: The hook dictionaries of a module: forward and backward hooks, with and without keyword inputs.
@@ -220,6 +222,40 @@ def fold_bn_into_conv(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     return fused
 
 
+def none_arguments(model: nn.Module, inputs: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> dict[str, None]:
+    """``{name: None}`` for each parameter of ``forward`` that is None in this call (given so, or by its default).
+
+    Why: ``symbolic_trace`` passes a Proxy for every parameter, so ``if mask is not None`` takes the mask
+    branch and the fused graph multiplies by ``None`` when called as the model is, ``fused(x)``. Fixed to
+    None, as the profiler's capture does, the graph takes the branch the model takes.
+    """
+    try:
+        signature = inspect.signature(model.forward)  # not a module: require_eval_module refuses it next
+        bound = signature.bind_partial(*inputs, **(kwargs or {}))
+    except (AttributeError, TypeError, ValueError):  # no signature, or inputs that do not fit: the trace or the call says so
+        return {}
+    return {
+        p.name: None for p in signature.parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and bound.arguments.get(p.name, p.default) is None
+    }
+
+
+def trace_for_fusion(model: nn.Module, nones: Mapping[str, None]) -> torch.fx.GraphModule:
+    """:func:`~labkit.fx.tracing.trace` with the arguments in ``nones`` fixed to None, keeping their names.
+
+    fx renames a fixed parameter (``mask_1``); the fused model is called as the model is, so
+    ``fused(x, mask=None)`` must work too: each placeholder gets its parameter's name back.
+    """
+    graph_module = trace(model, dict(nones) or None)
+    if nones:
+        placeholders = [node for node in graph_module.graph.nodes if node.op == "placeholder"]
+        for node, name in zip(placeholders, inspect.signature(model.forward).parameters, strict=False):
+            if name in nones:
+                node.target = name
+        graph_module.recompile()
+    return graph_module
+
+
 def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
     """Trace a copy of ``model`` and fold every ``Conv2d -> BatchNorm2d`` pair that is safe to fold.
 
@@ -232,11 +268,17 @@ def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
     ``model`` is left unchanged: the trace is of a copy with its own weights
     (:func:`as_the_user_runs_it`), with the model's hooks: a pair with a hook or a
     parametrization stays unfused, and hooks on the model itself are refused
-    (a traced graph would drop them).
+    (a traced graph would drop them). A parameter whose default is None is traced as None
+    (:func:`none_arguments`).
     """
+    with left_as_found():
+        return _fuse_teaching(model, none_arguments(model))
+
+
+def _fuse_teaching(model: nn.Module, nones: Mapping[str, None]) -> torch.fx.GraphModule:
     require_eval_module(model)
     _refuse_root_hooks(model)
-    graph_module = trace(as_the_user_runs_it(model))
+    graph_module = trace_for_fusion(as_the_user_runs_it(model), nones)
     modules = dict(graph_module.named_modules())
     for node in list(graph_module.graph.nodes):
         if not matches_module_pattern((nn.Conv2d, nn.BatchNorm2d), node, modules):
@@ -246,7 +288,7 @@ def fuse_conv_bn_teaching(model: nn.Module) -> torch.fx.GraphModule:
             or _shared_batchnorm(graph_module, node) or _hooked_pair(graph_module, node)
         )
         if reason is not None:
-            _note_unfused(node, reason)
+            _note_unfused(node, reason, stacklevel=4)
             continue
         conv_node = _layer_node(node)
         conv = cast(nn.Conv2d, graph_module.get_submodule(_module_path(conv_node)))
@@ -267,12 +309,18 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
     it, which silently changes that other use, and drops the hooks and parametrizations
     of a pair it folds; such a model raises :class:`UnsafeFusionError` instead (:func:`fuse_safely` falls back to the
     teaching pass's safe rule). Pairs ``fuse`` leaves alone get a
-    :class:`FusionSkippedWarning`. Both the check and ``fuse`` work on copies
-    (:func:`as_the_user_runs_it`, hooks kept): ``model``, its caches and hooks are left alone.
+    :class:`FusionSkippedWarning`. Both the check and ``fuse`` work on the same traced copy
+    (:func:`as_the_user_runs_it`, hooks kept; a parameter whose default is None traced as None):
+    ``model``, its caches and hooks are left alone.
     """
+    with left_as_found():
+        return _fuse_library(model, none_arguments(model))
+
+
+def _fuse_library(model: nn.Module, nones: Mapping[str, None]) -> torch.fx.GraphModule:
     require_eval_module(model)
     _refuse_root_hooks(model)
-    graph_module = trace(as_the_user_runs_it(model))  # a clear labkit error if the model cannot be traced
+    graph_module = trace_for_fusion(as_the_user_runs_it(model), nones)  # a clear labkit error if it cannot be traced
     modules = dict(graph_module.named_modules())
     unsafe = []
     for node in graph_module.graph.nodes:
@@ -280,7 +328,7 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
             continue
         skipped = _torch_fuse_skips(graph_module, node)
         if skipped is not None:
-            _note_unfused(node, skipped)
+            _note_unfused(node, skipped, stacklevel=4)
         elif (shared := _shared_layer(graph_module, node)) is not None:
             unsafe.append(f"BatchNorm {node.target!r} after {shared}")
         elif (hooked := _hooked_pair(graph_module, node)) is not None:
@@ -291,7 +339,7 @@ def fuse_conv_bn_library(model: nn.Module) -> torch.fx.GraphModule:
             + "; ".join(unsafe)
             + ". Use labkit.fx.fusion.fuse_conv_bn_teaching(model) (or fuse_safely), which leaves such pairs unfused."
         )
-    return cast(torch.fx.GraphModule, fuse(as_the_user_runs_it(model), inplace=True))
+    return cast(torch.fx.GraphModule, fuse(graph_module, inplace=True, no_trace=True))  # the graph checked above
 
 
 def fuse_safely(
@@ -301,51 +349,87 @@ def fuse_safely(
 
     A model ``symbolic_trace`` cannot trace is fused in the ATen graph ``torch.export``
     captures (:func:`labkit.fx.aten_fusion.fuse_exported`), which needs the example
-    ``inputs`` (and ``kwargs``). Returns the fused copy and a note naming what was
-    left unfused ("" when nothing was), so a caller can show it instead of a warning.
+    ``inputs`` (and ``kwargs``). With example inputs, the traced graph is traced with the
+    arguments that are None in that call fixed to None, and the fused graph is checked against
+    the model as the user runs it: one that fails or differs there is fused in the exported
+    graph instead, as the profiler's capture does. Returns the fused copy and a note naming what was
+    left unfused and which inputs an exported graph takes ("" when there is nothing to say), so a
+    caller can show it instead of a warning.
     """
-    notes = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", FusionSkippedWarning)
-        try:
-            fused = fuse_conv_bn_library(model)
-        except UnsafeFusionError:
-            caught.clear()
-            notes.append(
-                "torch's fuse not used (it would change a layer used twice or drop a hook): "
-                "only safe Conv2d+BatchNorm2d pairs folded"
-            )
-            fused = fuse_conv_bn_teaching(model)
-        except TraceFailedError as exc:
-            if not inputs and not kwargs:
-                raise TraceFailedError(  # the same type: callers catch a failed trace as such
-                    f"{exc}\nTo fuse in the graph torch.export captures instead, pass example inputs: "
-                    "fuse_safely(model, x)."
-                ) from exc
-            from labkit.fx.aten_fusion import fuse_exported  # it builds on this module
+    with left_as_found():
+        notes: list[str] = []
+        nones = none_arguments(model, inputs, kwargs) if isinstance(model, nn.Module) else {}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FusionSkippedWarning)
+            try:
+                fused = _traced_fusion(model, nones, notes)
+                if inputs or kwargs:
+                    _verify_against_eager(model, fused, inputs, kwargs)
+            except (TraceFailedError, _TracedGraphDiffers) as exc:
+                if not inputs and not kwargs:
+                    raise TraceFailedError(  # the same type: callers catch a failed trace as such
+                        f"{exc}\nTo fuse in the graph torch.export captures instead, pass example inputs: "
+                        "fuse_safely(model, x)."
+                    ) from exc
+                from labkit.fx.aten_fusion import exported_input_shapes, fuse_exported  # they build on this module
 
-            caught.clear()
-            notes.append("symbolic_trace failed: fused in the graph torch.export captured")
-            fused = fuse_exported(model, *inputs, kwargs=kwargs)
-    notes += [str(w.message).removesuffix(".") for w in caught if issubclass(w.category, FusionSkippedWarning)]
-    for w in caught:  # anything else is not ours to swallow
-        if not issubclass(w.category, FusionSkippedWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return fused, "; ".join(notes)
+                caught.clear()
+                notes[:] = [
+                    "symbolic_trace failed: fused in the graph torch.export captured" if isinstance(exc, TraceFailedError)
+                    else f"the traced graph {exc}: fused in the graph torch.export captured"
+                ]
+                fused = fuse_exported(model, *inputs, kwargs=kwargs)
+                notes.append(exported_input_shapes(fused))
+        notes += [str(w.message).removesuffix(".") for w in caught if issubclass(w.category, FusionSkippedWarning)]
+        for w in caught:  # anything else is not ours to swallow
+            if not issubclass(w.category, FusionSkippedWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return fused, "; ".join(notes)
+
+
+class _TracedGraphDiffers(Exception):
+    """The fused traced graph fails or differs from the model on the example inputs; the message says how."""
+
+
+def _traced_fusion(model: nn.Module, nones: Mapping[str, None], notes: list[str]) -> torch.fx.GraphModule:
+    """torch's ``fuse`` where it is safe, else the teaching pass (noted in ``notes``)."""
+    try:
+        return _fuse_library(model, nones)
+    except UnsafeFusionError:
+        notes.append(
+            "torch's fuse not used (it would change a layer used twice or drop a hook): "
+            "only safe Conv2d+BatchNorm2d pairs folded"
+        )
+        return _fuse_teaching(model, nones)
+
+
+def _verify_against_eager(
+    model: nn.Module, fused: nn.Module, inputs: Sequence[Any], kwargs: Mapping[str, Any] | None
+) -> None:
+    """Raise :class:`_TracedGraphDiffers` when the fused graph fails or differs from the model on these inputs."""
+    try:
+        verdict = verify_fusion(model, fused, *inputs, kwargs=kwargs)
+    except LabkitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the graph fails where the model runs: a branch traced the wrong way
+        raise _TracedGraphDiffers(f"fails on the example inputs ({type(exc).__name__}: {exc})") from exc
+    if not verdict.allclose:
+        raise _TracedGraphDiffers(f"differs from the model on the example inputs ({verdict.differs_at})")
 
 
 def count_nodes(model: nn.Module, op_type: type[nn.Module] | None = None) -> int:
     """Nodes of the traced model (a copy: tracing runs ``forward``); with ``op_type``, only call_module nodes of that class."""
-    if not isinstance(model, nn.Module):
-        raise LabkitTypeError(f"count_nodes needs a torch.nn.Module, got {type(model).__name__}.")
-    graph_module = model if isinstance(model, torch.fx.GraphModule) else trace(private_copy(model))
-    if op_type is None:
-        return len(graph_module.graph.nodes)
-    return sum(
-        1
-        for n in graph_module.graph.nodes
-        if n.op == "call_module" and isinstance(graph_module.get_submodule(n.target), op_type)
-    )
+    with left_as_found():
+        if not isinstance(model, nn.Module):
+            raise LabkitTypeError(f"count_nodes needs a torch.nn.Module, got {type(model).__name__}.")
+        graph_module = model if isinstance(model, torch.fx.GraphModule) else trace(private_copy(model, share_parameters=False))
+        if op_type is None:
+            return len(graph_module.graph.nodes)
+        return sum(
+            1
+            for n in graph_module.graph.nodes
+            if n.op == "call_module" and isinstance(graph_module.get_submodule(n.target), op_type)
+        )
 
 
 @dataclass(frozen=True)
@@ -358,7 +442,10 @@ class FusionVerification:
     ``differs_at`` names the first output that differs ("" when none does);
     ``hooked`` the original's modules with hooks or parametrizations, which a fused
     model must keep. Node counts are None where the model cannot be traced (a
-    model fused in its exported graph).
+    model fused in its exported graph). A position that is NaN on both sides, or the same
+    infinity on both, counts as equal (``both_not_finite`` says how many there were);
+    ``max_abs_diff`` is over the finite positions. Both models run from the same random
+    state, so a train-mode Dropout draws the same mask in both.
     """
 
     nodes_before: int | None
@@ -370,6 +457,7 @@ class FusionVerification:
     atol: float
     differs_at: str = ""
     hooked: tuple[str, ...] = ()
+    both_not_finite: int = 0
 
     def to_text(self) -> str:
         verdict = "same outputs" if self.allclose else f"DIFFERENT outputs: {self.differs_at} differs by {self.max_abs_diff:.3g}"
@@ -378,6 +466,9 @@ class FusionVerification:
         )
         if self.nodes_before is not None and self.nodes_after is not None:
             text += f"; nodes {self.nodes_before} -> {self.nodes_after}, BatchNorm2d left: {self.batchnorms_left}"
+        if self.both_not_finite:
+            text += "; " + _("{count} positions are NaN or infinite in both outputs, alike: counted as equal").format(
+                count=self.both_not_finite)
         if not self.allclose and self.hooked:
             text += (
                 f"; the original runs with hooks or parametrizations on {', '.join(self.hooked)}: "
@@ -417,27 +508,32 @@ def compare_outputs(
     ``max|actual - expected| <= rtol * max|expected| + atol``. Other leaves
     (ints, None) must be equal.
     """
-    largest, differs_at = _compare(expected, actual, rtol=rtol, atol=atol, actual_name=actual_name)
+    largest, differs_at, _alike = _compare(expected, actual, rtol=rtol, atol=atol, actual_name=actual_name)
     return largest, not differs_at
 
 
-def _compare(expected: Any, actual: Any, *, rtol: float, atol: float, actual_name: str) -> tuple[float, str]:
-    """``(largest |difference|, the first output that differs or "")``: :func:`compare_outputs`, naming where."""
+def _compare(expected: Any, actual: Any, *, rtol: float, atol: float, actual_name: str) -> tuple[float, str, int]:
+    """``(largest |difference| at finite positions, the first output that differs or "", positions NaN or infinite
+    alike on both sides)``: :func:`compare_outputs`, naming where.
+
+    Why NaN alike counts as equal: a NaN input gives NaN where the original has it, and a fused model that
+    computes the same thing has it there too; ``a - b`` there is NaN, which no tolerance accepts.
+    """
     expected_leaves, expected_spec = tree_flatten_with_path(expected)
     actual_leaves, actual_spec = tree_flatten_with_path(actual)
     # Paths, not container types: a traced GraphModule returns a dict where the model returned an OrderedDict.
-    if [keystr(path) for path, _ in expected_leaves] != [keystr(path) for path, _ in actual_leaves]:
+    if [keystr(path) for path, _leaf in expected_leaves] != [keystr(path) for path, _leaf in actual_leaves]:
         raise LabkitValueError(
             f"The outputs differ in structure: the original returns {_shape_of(expected, expected_spec)}, "
             f"{actual_name} {_shape_of(actual, actual_spec)}. Compare two models that return the same kind of output."
         )
-    if not any(isinstance(leaf, torch.Tensor) and leaf.numel() for _, leaf in expected_leaves):
+    if not any(isinstance(leaf, torch.Tensor) and leaf.numel() for _path, leaf in expected_leaves):
         raise LabkitValueError(
             "The original model's output has no elements, so there is nothing to compare: "
             "pass inputs with a batch of at least one example."
         )
-    largest, differs_at = 0.0, ""
-    for (path, a), (_, b) in zip(expected_leaves, actual_leaves, strict=True):  # same paths, checked above
+    largest, differs_at, alike = 0.0, "", 0
+    for (path, a), (_same_path, b) in zip(expected_leaves, actual_leaves, strict=True):  # same paths, checked above
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
             if not (type(a) is type(b) and a == b):
                 differs_at = differs_at or f"output{keystr(path)}"
@@ -451,11 +547,18 @@ def _compare(expected: Any, actual: Any, *, rtol: float, atol: float, actual_nam
             continue
         dtype = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
         a, b = a.detach().to("cpu", dtype), b.detach().to("cpu", dtype)
-        diff = float((a - b).abs().max())
-        largest = max(largest, diff) if not math.isnan(diff) else math.nan
-        if not diff <= rtol * float(a.abs().max()) + atol:
+        finite = a.isfinite() & b.isfinite()
+        same_not_finite = ~finite & ((a.isnan() & b.isnan()) | (a == b))  # NaN on both, or the same infinity
+        alike += int(same_not_finite.sum())
+        if not bool((finite | same_not_finite).all()):  # finite on one side only, or opposite infinities
             differs_at = differs_at or f"output{keystr(path)}"
-    return largest, differs_at
+        if not finite.any():
+            continue
+        diff = float((a - b)[finite].abs().max())
+        largest = max(largest, diff)
+        if not diff <= rtol * float(a[finite].abs().max()) + atol:
+            differs_at = differs_at or f"output{keystr(path)}"
+    return largest, differs_at, alike
 
 
 def verify_fusion(
@@ -468,40 +571,46 @@ def verify_fusion(
     The original runs as the user runs it, hooks and parametrizations included
     (:func:`as_the_user_runs_it`: a copy with its own parameters), each model on
     fresh clones of ``inputs`` and ``kwargs``, so neither model nor the inputs
-    change, nor Python's, NumPy's or torch's random state. A hook of ``original`` that
+    change, nor Python's, NumPy's or torch's random state. Both start from the caller's random state, so a
+    train-mode Dropout draws the same mask in both and a difference is the fusion's. A hook of ``original`` that
     holds one of the caller's objects gets a :class:`~labkit.core.copies.HookSideEffectWarning`
     naming it (its copy's calls reach that object). Named "verify", not
     "check": in labkit a check is an exercise checker.
     """
-    keywords = keyword_inputs("verify_fusion", kwargs, stray, ("kwargs", "rtol", "atol"))
-    rtol, atol = validate_tolerance("rtol", rtol), validate_tolerance("atol", atol)
-    if not inputs and not keywords:
-        raise LabkitValueError("verify_fusion needs the example inputs to run both models on: verify_fusion(model, fused, x).")
-    if not isinstance(original, nn.Module) or not isinstance(fused, nn.Module):
-        raise LabkitTypeError(
-            f"verify_fusion(original, fused, x) needs two torch.nn.Modules, got {type(original).__name__} and "
-            f"{type(fused).__name__}."
+    with left_as_found():
+        keywords = keyword_inputs("verify_fusion", kwargs, stray, ("kwargs", "rtol", "atol"))
+        rtol, atol = validate_tolerance("rtol", rtol), validate_tolerance("atol", atol)
+        if not inputs and not keywords:
+            raise LabkitValueError(
+                "verify_fusion needs the example inputs to run both models on: verify_fusion(model, fused, x)."
+            )
+        if not isinstance(original, nn.Module) or not isinstance(fused, nn.Module):
+            raise LabkitTypeError(
+                f"verify_fusion(original, fused, x) needs two torch.nn.Modules, got {type(original).__name__} and "
+                f"{type(fused).__name__}."
+            )
+        refuse_unknown_keywords(original, keywords, inputs)
+        warn_hooks_reaching_out(original)
+        with torch.no_grad(), replayed_random_state() as rewind:
+            args, kwargs_copy = fresh_call(inputs, keywords)
+            expected = as_the_user_runs_it(original)(*args, **kwargs_copy)
+            rewind()  # the same draws for both: a Dropout's mask differs by chance, not by the fusion
+            args, kwargs_copy = fresh_call(inputs, keywords)
+            actual = as_the_user_runs_it(fused)(*args, **kwargs_copy)
+            nodes = (_nodes_or_none(original), _nodes_or_none(fused), _nodes_or_none(fused, nn.BatchNorm2d))  # traces run forward
+        max_abs_diff, differs_at, alike = _compare(expected, actual, rtol=rtol, atol=atol, actual_name="the fused model")
+        return FusionVerification(
+            nodes_before=nodes[0],
+            nodes_after=nodes[1],
+            batchnorms_left=nodes[2],
+            max_abs_diff=max_abs_diff,
+            allclose=not differs_at,
+            rtol=rtol,
+            atol=atol,
+            differs_at=differs_at,
+            hooked=tuple(repr(name) if name else "the model" for name in hooked_modules(original)),
+            both_not_finite=alike,
         )
-    refuse_unknown_keywords(original, keywords, inputs)
-    warn_hooks_reaching_out(original)
-    with torch.no_grad(), kept_random_state():
-        args, kwargs_copy = fresh_call(inputs, keywords)
-        expected = as_the_user_runs_it(original)(*args, **kwargs_copy)
-        args, kwargs_copy = fresh_call(inputs, keywords)
-        actual = as_the_user_runs_it(fused)(*args, **kwargs_copy)
-        nodes = (_nodes_or_none(original), _nodes_or_none(fused), _nodes_or_none(fused, nn.BatchNorm2d))  # traces run forward
-    max_abs_diff, differs_at = _compare(expected, actual, rtol=rtol, atol=atol, actual_name="the fused model")
-    return FusionVerification(
-        nodes_before=nodes[0],
-        nodes_after=nodes[1],
-        batchnorms_left=nodes[2],
-        max_abs_diff=max_abs_diff,
-        allclose=not differs_at,
-        rtol=rtol,
-        atol=atol,
-        differs_at=differs_at,
-        hooked=tuple(repr(name) if name else "the model" for name in hooked_modules(original)),
-    )
 
 
 def _nodes_or_none(model: nn.Module, op_type: type[nn.Module] | None = None) -> int | None:
@@ -542,25 +651,29 @@ def fusion_timings(
     """Time ``model(*inputs, **kwargs)``, its teaching-fused and its library-fused versions side by side.
 
     The original is timed as a :func:`~labkit.core.copies.private_copy`, so its buffers and attributes stay as they
-    were. The inputs are not cloned per run (that would be timed too): a model that changes its input in place
-    changes ``inputs`` (or ``kwargs``).
+    were, with its own parameters (a forward may write them). The inputs are copied once, before any run, and not
+    per run (that would be timed too): a model that changes its input in place changes labkit's copy, never
+    ``inputs`` (or ``kwargs``).
     """
-    keywords = keyword_inputs("fusion_timings", kwargs, stray, ("kwargs", "rounds", "warmup"))
-    refuse_unknown_keywords(model, keywords, inputs)
-    variants = {
-        "original": private_copy(model),
-        "teaching pass": fuse_conv_bn_teaching(model),
-        "torch.fx fuse": fuse_conv_bn_library(model),
-    }
-    device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    def forward_of(module: nn.Module) -> Callable[[], object]:
-        return lambda: module(*inputs, **keywords)
+    with left_as_found():
+        keywords = keyword_inputs("fusion_timings", kwargs, stray, ("kwargs", "rounds", "warmup"))
+        refuse_unknown_keywords(model, keywords, inputs)
+        variants = {
+            "original": private_copy(model, share_parameters=False),
+            "teaching pass": fuse_conv_bn_teaching(model),
+            "torch.fx fuse": fuse_conv_bn_library(model),
+        }
+        device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        args, call_keywords = fresh_call(inputs, keywords)
 
-    with torch.no_grad():
-        stats = compare(
-            {name: forward_of(m) for name, m in variants.items()},
-            rounds=rounds,
-            warmup=warmup,
-            device=device,
-        )
-    return FusionTimings(stats)
+        def forward_of(module: nn.Module) -> Callable[[], object]:
+            return lambda: module(*args, **call_keywords)
+
+        with torch.no_grad():
+            stats = compare(
+                {name: forward_of(m) for name, m in variants.items()},
+                rounds=rounds,
+                warmup=warmup,
+                device=device,
+            )
+        return FusionTimings(stats)

@@ -36,12 +36,13 @@ before a module's pre-hooks and stops after its hooks, so their time is the modu
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
 import time
 import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,7 @@ from labkit.fx.report import ProfileReport
 from labkit.fx.runs import Profiler, check_input_devices
 from labkit.fx.timeline import RunTimeline, Span
 from labkit.fx.tracing import LeafModules, leaf_list, torch_nn_layer
+from labkit.i18n.messages import _
 
 #: The row for time spent between hooked modules (the model's own Python and functional calls).
 OUTSIDE = "(outside leaf modules)"
@@ -64,15 +66,38 @@ WHOLE_MODEL = "(whole model)"
 HIGHER_ORDER_ERROR = "UncapturedHigherOrderOpError"
 
 
+class ScriptedSubmoduleError(LabkitTypeError):
+    """A module ``mode="modules"`` would hook is TorchScript, and torch refuses hooks on a ScriptModule."""
+
+
+def refuse_scripted_submodules(plan: list[Hooked]) -> None:
+    """Raise :class:`ScriptedSubmoduleError` naming the first hooked module that is TorchScript.
+
+    Why before any hook: torch's own "register_forward_pre_hook is not supported on ScriptModules" names neither
+    the module nor what to do; a graph mode times a scripted submodule as one node.
+    """
+    scripted = [hooked.name for hooked in plan if isinstance(hooked.module, torch.jit.ScriptModule)]
+    if scripted:
+        raise ScriptedSubmoduleError(
+            _("model.{name} is TorchScript (torch.jit.script or trace), and torch supports no forward hooks on a "
+              "ScriptModule, so mode='modules' cannot time it. Profile with a graph instead: "
+              "profile_model(model, x, mode='fast') times the scripted submodule as one node; or profile the Python "
+              "module you scripted.").format(name=scripted[0])
+        )
+
+
 class HooksInsideCondError(LabkitError):
     """A module hooked for timing runs inside a ``torch.cond`` branch, which torch compiles and hooks cannot time."""
 
 
-def _silence_clock_warning() -> None:
+@contextlib.contextmanager
+def _clock_warning_silenced() -> Iterator[None]:
     """Drop dynamo's one-time warning about labkit's clock (``time.perf_counter``) in a torch.cond branch, narrowly by
-    message: the :class:`HooksInsideCondError` that follows says what happened and what to do."""
-    warnings.filterwarnings("ignore", message=r"Dynamo does not know how to trace the builtin `time\.perf_counter",
-                            category=UserWarning)
+    message and for one run only: the :class:`HooksInsideCondError` that follows says what happened and what to do."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Dynamo does not know how to trace the builtin `time\.perf_counter",
+                                category=UserWarning)
+        yield
 
 
 def _hooks_inside_cond_message(name: str) -> str:
@@ -218,6 +243,7 @@ class ModuleProfiler(Profiler):
         self.inputs = inputs
         self.kwargs = keywords
         self.plan = hook_plan(self.module, leaf_modules, units=units)
+        refuse_scripted_submodules(self.plan)
         self.leaves = [(hooked.name, hooked.module) for hooked in self.plan if hooked.kind in ("leaf", "unit")]
         self.training = model.training or any(
             inner.training for hooked in self.plan if hooked.kind for inner in hooked.module.modules()
@@ -233,7 +259,6 @@ class ModuleProfiler(Profiler):
         self._child_runs: list[dict[str, float]] = []  # per timed run: child -> its whole time
         self._last_children: dict[str, float] = {}
         self._described: dict[str, tuple[str, str, str, str, str]] = {}
-        _silence_clock_warning()
         for hooked in self.plan:
             # the clock starts before the model's own pre-hooks and stops after its hooks: they are part of the call
             hooked.module.register_forward_pre_hook(self._enter_hook(hooked), prepend=True)
@@ -286,7 +311,7 @@ class ModuleProfiler(Profiler):
         self._spans = []
         self._inside_rows, self._recorded = 0, 0.0
         inputs, kwargs = self._run_inputs()
-        with torch.no_grad():
+        with torch.no_grad(), _clock_warning_silenced():
             start = self._clock()
             try:
                 self.module(*inputs, **kwargs)
@@ -363,6 +388,7 @@ __all__ = [
     "WHOLE_MODEL",
     "Hooked",
     "HooksInsideCondError",
+    "ScriptedSubmoduleError",
     "ModuleProfiler",
     "hook_plan",
     "hooked_leaves",

@@ -49,6 +49,7 @@ from labkit.core.device import synchronize
 from labkit.core.errors import LabkitError, LabkitValueError, require_count
 from labkit.core.random_state import kept_random_state
 from labkit.core.timing import RunStats
+from labkit.core.untouched import left_as_found
 from labkit.fx.capture import (
     CAPTURES,
     CapturedGraph,
@@ -789,14 +790,15 @@ def profile_model(
     of the runs so far (its ``runs`` grows 1, 2, ... ``runs``), so a widget can
     redraw while the profile is still running.
     """
-    keywords = keyword_inputs("profile_model", kwargs, stray, _PROFILE_OPTIONS)
-    warmup, runs = _check_runs(warmup, runs)
-    captured = capture_model(  # 1. the model's own run, then a checked graph of it (or its hooks)
-        model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
-        leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=3,
-    )
-    timed = time_capture(captured, warmup, runs, on_run, stacklevel=3)  # 2. timed
-    return timed.report()  # 3. reported
+    with left_as_found():
+        keywords = keyword_inputs("profile_model", kwargs, stray, _PROFILE_OPTIONS)
+        warmup, runs = _check_runs(warmup, runs)
+        captured = capture_model(  # 1. the model's own run, then a checked graph of it (or its hooks)
+            model, *inputs, kwargs=keywords, mode=mode, capture=capture, concrete_args=concrete_args,
+            leaf_modules=leaf_modules, tracer=tracer, fallback=fallback, stacklevel=3,
+        )
+        timed = time_capture(captured, warmup, runs, on_run, stacklevel=3)  # 2. timed
+        return timed.report()  # 3. reported
 
 
 __all__ = [

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from labkit.core.copies import refuse_unrun_lazy_modules
 from labkit.core.errors import LabkitTypeError
 from labkit.core.tables import ShowsAsTable, Table
+from labkit.core.untouched import left_as_found
 from labkit.memory_format.layout import describe
 
 _FORMAT_FOR_RANK = {4: torch.channels_last, 5: torch.channels_last_3d}
@@ -104,26 +106,28 @@ def conversion_report(model: nn.Module) -> ConversionReport:
     One row per layer that has a ``weight``; each method's column shows the
     weight's memory order after that method, or ``failed`` if the method raised.
     """
-    model = _require_module(model)
-    layers = [
-        (name, module) for name, module in model.named_modules() if isinstance(getattr(module, "weight", None), torch.Tensor)
-    ]
-    headers = ["layer", "type", "weight shape", "before", *CONVERSIONS]
-    columns: dict[str, list[str]] = {}
-    errors: dict[str, str] = {}
-    for method, conversion in CONVERSIONS.items():
-        converted = copy.deepcopy(model)
-        try:
-            conversion(converted)
-        except RuntimeError as exc:
-            errors[method] = str(exc).splitlines()[0]
-            columns[method] = ["failed"] * len(layers)
-            continue
-        modules = dict(converted.named_modules())
-        columns[method] = [_weight_label(modules[name].weight) for name, _ in layers]
-    rows = [
-        [name, type(module).__name__, str(tuple(module.weight.shape)), _weight_label(module.weight)]
-        + [columns[method][i] for method in CONVERSIONS]
-        for i, (name, module) in enumerate(layers)
-    ]
-    return ConversionReport(headers, rows, errors)
+    with left_as_found():
+        model = _require_module(model)
+        refuse_unrun_lazy_modules(model)  # its weights have no shape, so no memory order to report
+        layers = [
+            (name, module) for name, module in model.named_modules() if isinstance(getattr(module, "weight", None), torch.Tensor)
+        ]
+        headers = ["layer", "type", "weight shape", "before", *CONVERSIONS]
+        columns: dict[str, list[str]] = {}
+        errors: dict[str, str] = {}
+        for method, conversion in CONVERSIONS.items():
+            converted = copy.deepcopy(model)
+            try:
+                conversion(converted)
+            except RuntimeError as exc:
+                errors[method] = str(exc).splitlines()[0]
+                columns[method] = ["failed"] * len(layers)
+                continue
+            modules = dict(converted.named_modules())
+            columns[method] = [_weight_label(modules[name].weight) for name, _ in layers]
+        rows = [
+            [name, type(module).__name__, str(tuple(module.weight.shape)), _weight_label(module.weight)]
+            + [columns[method][i] for method in CONVERSIONS]
+            for i, (name, module) in enumerate(layers)
+        ]
+        return ConversionReport(headers, rows, errors)
