@@ -46,11 +46,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.modules import module as _module_globals
-from torch.utils._python_dispatch import _disable_current_modes
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from labkit.capstone.variants import challenge_input, challenge_model
 from labkit.core.checks import (
@@ -487,6 +488,38 @@ def _verdict(rounds: list[_Round]) -> str:
     )
 
 
+class _ConvolutionLayouts(TorchDispatchMode):
+    """Counts the convolutions torch runs inside the block, and how many got a channels_last input or weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.convolutions = 0
+        self.channels_last = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        if func.overloadpacket in _CONVOLUTIONS:
+            self.convolutions += 1
+            tensors = [arg for arg in args[:2] if isinstance(arg, torch.Tensor) and arg.dim() == 4]
+            self.channels_last += any(t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous()
+                                      for t in tensors)
+        return func(*args, **(kwargs or {}))
+
+
+_CONVOLUTIONS = (torch.ops.aten.convolution, torch.ops.aten._convolution, torch.ops.aten.conv2d,
+                 torch.ops.aten.mkldnn_convolution)
+
+
+def _channels_last_convolutions(faster: Callable[[torch.Tensor], object], x: torch.Tensor) -> int | None:
+    """How many of the convolutions one untimed call of ``faster`` runs got a channels_last tensor; None when it ran
+    none that torch's dispatcher saw (a compiled kernel, say) or raised: then nothing is said about the layout."""
+    try:
+        with torch.inference_mode(), _ConvolutionLayouts() as layouts:
+            call_learner(faster, x.clone())
+    except LearnerError:
+        return None
+    return layouts.channels_last if layouts.convolutions else None
+
+
 def _require_rounds(rounds: object) -> int:
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < MIN_ROUNDS:
         raise LabkitValueError(
@@ -551,6 +584,14 @@ def check_make_faster(
                 _("The checker's own copy of the model changed while your code ran ({changed}): your code "
                   "reached a model it was not given. Change only your own copy.").format(changed=changed)
             ), mistake="changed-the-checkers-model")
-        return _verdict(timed)
+            try:
+                return _verdict(timed)
+            except CheckFailed as exc:
+                if exc.mistake != "not-fast-enough" or _channels_last_convolutions(faster, x) != 0:
+                    raise
+                raise CheckFailed(f"{exc} " + _(
+                    "None of your version's convolutions ran on channels_last tensors: each got an NCHW input "
+                    "and weight, so nothing became channels_last. The profile's convolutions are where a memory "
+                    "order they prefer saves time (section 4)."), mistake="still-nchw") from None
 
     return run_check("4.1", check, make_faster)

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import html
 import numbers
+import os
 import random
 import re
 import secrets
+import sys
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -221,6 +224,33 @@ def call_learner(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         raise LearnerError(exc, _case.get()) from exc
     finally:
         _close_dual_levels(level)
+
+
+@contextmanager
+def watching_calls(is_watched: Callable[[types.CodeType], bool]) -> Iterator[list[str]]:
+    """Note the first call, inside the block, of a Python function whose code ``is_watched`` (torch's own answer to an
+    exercise: its FLOP counter, its stride helpers, its fold), by its name: a profile function sees the call whatever
+    name the learner imported it under. The profile function found is put back after."""
+    called: list[str] = []
+    previous = sys.getprofile()
+
+    def profile(frame: types.FrameType, event: str, arg: object) -> None:
+        if event == "call" and not called and is_watched(frame.f_code):
+            called.append(getattr(frame.f_code, "co_qualname", frame.f_code.co_name))  # Python 3.10: co_name
+
+    sys.setprofile(profile)
+    try:
+        yield called
+    finally:
+        sys.setprofile(previous)
+
+
+def in_module(module: types.ModuleType) -> Callable[[types.CodeType], bool]:
+    """``is_watched`` for :func:`watching_calls`: code of ``module`` (a package: of any module in it). Compared with
+    the file name the module was imported from, as its code objects carry it (a resolved path could differ)."""
+    file = str(module.__file__)
+    prefix = os.path.join(os.path.dirname(file), "") if os.path.basename(file) == "__init__.py" else file
+    return lambda code: code.co_filename.startswith(prefix)
 
 
 def _is_stub(exc: BaseException, exercise: str) -> bool:

@@ -546,6 +546,7 @@ def _expect_modern_function(cls: object) -> type[torch.autograd.Function]:
               "forward(x) without ctx, and save tensors in a separate setup_context(ctx, inputs, output) "
               "staticmethod."),
             mistake="old-style",
+            method="forward",  # the mistake is in forward, whatever the jvp says
         )
     if "jvp" in missing:
         owner = _owner(function, "jvp")
@@ -563,10 +564,10 @@ def _expect_modern_function(cls: object) -> type[torch.autograd.Function]:
                 type=function.__name__, either=_either(missing)),
             mistake="missing-staticmethod",
         )
-    expect(forward is None or _parameter_count(forward) < 2, (
-        _("Your forward takes ctx although you wrote setup_context: in the modern style forward(x) has no "
-          "ctx; setup_context receives it instead.")
-    ), mistake="forward-takes-ctx")
+    if forward is not None and _parameter_count(forward) >= 2:
+        raise CheckFailed(_("Your forward takes ctx although you wrote setup_context: in the modern style forward(x) "
+                            "has no ctx; setup_context receives it instead."),
+                          mistake="forward-takes-ctx", method="forward")
     return function
 
 
@@ -831,7 +832,7 @@ def _expect_no_buffer_tangent(exc: LearnerError, label: str, model: nn.Module) -
         _("On {label}, torch refused a tangent ({value}): your code gave one to the BatchNorm's buffers "
           "({which}). Buffers are not parameters and cannot carry a tangent: give tangents to the "
           "parameters only (named_parameters, not the state_dict).").format(
-            label=label, value=message.splitlines()[0].strip()[:90], which=which)
+            label=label, value=textwrap.shorten(message.splitlines()[0], 120, placeholder=" …"), which=which)
     ), mistake="buffer-tangents")
 
 
@@ -880,8 +881,8 @@ def _run_on_a_copy(answer: Callable, label: str, model: nn.Module, x: torch.Tens
     return got, calls[0], seen
 
 
-def _wrong_scaling(label: str, got: torch.Tensor, model: nn.Module, x: torch.Tensor) -> CheckFailed:
-    """Name the usual wrong directions: the output, zeros, ones, the weights without the biases."""
+def _wrong_scaling(label: str, got: torch.Tensor, model: nn.Module, x: torch.Tensor, seen: _ModesSeen) -> CheckFailed:
+    """Name the usual wrong directions: the output, zeros, no JVP at all, ones, the weights without the biases."""
     with torch.no_grad():
         output = model(x)
     start = _("For {label}, your derivative differs from the JVP along the parameters.").format(label=label)
@@ -892,6 +893,12 @@ def _wrong_scaling(label: str, got: torch.Tensor, model: nn.Module, x: torch.Ten
     if not torch.any(got):
         return CheckFailed(_("{start} It is all zeros: the tangents never reached the parameters (an "
                              "nn.Parameter drops a tangent).").format(start=start), mistake="tangents-dropped")
+    if not seen.jvps:
+        return CheckFailed(_("{start} No tangent went through the model's forward pass: your code ran the model "
+                             "without a JVP, so what it returned is computed from the output, not a derivative. "
+                             "Carry the parameters as their own tangents through one forward pass "
+                             "(torch.func.jvp with torch.func.functional_call).").format(start=start),
+                           mistake="no-jvp")
     if _close(got, _jvp_along(model, x, lambda name, p: torch.ones_like(p))):
         return CheckFailed(_("{start} It is the derivative along ones: the tangent of each parameter p is "
                              "p itself, not ones.").format(start=start), mistake="tangent-of-ones")
@@ -937,7 +944,7 @@ def check_weight_scaling_derivative(weight_scaling_derivative: Callable) -> Chec
                                                        mistake="wrong-shape")
             tensor = tensor.detach().to(expected.dtype)
             if not _close(tensor, expected):
-                raise _wrong_scaling(label, tensor, model, x)
+                raise _wrong_scaling(label, tensor, model, x, seen)
         return (_("On 3 models (one with a BatchNorm), your derivative equals the JVP along the parameters "
                   "to 1e-9, and each model was left as it was given (hooks, requires_grad, parameters, "
                   "buffers, train/eval)."))

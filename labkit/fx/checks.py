@@ -23,10 +23,8 @@ import dataclasses
 import math
 import numbers
 import random
-import sys
-import types
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
 import torch
@@ -42,11 +40,13 @@ from labkit.core.checks import (
     call_learner,
     case_draws,
     expect,
+    in_module,
     int_tuple,
     is_plain_tensor,
     learner_case,
     run_check,
     tensor_subclass_hint,
+    watching_calls,
 )
 from labkit.core.notebook import seeded
 from labkit.fx.profile import OpTypeBreakdown, ProfileReport
@@ -183,13 +183,21 @@ def check_profile_own_model(profile_my_model: Callable[[], Any]) -> CheckResult:
 Nodes = dict[str, tuple[torch.fx.Node, "nn.Module | None"]]
 
 
-def _recorder_case(draws: random.Random) -> tuple[nn.Module, torch.Tensor]:
-    """Exercise 1.2's model and input, sizes drawn for this attempt (channels, input size, batch, features), so
+#: The batch sizes of 1.2's inputs: one of 1 and one drawn above 2, checked in one verdict. A count that forgets the
+#: batch is right at 1 and wrong above it; at 2 it would be half the count, which is also what one FLOP per
+#: multiply-add gives, so the batch above 1 is at least 3 and the two slips get their own hints.
+RECORDER_BATCHES = (1, (3, 5))
+
+
+def _recorder_case(draws: random.Random) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """Exercise 1.2's model and its inputs, sizes drawn for this attempt (channels, input size, batch, features), so
     remembered shapes and counts are no answer. Always: ``conv1`` has a 3x5 kernel (a formula that squares one side
     fails); ``conv2`` has groups=2 and stride=2, so ignoring groups (x2), forgetting the stride (x4) and using the
     input's size give different counts; ``mix`` is a Linear fed a 3-D input (batch, channels, positions), so a count
-    right only for 2-D inputs fails; ``fc`` has in_features != out_features; ``bn`` must not be counted. A draw whose
-    slips would give the same count twice is drawn again, so each slip keeps its own hint."""
+    right only for 2-D inputs fails; ``fc`` has in_features != out_features; ``bn`` must not be counted. The inputs
+    are a batch of 1 and a larger one (:data:`RECORDER_BATCHES`), both judged, so a count that forgets the batch
+    fails on every draw. A draw whose slips would give the same count twice is drawn again, so each slip keeps its
+    own hint."""
     for _attempt in range(100):
         cin, c1, c2 = draws.randint(1, 4), 2 * draws.randint(2, 6), 2 * draws.randint(3, 8)
         side, pool, mix_out, classes = 2 * draws.randint(5, 10), draws.randint(2, 3), draws.randint(2, 6), draws.randint(2, 10)
@@ -207,16 +215,22 @@ def _recorder_case(draws: random.Random) -> tuple[nn.Module, torch.Tensor]:
                 flatten=nn.Flatten(),
                 fc=nn.Linear(c2 * mix_out, classes),
             )).eval()
-        x = torch.randn(draws.randint(1, 4), cin, side, side, generator=torch.Generator().manual_seed(seed))
-        if slips_apart(model, x) and pool * pool != mix_out and c2 * mix_out != classes:
-            return model, x
+        one, (low, high) = RECORDER_BATCHES
+        generator = torch.Generator().manual_seed(seed)
+        inputs = tuple(torch.randn(batch, cin, side, side, generator=generator) for batch in (one, draws.randint(low, high)))
+        if all(slips_apart(model, x) for x in inputs) and pool * pool != mix_out and c2 * mix_out != classes:
+            return model, inputs
     raise RuntimeError(_("no draw of exercise 1.2's model kept its slips apart in 100 tries"))
 
 
 def recorder_layers(model: nn.Module, x: torch.Tensor) -> list[tuple[nn.Module, torch.Size, torch.Size]]:
-    """(layer, input shape, output shape) of every Conv2d and Linear of ``model`` run on ``x``."""
-    nodes = _recorded_nodes(torch.fx.symbolic_trace(model), x)
-    return [(layer, node.args[0].meta["tensor_meta"].shape, node.meta["tensor_meta"].shape)  # type: ignore[union-attr]
+    """(layer, input shape, output shape) of every Conv2d and Linear of ``model`` run on ``x``: on the meta device, where
+    only shapes are computed (a draw is judged in milliseconds)."""
+    meta = torch.fx.symbolic_trace(copy.deepcopy(model).to("meta"))
+    nodes = _recorded_nodes(meta, x.to("meta"))
+    layers = dict(model.named_modules())
+    return [(layers[str(node.target)], node.args[0].meta["tensor_meta"].shape,  # type: ignore[union-attr]
+             node.meta["tensor_meta"].shape)
             for node, layer in nodes.values() if isinstance(layer, (nn.Conv2d, nn.Linear))]
 
 
@@ -236,9 +250,10 @@ def slips_apart(model: nn.Module, x: torch.Tensor) -> bool:
 
 
 def _counted_flops(layer: nn.Module, inputs: torch.Tensor) -> int:
-    """What ``torch.utils.flop_counter`` counts for one call of ``layer``: the independent reference."""
+    """What ``torch.utils.flop_counter`` counts for one call of ``layer``: the independent reference. Counted on the
+    meta device (a copy of ``layer`` and an input of ``inputs``' shape): the counter needs shapes only."""
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        layer(inputs)
+        copy.deepcopy(layer).to("meta")(torch.empty(inputs.shape, device="meta"))
     return int(counter.get_total_flops())
 
 
@@ -283,7 +298,20 @@ def _conv_slips(layer: nn.Conv2d, inputs: torch.Size, outputs: torch.Size) -> li
                                                        "of its group: in_channels / groups, not "
                                                        "out_channels / groups."),
                                                      mistake="out-channels")),
+        *_batch_slip(2 * out * per_output, outputs),
     ]
+
+
+def _batch_slip(expected: int, outputs: torch.Size) -> list[tuple[int, _Hint]]:
+    """The count of one sample only, and its hint, when the batch has more than one (at 1 it is the right count)."""
+    batch = outputs[0]
+    if batch == 1:
+        return []
+    return [(expected // batch, _Hint(_(" This input is a batch of {batch}: the output {outputs} holds {batch} "
+                                        "samples, and each sample's output values are multiply-adds too; count "
+                                        "every value of the output, the batch dimension included.").format(
+                                          batch=batch, outputs=tuple(outputs)),
+                                      mistake="forgets-batch"))]
 
 
 def _linear_slips(layer: nn.Linear, outputs: torch.Size) -> list[tuple[int, _Hint]]:
@@ -302,6 +330,7 @@ def _linear_slips(layer: nn.Linear, outputs: torch.Size) -> list[tuple[int, _Hin
         (2 * out * layer.out_features, _Hint(_(" Each output value of a Linear sums over its in_features "
                                                "({features}) inputs, not out_features ({out_features}).").format(
                                                  features=features, out_features=layer.out_features), mistake="out-features")),
+        *_batch_slip(2 * out * features, outputs),
     ]
 
 
@@ -422,6 +451,30 @@ def _check_flops(flops: object, nodes: Nodes) -> int:
     return compared
 
 
+def _check_one_batch(recorder_class: type, reference: torch.fx.GraphModule, x: torch.Tensor) -> tuple[Nodes, int]:
+    """Run a new recorder on a fresh copy of ``reference`` and ``x``; compare its shapes and FLOPs with ShapeProp's and
+    torch's counter. Returns the checker's nodes and how many FLOP counts were compared."""
+    given = copy.deepcopy(reference)  # the checker's reference is never the learner's, and carries no shapes
+    nodes = _recorded_nodes(copy.deepcopy(reference).to("meta"), x.to("meta"))  # shapes only: on the meta device
+    recorder = call_learner(recorder_class, given)
+    _expect_graph_unchanged(given, reference)
+    expect(
+        callable(getattr(recorder, "run", None)),
+        _("{getattr!s} has no run() method: subclass torch.fx.Interpreter.").format(
+            getattr=getattr(recorder_class, '__name__', recorder_class)),
+        mistake="not-an-interpreter",
+    )
+    with torch.no_grad(), watching_calls(in_module(torch.utils.flop_counter)) as counted:
+        call_learner(recorder.run, x.clone())
+    expect(not counted, _("Your code called torch.utils.flop_counter ({value}), the counter the checker compares "
+                          "with: that is torch's answer, not yours. Count each Conv2d's and Linear's "
+                          "multiply-adds yourself, from its settings and the shapes of its input and output.").format(
+                            value=counted[0] if counted else ""), mistake="calls-torchs-counter")
+    _expect_graph_unchanged(given, reference)
+    _check_shapes(getattr(recorder, "shapes", None), nodes)
+    return nodes, _check_flops(getattr(recorder, "flops", None), nodes)
+
+
 def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
     """Exercise 1.2: ``recorder_class(graph_module).run(x)`` fills ``.shapes`` like ShapeProp and ``.flops``
     like ``torch.utils.flop_counter``.
@@ -438,23 +491,10 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
               "check_shape_flop_recorder(ShapeFlopRecorder)."),
             mistake="passes-an-instance",
         )
-        model, x = _recorder_case(case_draws())
+        model, inputs = _recorder_case(case_draws())
         reference = torch.fx.symbolic_trace(model)
-        given = copy.deepcopy(reference)  # before ShapeProp, so the learner's copy carries no shapes
-        nodes = _recorded_nodes(reference, x)
-        recorder = call_learner(recorder_class, given)
-        _expect_graph_unchanged(given, reference)
-        expect(
-            callable(getattr(recorder, "run", None)),
-            _("{getattr!s} has no run() method: subclass torch.fx.Interpreter.").format(
-                getattr=getattr(recorder_class, '__name__', recorder_class)),
-            mistake="not-an-interpreter",
-        )
-        with torch.no_grad():
-            call_learner(recorder.run, x.clone())
-        _expect_graph_unchanged(given, reference)
-        _check_shapes(getattr(recorder, "shapes", None), nodes)
-        compared = _check_flops(getattr(recorder, "flops", None), nodes)
+        for x in inputs:  # every batch size in one verdict: a count right at one batch only is not right
+            nodes, compared = _check_one_batch(recorder_class, reference, x)
         return (_("all {nodes_count} tensor shapes match torch.fx's ShapeProp, and the FLOPs of all "
                   "{compared} Conv2d and Linear nodes match torch.utils.flop_counter.").format(
                     nodes_count=len(nodes), compared=compared))
@@ -616,22 +656,9 @@ def _shape_hint(label: str, linear: nn.Linear, error: BaseException) -> str:
 _TORCH_FOLDS = {torch.nn.utils.fusion.fuse_linear_bn_eval.__code__, torch.nn.utils.fusion.fuse_linear_bn_weights.__code__}
 
 
-@contextlib.contextmanager
-def _watching_torch_fold() -> Iterator[list[str]]:
-    """Note a call of torch's fuse_linear_bn_eval or fuse_linear_bn_weights inside the block (a profile function: it
-    sees the call whatever name the learner imported it under); the profile function found is put back after."""
-    called: list[str] = []
-    previous = sys.getprofile()
-
-    def profile(frame: types.FrameType, event: str, arg: object) -> None:
-        if event == "call" and frame.f_code in _TORCH_FOLDS and not called:
-            called.append(frame.f_code.co_name)
-
-    sys.setprofile(profile)
-    try:
-        yield called
-    finally:
-        sys.setprofile(previous)
+def _watching_torch_fold() -> contextlib.AbstractContextManager[list[str]]:
+    """Note a call of torch's fuse_linear_bn_eval or fuse_linear_bn_weights inside the block."""
+    return watching_calls(_TORCH_FOLDS.__contains__)
 
 
 def _call_fold(fold_linear_bn: Callable[..., Any], label: str, linear: nn.Linear, bn: nn.BatchNorm1d) -> Any:

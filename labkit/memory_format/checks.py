@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
+import torch._prims_common
 from torch import nn
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack, _pop_mode
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -30,9 +31,11 @@ from labkit.core.checks import (
     call_learner,
     case_draws,
     expect,
+    in_module,
     int_tuple,
     learner_case,
     run_check,
+    watching_calls,
 )
 from labkit.core.notebook import seeded
 from labkit.i18n.messages import _
@@ -71,12 +74,23 @@ STRIDE_CASE_KINDS: tuple[tuple[int, str, tuple[int, ...]], ...] = (
 
 def stride_cases(draws: random.Random) -> list[tuple[tuple[int, ...], str]]:
     """One attempt's (shape, format) cases: the kinds of :data:`STRIDE_CASE_KINDS`, sizes drawn from ``draws`` (2 to
-    12, the batch up to 16), so a table of remembered answers is no answer; the first two share their shape."""
+    12, the batch up to 16), so a table of remembered answers is no answer; the first two share their shape. The sizes
+    of a shape other than its 1s differ from each other, so an answer that mixes two dimensions up (W before H, the
+    channels for the height) is wrong on every draw, not right whenever the two sizes happen to be equal."""
     cases: list[tuple[tuple[int, ...], str]] = []
     for dims, name, ones in STRIDE_CASE_KINDS:
-        shape = tuple(1 if dim in ones else draws.randint(2, 16 if dim == 0 else 12) for dim in range(dims))
+        shape = _distinct_sizes(draws, dims, ones)
         cases.append((cases[0][0] if len(cases) == 1 else shape, name))
     return cases
+
+
+def _distinct_sizes(draws: random.Random, dims: int, ones: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape of ``dims`` sizes, 1 at ``ones`` and all the others different (drawn again until they are)."""
+    while True:  # ends: 5 different sizes out of the 11 to 15 possible come up in a few draws
+        shape = tuple(1 if dim in ones else draws.randint(2, 16 if dim == 0 else 12) for dim in range(dims))
+        drawn = [size for dim, size in enumerate(shape) if dim not in ones]
+        if len(set(drawn)) == len(drawn):
+            return shape
 
 
 #: The dimension letters of a 4-D and a 5-D tensor, in the order torch lists sizes and strides.
@@ -221,8 +235,14 @@ def check_predict_strides(predict_strides: Callable[[tuple[int, ...], str], tupl
             expected = torch.empty(shape, memory_format=getattr(torch, name)).stride()
             case = _("the {shape_count}-D shape {shape} ({letters}) in {name}").format(
                        shape_count=len(shape), shape=shape, letters=', '.join(_LETTERS[len(shape)]), name=name)
-            with learner_case(case), _KernelWatch(shape) as kernels, _TensorWatch(shape) as watch:
+            with learner_case(case), _KernelWatch(shape) as kernels, _TensorWatch(shape) as watch, \
+                    watching_calls(in_module(torch._prims_common)) as helpers:
                 got = call_learner(predict_strides, shape, name)
+            expect(not helpers, _("For shape {shape} in {name} your code called torch._prims_common.{helper}, "
+                                  "torch's own stride computation: that is torch's answer, not yours. Work the "
+                                  "strides out from the shape yourself, innermost dimension first.").format(
+                                    shape=shape, name=name, helper=helpers[0] if helpers else ""),
+                   mistake="calls-torchs-strides")
             used = used or watch.used or kernels.used
             strides = int_tuple(got)
             if strides is None:

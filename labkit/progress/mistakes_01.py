@@ -40,6 +40,8 @@ MISTAKES: dict[str, str] = {
     "1.2/forgets-kernel": N_("left the kernel window out of a convolution's count"),
     "1.2/out-channels": N_("summed over output channels instead of input channels"),
     "1.2/out-features": N_("counted a Linear with out_features instead of in_features"),
+    "1.2/forgets-batch": N_("counted one sample's FLOPs, leaving the batch out (right at a batch of 1 only)"),
+    "1.2/calls-torchs-counter": N_("used torch.utils.flop_counter (the checker's reference) instead of counting"),
     "1.2/linear-2d-only": N_("counted a Linear as if its input were always 2-D (batch x features)"),
     "1.2/conv-formula": N_("used another wrong formula for a convolution's FLOPs"),
     "1.2/linear-formula": N_("used another wrong formula for a Linear's FLOPs"),

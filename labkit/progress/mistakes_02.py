@@ -16,6 +16,7 @@ MISTAKES: dict[str, str] = {
     "2.1/wrong-memory-order": N_("worked out the strides for the wrong memory order"),
     "2.1/off-by-one": N_("took each stride's product one dimension too far or too short"),
     "2.1/wrong-strides": N_("gave strides that describe no dense layout"),
+    "2.1/calls-torchs-strides": N_("called torch's own stride helpers (torch._prims_common) instead of working them out"),
     "2.1/reads-strides-off-a-tensor": N_("read the strides off a tensor instead of working them out"),
     # 2.2: write your own format tracker
     "2.2/leaves-the-mode-on": N_("entered their mode without exiting it"),

@@ -59,6 +59,7 @@ MISTAKES: dict[str, str] = {
     "3.3/wrong-jvp": N_("wrote a jvp that returns a wrong output tangent"),
     "3.3/gradcheck-failed": N_("wrote a Function that fails gradcheck with check_forward_ad=True"),
     # 3.4: the derivative along the weights themselves
+    "3.4/no-jvp": N_("ran the model without a JVP (3 * model(x), say): what they returned is no derivative"),
     "3.4/reverse-mode": N_("computed the derivative in reverse mode (a backward pass), not as a forward-mode JVP"),
     "3.4/buffer-tangents": N_("gave tangents to the buffers too (from the state_dict), not to the parameters only"),
     "3.4/train-mode-inside": N_("switched the model to train mode inside the transform: BatchNorm's in-place update is refused"),

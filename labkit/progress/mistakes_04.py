@@ -17,6 +17,7 @@ MISTAKES: dict[str, str] = {
     "4.1/training-mode": N_("left their version in training mode (BatchNorm used the batch's statistics)"),
     "4.1/wrong-output": N_("computed another function than the model (e.g. a Conv-BN fold without BatchNorm's shift)"),
     "4.1/not-fast-enough": N_("made a version that is not fast enough (e.g. fusion alone, still NCHW)"),
+    "4.1/still-nchw": N_("made a version not fast enough in which no convolution ran channels_last (fusion alone, say)"),
     "4.1/not-steadily-faster": N_("made a version that was fast enough in most rounds, but not steadily (a busy machine?)"),
     "4.1/started-a-thread": N_("left a thread of their own running beside the timed calls (it slows the original's)"),
     "4.1/changed-the-checkers-model": N_("changed the checker's own copy of the model, which they were not given"),

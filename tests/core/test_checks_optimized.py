@@ -28,7 +28,8 @@ def test_checker_tests_pass_under_python_O():
     env = {key: value for key, value in os.environ.items() if key != "PYTHONOPTIMIZE"}
     command = [sys.executable, "-O", "-m", "pytest", "-p", "no:nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q",
                "-m", "not slow", "-W", "ignore::pytest.PytestConfigWarning", *CHECKER_TESTS]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    # No timeout: a wall-clock limit is one a busy machine reaches (600 s did, at a load of 10 to 15), not a verdict.
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "passed" in result.stdout and "failed" not in result.stdout
 
@@ -38,5 +39,5 @@ def test_the_reported_reproduction_is_not_solved_under_python_O():
     code = ("import torch; from labkit.forward_ad.checks import check_cheaper_jacobian as c; "
             "print(c(lambda f, x: ('jacfwd', torch.func.jacfwd(f)(x))).status.value)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONOPTIMIZE": "1"},
-                            capture_output=True, text=True, timeout=300)
+                            capture_output=True, text=True)  # no wall-clock limit: load decides none
     assert result.stdout.strip() == "not solved", result.stdout + result.stderr

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from labkit.core.checks import Status
 from labkit.forward_ad.checks import (
@@ -432,3 +433,17 @@ def test_buffer_tangents_blame_only_the_buffers_torch_refused():
     result = check_weight_scaling_derivative(all_buffers_but_the_counter)
     assert result.mistake == "3.4/buffer-tangents" and "running statistics" in result.message
     assert "num_batches_tracked" not in result.message  # the answer left it out: it is not to blame
+
+
+def test_a_refusal_of_torch_is_quoted_whole_or_cut_between_words():
+    """3.4 once quoted torch's refusal cut mid-word ("they cannot have forwar"); each quoted word is one of torch's."""
+    from tests.mistakes.catalogue_03 import state_dict_tangents_but_the_counter
+
+    result = check_weight_scaling_derivative(state_dict_tangents_but_the_counter)
+    quoted = result.message.partition("torch refused a tangent (")[2].partition("): your code")[0]
+    model = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6)).double().eval()
+    with pytest.raises(RuntimeError) as torchs:
+        state_dict_tangents_but_the_counter(model, torch.randn(5, 4, dtype=torch.float64))
+    words = str(torchs.value).split()
+    shown = quoted.removesuffix(" …").split()
+    assert shown and shown == words[:len(shown)], (quoted, str(torchs.value))

@@ -155,7 +155,8 @@ def test_exercise_1_2():
 
 def _model_layers(seed: int = 0) -> list[tuple[nn.Module, torch.Size, torch.Size]]:
     """(layer, input shape, output shape) of every Conv2d and Linear in exercise 1.2's model, drawn with ``seed``."""
-    return fx_checks.recorder_layers(*fx_checks._recorder_case(random.Random(seed)))
+    model, inputs = fx_checks._recorder_case(random.Random(seed))
+    return [layer for x in inputs for layer in fx_checks.recorder_layers(model, x)]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -180,8 +181,9 @@ def test_exercise_1_2_model_tells_the_slips_apart(seed: int):
 def test_exercise_1_2_draws_a_new_model_for_each_attempt_and_the_solution_solves_each():
     shapes = set()
     for _ in range(3):
-        model, x = fx_checks._recorder_case(case_draws())
-        shapes.add(tuple(tuple(shape) for _, shape, _ in fx_checks.recorder_layers(model, x)))
+        model, inputs = fx_checks._recorder_case(case_draws())
+        assert [x.shape[0] for x in inputs][0] == 1 and inputs[1].shape[0] >= 3  # a batch of 1 and one above 2
+        shapes.add(tuple(tuple(shape) for _, shape, _ in fx_checks.recorder_layers(model, inputs[1])))
         assert check_shape_flop_recorder(RECORDER).solved
     assert len(shapes) > 1
 

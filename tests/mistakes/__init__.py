@@ -45,14 +45,20 @@ class Mistake:
 
     def __post_init__(self) -> None:
         """The checker draws the same cases for every run of the entry (:func:`labkit.core.checks.fixed_draws`), so the
-        guide quotes one message; ``test_drawn_cases.py`` runs the answers on other draws."""
+        guide quotes one message; ``test_drawn_cases.py`` runs the answers on other draws (:meth:`on_draw`)."""
         answer = self.answer
+        object.__setattr__(self, "_unpinned", answer)
 
         def pinned() -> CheckResult:
             with fixed_draws(0):
                 return answer()
 
         object.__setattr__(self, "answer", pinned)
+
+    def on_draw(self, seed: int) -> CheckResult:
+        """The checker's verdict on this answer when it draws its cases with ``seed``."""
+        with fixed_draws(seed):
+            return self._unpinned()  # type: ignore[attr-defined,no-any-return]
 
 
 def solution(file_name: str) -> ModuleType:

@@ -230,13 +230,41 @@ class LinearPerBatchEntry(Recorder):
         return 2 * x.shape[0] * layer.in_features * layer.out_features
 
 
+class ForgetsTheBatch(Recorder):
+    """One sample's count: right at a batch of 1 (once accepted whenever the checker drew one), wrong above it."""
+
+    def conv_flops(self, layer, x, out):
+        kh, kw = layer.kernel_size
+        return 2 * out[0].numel() * (layer.in_channels // layer.groups) * kh * kw
+
+    def linear_flops(self, layer, x, out):
+        return 2 * out[0].numel() * layer.in_features
+
+
+class UsesTorchsCounter(Recorder):
+    """torch's FlopCounterMode around each layer: the checker's reference, not the learner's count."""
+
+    def count(self, layer, x):
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            layer(x)
+        return counter.get_total_flops()
+
+    def conv_flops(self, layer, x, out):
+        return self.count(layer, x)
+
+    def linear_flops(self, layer, x, out):
+        return self.count(layer, x)
+
+
 class Memorised(torch.fx.Interpreter):
     """Cheat: run() does nothing, and the tables are what the checker's case gave on an earlier attempt."""
 
     def __init__(self, module):
         super().__init__(module)
         with fixed_draws(1):  # some other attempt's case: what a learner copies from one run of the checker
-            model, x = fx_checks._recorder_case(case_draws())
+            model, (x, *_others) = fx_checks._recorder_case(case_draws())
         graph_module = torch.fx.symbolic_trace(model)
         recorder = solution("01_2_shape_flop_recorder.py").ShapeFlopRecorder(graph_module)
         with torch.no_grad():
@@ -460,6 +488,10 @@ MISTAKES: list[Mistake] = [
             ("you recorded tensor(", "a tuple of ints"), mistake="shape-not-a-tuple"),
     Mistake("1.2", "one FLOP per multiply-add", lambda: check_shape_flop_recorder(OneFlopPerMac),
             ("Node 'conv1'", "2 FLOPs per multiply-add"), mistake="one-flop-per-mac"),
+    Mistake("1.2", "forgets the batch (`out[0].numel()`)", lambda: check_shape_flop_recorder(ForgetsTheBatch),
+            ("Node 'conv1'", "a batch of", "the batch dimension included"), mistake="forgets-batch"),
+    Mistake("1.2", "counts with torch's `FlopCounterMode`", lambda: check_shape_flop_recorder(UsesTorchsCounter),
+            ("torch.utils.flop_counter", "torch's answer, not yours"), mistake="calls-torchs-counter"),
     Mistake("1.2", "ignores `groups`", lambda: check_shape_flop_recorder(IgnoresGroups),
             ("Node 'conv2'", "groups=2", "input channels, not all "), mistake="groups"),
     Mistake("1.2", "forgets the stride (the input's height and width)", lambda: check_shape_flop_recorder(ForgetsStride),

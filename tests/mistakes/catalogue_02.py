@@ -98,6 +98,17 @@ def reads_them_off_a_tensor(shape, memory_format):
     return torch.empty(shape, memory_format=getattr(torch, memory_format)).stride()
 
 
+def torchs_stride_helpers(shape, memory_format):
+    from torch._prims_common import (
+        make_channels_last_3d_strides_for,
+        make_channels_last_strides_for,
+        make_contiguous_strides_for,
+    )
+
+    helpers = {"channels_last": make_channels_last_strides_for, "channels_last_3d": make_channels_last_3d_strides_for}
+    return helpers.get(memory_format, make_contiguous_strides_for)(shape)
+
+
 def includes_its_own_size(shape, memory_format):
     return tuple(math.prod(shape[dim:]) for dim in range(len(shape)))  # contiguous only, one dimension too far
 
@@ -408,6 +419,10 @@ MISTAKES: list[Mistake] = [
             ("in channels_last_3d you predicted", "contiguous strides", "N, D, H, W, C"), mistake="forgets-channels-last-3d"),
     Mistake("2.1", "C innermost, but W before H", lambda: check_predict_strides(w_before_h),
             ("memory order N, W, H, C", "channels_last is N, H, W, C"), mistake="wrong-memory-order"),
+    Mistake("2.1", "calls torch's own stride helpers (`torch._prims_common`)",
+            lambda: check_predict_strides(torchs_stride_helpers),
+            ("torch._prims_common.make_contiguous_strides_for", "torch's answer, not yours"),
+            mistake="calls-torchs-strides"),
     Mistake("2.1", "returns the sizes, not the strides", lambda: check_predict_strides(returns_the_sizes),
             ("the sizes (the shape), not the strides",), mistake="returns-the-sizes"),
     Mistake("2.1", "strides in bytes (times 4 for float32)", lambda: check_predict_strides(in_bytes),

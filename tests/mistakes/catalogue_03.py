@@ -312,6 +312,11 @@ def random_direction(model, x):
     return _jvp_along(model, x, {name: torch.randn_like(p) for name, p in _params(model).items()})[1]
 
 
+def three_times_the_output(model, x):
+    """No JVP at all: d/dt of (1 + t) * model(x) read as if the model were linear in its parameters."""
+    return 3 * model(x)
+
+
 def direction_of_ones(model, x):
     return _jvp_along(model, x, {name: torch.ones_like(p) for name, p in _params(model).items()})[1]
 
@@ -468,10 +473,11 @@ MISTAKES: list[Mistake] = [
     # 3.3
     Mistake("3.3", "`forward` returns `cos(x)`", lambda: check_custom_sin(ForwardIsCos),
             ("forward(x) does not return sin(x)", "Your forward starts at line"), mistake="forward-not-sin"),
-    Mistake("3.3", "old style, `forward(ctx, x)`", lambda: check_custom_sin(OldStyle), ("old style", "setup_context"),
-            mistake="old-style"),
+    Mistake("3.3", "old style, `forward(ctx, x)`", lambda: check_custom_sin(OldStyle),
+            ("old style", "setup_context", "Your forward starts at line"), mistake="old-style"),
     Mistake("3.3", "`forward(ctx, x)` and a `setup_context` too", lambda: check_custom_sin(BothStyles),
-            ("forward takes ctx although you wrote setup_context",), mistake="forward-takes-ctx"),
+            ("forward takes ctx although you wrote setup_context", "Your forward starts at line"),
+            mistake="forward-takes-ctx"),
     Mistake("3.3", "`jvp` returns `cos(x)`, forgetting the tangent", lambda: check_custom_sin(ForgetsTheTangent),
             ("the derivative alone",), mistake="forgot-the-tangent"),
     Mistake("3.3", "a wrong derivative (`-cos(x) * x_tangent`)", lambda: check_custom_sin(WrongSign),
@@ -496,6 +502,8 @@ MISTAKES: list[Mistake] = [
             ("model(x) itself",), mistake="returned-output"),
     Mistake("3.4", "a random direction (`torch.randn_like(p)`)", lambda: check_weight_scaling_derivative(random_direction),
             ("the tangent of each parameter p is p",), mistake="wrong-direction"),
+    Mistake("3.4", "no JVP, `3 * model(x)`", lambda: check_weight_scaling_derivative(three_times_the_output),
+            ("no tangent went through",), mistake="no-jvp"),
     Mistake("3.4", "a direction of ones", lambda: check_weight_scaling_derivative(direction_of_ones),
             ("derivative along ones",), mistake="tangent-of-ones"),
     Mistake("3.4", "scales the weights, not the biases", lambda: check_weight_scaling_derivative(weights_only),
