@@ -66,6 +66,7 @@ class BenchConfig:
     include_compiled: bool = True
     format_run_time: float = 2.0
     format_rounds: int = 5
+    format_precisions: tuple[str, ...] | None = None  # P4's precisions (None: every one the device runs)
     mlp_sizes: tuple[int, ...] = (256, 512, 512, 10)
     mlp_batch: int = 64
     jvp_rounds: int = 30
@@ -87,6 +88,7 @@ FULL = BenchConfig()
 # hundreds): the ratios are of that input, and the whole run stays within the few minutes its help promises.
 QUICK = BenchConfig(overhead_rounds=10, overhead_budget_s=15.0, resnet_batch=2, image_size=160, crosscheck_runs=5,
                     variant_rounds=6, include_compiled=False, format_run_time=0.3, format_rounds=3,
+                    format_precisions=("fp32",),  # bf16 convolutions on a CPU without bf16 units: minutes alone
                     jvp_rounds=10, jacobian_budget=0.1, hf_rounds=15, hf_max_rounds=120, hf_budget_s=60.0,
                     widget_redraws=9, notebooks=(), import_repeats=3,
                     left_out=("P6", "P7"))  # 16-70 s on the loaded 2-core machine: model builds, exports
@@ -365,7 +367,8 @@ def bench_memory_format(config: BenchConfig, result: BenchResult) -> None:
     from labkit.memory_format.benchmark import benchmark_formats
 
     model, x = _resnet18_and_input(config)
-    formats = benchmark_formats(model, x, device=BENCH_DEVICE, min_run_time=config.format_run_time, rounds=config.format_rounds)
+    formats = benchmark_formats(model, x, precisions=config.format_precisions, device=BENCH_DEVICE,
+                                min_run_time=config.format_run_time, rounds=config.format_rounds)
     for timing in formats.timings:
         result.add(BenchFigure(f"P4.channels_last_{timing.precision}",
                                f"channels_last over contiguous, {timing.precision} (ResNet18, batch {config.resnet_batch})",
@@ -852,9 +855,10 @@ def run_bench(mode: str = "full", only: list[str] | None = None, log: Callable[[
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
-                        help=f"ResNet18 on a smaller input (batch {QUICK.resnet_batch}, {QUICK.image_size} px), fewer "
-                             "repetitions, no notebooks, no torch.compile, no Hugging Face models (P6, P7; --only P6 P7 "
-                             "runs them): a few minutes on a 2-core machine, longer with other work beside it")
+                        help=f"ResNet18 on a smaller input (batch {QUICK.resnet_batch}, {QUICK.image_size} px), P4 in "
+                             f"{', '.join(QUICK.format_precisions or ())} only, fewer repetitions, no notebooks, no "
+                             "torch.compile, no Hugging Face models (P6, P7; --only P6 P7 runs them): a few minutes on a "
+                             "2-core machine, longer with other work beside it")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)  # tiny sizes, for the test suite
     parser.add_argument("--json", type=Path, default=Path("build/bench.json"),
                         help="where to write the JSON (default: %(default)s)")
