@@ -160,8 +160,23 @@ def sphinx_source(notebooks: list[Path], folder: Path, edition: Edition = ENGLIS
         (source / "api.md").write_text(API_STUB, encoding="utf-8")
     (source / SOURCE_NOTEBOOKS).mkdir(exist_ok=True)
     for path in notebooks:
-        shutil.copy2(path, source / SOURCE_NOTEBOOKS / path.name)
+        (source / SOURCE_NOTEBOOKS / path.name).write_text(reader_notebook(path), encoding="utf-8")
     return source
+
+
+#: nbval's markers: a cell's first line that tells the test what to compare, nothing a reader of the page needs.
+NBVAL_MARKER = re.compile(r"\A#\s*NBVAL_[A-Z_]+[ \t]*(?:\n|\Z)")
+
+
+def reader_notebook(path: Path) -> str:
+    """The notebook as the site shows it (and its download button offers): each code cell without the nbval marker
+    it starts with (``# NBVAL_IGNORE_OUTPUT``), which says what a test compares; the comment under it, which says
+    why, stays."""
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.source = NBVAL_MARKER.sub("", cell.source, count=1)
+    return nbformat.writes(notebook) + "\n"
 
 
 def find_editions(notebooks_dir: Path) -> list[tuple[Edition, list[Path]]]:

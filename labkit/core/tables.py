@@ -3,7 +3,9 @@
 Why: every result object in labkit (a profile, a layout description, a
 benchmark) renders through this one module, so tables look alike everywhere and
 the notebook's stored text output is stable for nbval. Rendering is tabulate's;
-this module only fixes the conventions (headers, number format, a title).
+this module only fixes the conventions (headers, number format, a title). A wide
+character (a Chinese table head: 练习 is four columns, not two) is measured as wide:
+tabulate does so with wcwidth, a declared dependency for that reason.
 """
 from __future__ import annotations
 

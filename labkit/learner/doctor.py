@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,11 +161,22 @@ class DoctorReport:
         return self.to_text()
 
 
+def _columns(text: str) -> int:
+    """How many terminal columns ``text`` takes: a wide (East Asian) character two, a combining mark none.
+
+    Why not ``len``: a Chinese table head such as 状态 is two characters but four columns, and the rows under it
+    would not line up. The standard library's data, as wcwidth (tabulate's) would, which the doctor cannot rely on.
+    """
+    return sum(0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
+               for char in text)
+
+
 def _plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """The layout of tabulate's ``simple`` format, without needing tabulate to work."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    widths = [max(_columns(str(cell)) for cell in column) for column in zip(headers, *rows)]
     lines = [headers, ["-" * w for w in widths], *rows]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+    return "\n".join("  ".join(str(c) + " " * (w - _columns(str(c))) for c, w in zip(line, widths)).rstrip()
+                     for line in lines)
 
 
 # --- what runs in the fresh interpreter (``_probe_main``) -----------------------------------

@@ -23,10 +23,12 @@ pytestmark = pytest.mark.slow
 def write_notebook(path: Path, *, title: str, goals: list[str], executed: bool = True, link: str = "") -> None:
     intro = "\n".join([f"# {title}", "", "**Learning goals**", *[f"- {g}" for g in goals], "", "Text after the list.", link])
     cell = nbformat.v4.new_code_cell("print(6 * 7)")
+    timing = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\n# a timing: not the same twice\nprint(0.25)")
     if executed:
-        cell.execution_count = 1
+        cell.execution_count, timing.execution_count = 1, 2
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(intro), cell])
+        timing.outputs = [nbformat.v4.new_output("stream", name="stdout", text="0.25\n")]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(intro), cell, timing])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook.metadata["language_info"] = {"name": "python"}
     nbformat.write(notebook, path)
@@ -94,6 +96,15 @@ def test_site_has_the_learning_path_a_page_per_notebook_and_the_api(built_site: 
     assert 'href="01_more.html"' in intro  # a link to a notebook points to its page
     assert (built_site / "_sources" / "notebooks" / "00_intro.ipynb").is_file()  # what the download button offers
     assert "profile_model" in (built_site / "api.html").read_text()
+
+
+def test_a_page_shows_no_nbval_marker_and_keeps_the_comment_under_it(built_site: Path) -> None:
+    """``# NBVAL_IGNORE_OUTPUT`` tells the test what to compare; a reader of the page has no use for it."""
+    for page in (built_site / "notebooks").glob("*.html"):
+        text = page.read_text()
+        assert "NBVAL" not in text and "a timing: not the same twice" in text and "0.25" in text, page.name
+    downloaded = (built_site / "_sources" / "notebooks" / "00_intro.ipynb").read_text()
+    assert "NBVAL" not in downloaded and "a timing: not the same twice" in downloaded
 
 
 def test_no_page_loads_a_script_or_style_from_the_network(built_site: Path) -> None:

@@ -39,3 +39,23 @@ def test_shows_as_table_mixin_renders_everything_from_table():
     result = Result(7)
     assert str(result) == repr(result) == result.to_text() == Table(["value"], [[7]]).to_text()
     assert "<td" in result._repr_html_()
+
+
+def test_a_chinese_table_head_is_measured_as_wide_and_the_columns_line_up():
+    """练习 is two characters but four columns: counted as two, the rows under a translated head would not line up."""
+    import wcwidth
+
+    text = Table(["练习", "状态", "下一步"], [["一", "已解出", "—"], ["二", "not started", "hint('1.2')"]]).to_text()
+    head, rule, *rows = text.splitlines()
+    starts = [index + 1 for index in range(len(rule) - 1) if rule[index:index + 2] == " -"]  # where columns 2, 3 start
+    for line, cells in zip([head, *rows], [("状态", "下一步"), ("已解出", "—"), ("not started", "hint('1.2')")]):
+        assert [wcwidth.wcswidth(line[:line.index(cell)]) for cell in cells] == starts, text
+
+
+def test_the_doctors_own_table_measures_wide_characters_too():
+    """labkit doctor renders without tabulate (it may be what is broken): the same layout, from the standard library."""
+    from labkit.learner.doctor import _plain_table
+
+    text = _plain_table(["状态", "检测项", "详情"], [["正常", "python", "3.11"], ["问题", "torch", "未安装"]])
+    assert text.splitlines() == ["状态  检测项  详情", "----  ------  ------", "正常  python  3.11",
+                                 "问题  torch   未安装"]
