@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                                      force=args.force):
             failed += line.startswith("skipped")
             print(line, flush=True)
-        print(sections.write(root), flush=True)  # the hints' headings, from the catalogues just built from
+        print(sections.write(root), flush=True)  # the headings the hints name, from the same catalogues
         return 1 if failed else 0
     docs = docs_dir(root)
     problems = [*map(str, notebooks.check(root, langs)),

@@ -61,8 +61,15 @@ def source(table: dict[str, dict[str, dict[str, str]]]) -> str:
     return HEADER + "HEADINGS: dict[str, dict[str, dict[str, str]]] = " + pprint.pformat(table, width=120) + "\n"
 
 
+def holds_the_labs(root: Path) -> bool:
+    """Whether ``root`` holds every notebook an anchor names (labkit's own notebooks, not a scratch folder)."""
+    return all((root / f"{stem}.ipynb").exists() for stem in ANCHORS)
+
+
 def write(root: Path) -> str:
-    """Write the generated module; one line saying so."""
+    """Write the generated module from ``root``'s notebooks (when it holds the labs); one line saying so."""
+    if not holds_the_labs(root):
+        return f"skipped {TARGET}: {root} does not hold the labs whose sections the hints name"
     table, _problems = headings(root)
     text = source(table)
     if TARGET.read_text(encoding="utf-8") == text:
@@ -72,7 +79,10 @@ def write(root: Path) -> str:
 
 
 def problems(root: Path) -> list[str]:
-    """Every anchor that names no heading, and the generated module when it lags the notebooks and catalogues."""
+    """Every anchor that names no heading, and the generated module when it lags the notebooks and catalogues (none
+    for a folder that does not hold the labs)."""
+    if not holds_the_labs(root):
+        return []
     table, found = headings(root)
     if TARGET.read_text(encoding="utf-8") != source(table):
         found.append(f"{TARGET}: older than the notebooks' headings or their catalogues; run make i18n-build.")
