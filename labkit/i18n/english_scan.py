@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _WORD = r"[A-Za-z][a-z]*(?:'[a-z]+)?"
 _PHRASE = re.compile(rf"(?<![\w./\-`'\"=:]){_WORD}(?:[ ,]+{_WORD})+(?![\w(./\-`'\"=:\[])")
@@ -67,11 +68,11 @@ def _joined(value: object) -> str:
     return "".join(value) if isinstance(value, list) else value if isinstance(value, str) else ""
 
 
-def readable(cell: dict[str, object]) -> Iterator[tuple[str, str]]:
+def readable(cell: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(part, text) for what a learner reads of one cell: its markdown, its outputs' text (not tracebacks)."""
     if cell.get("cell_type") == "markdown":
         yield "markdown", _joined(cell.get("source"))
-    for output in cell.get("outputs", []) or []:  # type: ignore[union-attr]
+    for output in cell.get("outputs", []) or []:
         if "text" in output:
             yield "stream", _joined(output["text"])
         data = output.get("data", {})
@@ -80,9 +81,9 @@ def readable(cell: dict[str, object]) -> Iterator[tuple[str, str]]:
                 yield kind, _joined(data[kind])
 
 
-def widget_texts(notebook: dict[str, object]) -> Iterator[tuple[str, str]]:
+def widget_texts(notebook: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(model id, text) for each string a stored widget shows: its ``value``, ``description``, ``options``, ``placeholder``."""
-    state = notebook.get("metadata", {}).get("widgets", {})  # type: ignore[union-attr]
+    state = notebook.get("metadata", {}).get("widgets", {})
     models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {}) if isinstance(state, dict) else {}
     for model_id, model in models.items():
         values = model.get("state", {})
