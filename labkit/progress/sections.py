@@ -12,7 +12,7 @@ from __future__ import annotations
 import string
 
 from labkit.core.errors import LabkitValueError
-from labkit.labs import LABS
+from labkit.labs import lab_of_exercise
 from labkit.progress.section_headings import HEADINGS
 
 #: notebook stem -> anchor -> the id of the markdown cell whose first line is that section's heading.
@@ -46,10 +46,10 @@ ANCHORS: dict[str, dict[str, str]] = {
 
 def notebook_of(exercise: str) -> str:
     """The stem of the notebook that holds ``exercise`` ("2.1" -> "02_memory_format")."""
-    for lab in LABS:
-        if exercise in lab.exercises:
-            return lab.stem
-    raise LabkitValueError(f"No lab holds exercise {exercise!r}.")
+    lab = lab_of_exercise(exercise)
+    if lab is None:
+        raise LabkitValueError(f"No lab holds exercise {exercise!r}.")
+    return lab.stem
 
 
 def anchors_in(text: str) -> list[str]:
