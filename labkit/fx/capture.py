@@ -123,6 +123,7 @@ def capture_graph(
     leaf_modules: LeafModules = (),
     tracer: Any = None,
     eager: EagerRun | None = None,
+    graph_args: tuple[Any, ...] | None = None,
 ) -> CapturedGraph:
     """The graph of ``model(*inputs, **kwargs)`` by ``capture`` (``"auto"``: symbolic_trace, then export).
 
@@ -139,6 +140,9 @@ def capture_graph(
     keyword inputs a traced graph cannot take), :class:`ExportFailedError` for
     ``capture="export"`` and :class:`CaptureFailedError` with both reasons for
     ``"auto"``.
+
+    ``graph_args`` is the positional call of a traced graph when the caller has bound it already
+    (:func:`labkit.fx.tracing.call_arguments` of the same inputs): the inputs are prepared once.
     """
     check_capture(capture)
     symbolic_options = [name for name, value in
@@ -151,7 +155,8 @@ def capture_graph(
     failures: dict[str, LabkitError] = {}
     if capture != "export":
         try:
-            return _checked(_symbolic_trace(model, inputs, kwargs, concrete_args, leaf_modules, tracer, eager), model, eager)
+            traced = _symbolic_trace(model, inputs, kwargs, concrete_args, leaf_modules, tracer, eager, graph_args)
+            return _checked(traced, model, eager)
         except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
             if capture == "symbolic_trace":
                 raise
@@ -178,9 +183,9 @@ def _name(model: Any) -> str:
 
 def _symbolic_trace(
     model: Any, inputs: Sequence[Any], kwargs: Mapping[str, Any], concrete_args: dict[str, Any] | None,
-    leaf_modules: LeafModules, tracer: Any, eager: EagerRun | None,
+    leaf_modules: LeafModules, tracer: Any, eager: EagerRun | None, graph_args: tuple[Any, ...] | None = None,
 ) -> CapturedGraph:
-    call_args = call_arguments(model, inputs, concrete_args, kwargs)
+    call_args = graph_args if graph_args is not None else call_arguments(model, inputs, concrete_args, kwargs)
     own = _own_copy(model, eager) if isinstance(model, torch.nn.Module) else model
     buffers = _buffer_snapshot(own)
     with kept_random_state():  # tracing runs forward's Python: a random.random() there draws

@@ -42,7 +42,7 @@ import statistics
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,7 +254,6 @@ class ModuleProfiler(Profiler):
         self._recorded = 0.0  # seconds recorded in rows so far in this run
         self._calls: list[tuple[str, str, float]] = []  # (name, kind, seconds) per row, in call order
         self._spans: list[tuple[str, str | None, float, float]] = []  # (name, kind, start, end) per timed call
-        self._run_clock = (0.0, 0.0)  # the last run's start and end
         self._child_calls: list[tuple[str, float]] = []
         self._child_runs: list[dict[str, float]] = []  # per timed run: child -> its whole time
         self._last_children: dict[str, float] = {}
@@ -310,7 +309,7 @@ class ModuleProfiler(Profiler):
         self._child_calls.clear()
         self._spans = []
         self._inside_rows, self._recorded = 0, 0.0
-        inputs, kwargs = self._run_inputs()
+        inputs, kwargs = self._run_call or self._run_inputs()  # handed down by the run loop
         with torch.no_grad(), _clock_warning_silenced():
             start = self._clock()
             try:
@@ -321,7 +320,7 @@ class ModuleProfiler(Profiler):
                 raise
             end = self._clock()
             total = end - start
-            self._run_clock = (start, end)
+            self._clock_reads = (start, end, self._spans)  # this run's: a new list of spans per run
         seen: Counter[tuple[str, str]] = Counter()
         durations = []
         for name, kind, seconds in self._calls:
@@ -334,20 +333,9 @@ class ModuleProfiler(Profiler):
             self._last_children[name] = self._last_children.get(name, 0.0) + seconds
         return total, durations
 
-    def _last_timeline(self) -> RunTimeline:
-        """The last run's hooked calls as spans, in the order they started: a row's call under its row's name
-        (``relu#2``, ``h.0 (own code)``), a child of the model that has no row under its path."""
-        start, end = self._run_clock
-        seen: Counter[tuple[str, str | None]] = Counter()
-        spans = []
-        for name, kind, began, ended in sorted(self._spans, key=lambda span: (span[2], -span[3])):
-            key = name
-            if kind is not None:
-                seen[name, kind] += 1
-                count = seen[name, kind]
-                key = name + (f"#{count}" if count > 1 else "") + (OWN_CODE if kind == "split" else "")
-            spans.append(Span(key, began - start, ended - start))
-        return RunTimeline(start, end - start, tuple(spans))
+    def _timelines_of(self, reads: Sequence[Any]) -> list[RunTimeline]:
+        """Each timed run's hooked calls as spans (see :func:`_timeline`)."""
+        return [_timeline(*read) for read in reads]
 
     def run_once(self) -> None:
         """One recorded run, and the whole time of each of the model's children in it."""
@@ -377,6 +365,21 @@ class ModuleProfiler(Profiler):
             (name, classes[name], seconds, seconds / total * 100 if total > 0 else 0.0) for name, seconds in ranked
         )
         return dataclasses.replace(report, largest_children=largest)
+
+
+def _timeline(start: float, end: float, calls: Sequence[tuple[str, str | None, float, float]]) -> RunTimeline:
+    """One run's hooked calls as spans, in the order they started: a row's call under its row's name
+    (``relu#2``, ``h.0 (own code)``), a child of the model that has no row under its path."""
+    seen: Counter[tuple[str, str | None]] = Counter()
+    spans = []
+    for name, kind, began, ended in sorted(calls, key=lambda span: (span[2], -span[3])):
+        key = name
+        if kind is not None:
+            seen[name, kind] += 1
+            count = seen[name, kind]
+            key = name + (f"#{count}" if count > 1 else "") + (OWN_CODE if kind == "split" else "")
+        spans.append(Span(key, began - start, ended - start))
+    return RunTimeline(start, end - start, tuple(spans))
 
 
 __all__ = [

@@ -36,7 +36,7 @@ import re
 import statistics
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -313,7 +313,10 @@ class InstrumentedModule:
 # ---------------------------------------------------------------------- the profiler
 
 
-def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
+def _op_type(
+    node: torch.fx.Node, graph_module: torch.fx.GraphModule,
+    layers: Mapping[type[torch.nn.Module], type[torch.nn.Module] | None] | None = None,
+) -> str:
     """The type a node is grouped under in :meth:`ProfileReport.by_op_type`.
 
     A module's class, normalised to its torch.nn layer for a subclass defined
@@ -326,7 +329,7 @@ def _op_type(node: torch.fx.Node, graph_module: torch.fx.GraphModule) -> str:
     """
     if node.op == "call_module":
         cls = type(graph_module.get_submodule(str(node.target)))
-        return (torch_nn_layer(cls) or cls).__name__
+        return ((layers[cls] if layers is not None else torch_nn_layer(cls)) or cls).__name__
     if isinstance(node.target, torch._ops.OpOverload):
         return f"{node.target.namespace}.{node.target.overloadpacket.__name__}"
     if node.op == "call_function":
@@ -342,6 +345,20 @@ def _module_class(node: torch.fx.Node, captured: CapturedGraph) -> str:
         return type(captured.graph_module.get_submodule(str(node.target))).__name__
     stack = captured.module_stacks.get(node.name, ())
     return stack[-1][1] if captured.capture == "export" and stack else ""
+
+
+def _node_descriptions(nodes: list[torch.fx.Node], captured: CapturedGraph) -> dict[str, tuple[str, str, str, str, str]]:
+    """``(op, name, target, op_type, module_class)`` of every timed node, made once when the graph is handed over.
+
+    Why once: these are facts of the captured graph, and a report made after every run (``on_run``)
+    asked for each of them again.
+    """
+    graph_module = captured.graph_module
+    classes = {type(graph_module.get_submodule(str(n.target))) for n in nodes if n.op == "call_module"}
+    layers = {cls: torch_nn_layer(cls) for cls in classes}
+    return {
+        n.name: (n.op, n.name, _target(n), _op_type(n, graph_module, layers), _module_class(n, captured)) for n in nodes
+    }
 
 
 def _shown_type(row: NodeTiming) -> str:
@@ -459,9 +476,10 @@ class NodeProfiler(Profiler):
         stacks = {n.name: captured.module_stacks.get(n.name, ()) for n in self.nodes}
         self._modules = {name: (stack[-1][0] if stack else "", stack) for name, stack in stacks.items()}
         self._sources = {n.name: source_line(n, self.graph_module) for n in self.nodes}
+        self._described = _node_descriptions(self.nodes, captured)
         self._graph_memory: GraphMemory | None = None
         self._memory_notes: tuple[str, ...] = ()
-        self._clock_reads: tuple[float, Any, float] = (0.0, (), 0.0)  # the last run's start, stamps (or spans), end
+        self._asynchronous = self.device.type != "cpu"  # CPU ops finish before they return: nothing to wait for
         if mode == "fast":
             self._instrumented = InstrumentedModule(self.graph_module, self.device)
         else:
@@ -475,13 +493,15 @@ class NodeProfiler(Profiler):
         return total, list(zip(self.samples, durations, strict=True))
 
     def _run_graph(self) -> tuple[float, list[float]]:
-        inputs, _ = self._run_inputs()  # a graph takes every input by position
+        inputs, _ = self._run_call or self._run_inputs()  # handed down by the run loop; a graph takes them by position
         with torch.no_grad():
             if self.mode == "fast":
-                synchronize(self.device)
+                if self._asynchronous:
+                    synchronize(self.device)
                 start = time.perf_counter()
                 self._instrumented(*inputs)
-                synchronize(self.device)
+                if self._asynchronous:
+                    synchronize(self.device)
                 end = time.perf_counter()
                 self._clock_reads = (start, self._instrumented.stamps, end)
                 return end - start, self._instrumented.last_durations()
@@ -490,17 +510,26 @@ class NodeProfiler(Profiler):
             self._clock_reads = (interpreter.last_start, interpreter.last_spans, interpreter.last_end)
             return interpreter.total_runtime_sec[-1], [interpreter.runtimes_sec[n][-1] for n in self.nodes]
 
-    def _last_timeline(self) -> RunTimeline | None:
-        """The run just made, node by node, from the stamps it took (fast mode) or the interpreter's clock reads."""
-        start, stamps, end = self._clock_reads
+    def _timelines_of(self, reads: Sequence[Any]) -> list[RunTimeline]:
+        """Each timed run, node by node, from the stamps it took (fast mode) or the interpreter's clock reads."""
+        keys = list(self.samples)
         if self.mode == "fast":
-            return from_stamps(list(self.samples), start, stamps, end)
-        spans = tuple(Span(key, a - start, b - start) for key, (a, b) in zip(self.samples, stamps, strict=True))
-        return RunTimeline(start, end - start, spans)
+            return [from_stamps(keys, start, stamps, end) for start, stamps, end in reads]
+        return [
+            RunTimeline(start, end - start, tuple(Span(key, a - start, b - start)
+                                                  for key, (a, b) in zip(keys, spans, strict=True)))
+            for start, spans, end in reads
+        ]
 
     def _describe(self, key: str) -> tuple[str, str, str, str, str]:
-        node = self._nodes_by_name[key]
-        return node.op, node.name, _target(node), _op_type(node, self.graph_module), _module_class(node, self.captured)
+        return self._described[key]
+
+    def _descriptions(self, keys: Sequence[str]) -> Mapping[str, tuple[str, str, str, str, str]]:
+        return self._described
+
+    def _after_runs(self) -> None:
+        """The memory stage, right after the timed runs: the report then only reads it."""
+        self._memory()
 
     def _completed(self, report: ProfileReport) -> ProfileReport:
         """The report with what only the graph knows: how it was captured, the modules each node ran in, and
@@ -524,7 +553,8 @@ class NodeProfiler(Profiler):
         )
 
     def _memory(self) -> GraphMemory | None:
-        """The graph's memory per node (:mod:`labkit.fx.memory`): one untimed run, made once, after a timed one.
+        """The graph's memory per node (:mod:`labkit.fx.memory`): one untimed run, made once, after a timed one
+        (:func:`~labkit.fx.runs.run_series` asks after the last; a report made before, by ``on_run``, after the first).
 
         A graph the recording interpreter cannot run (the timed runs did) has no memory figures, and a note says why.
         """
@@ -596,6 +626,8 @@ def capture_model(
     leaves = [leaf_modules] if isinstance(leaf_modules, (str, type)) else list(leaf_modules)
     # With concrete_args every input goes by position (as the graph gets them); else as the caller gave them.
     call_args, call_kwargs = (call_arguments(model, inputs, concrete_args, keywords), {}) if concrete_args else (inputs, keywords)
+    # the traced graph's positional call, where it is known now (else the capture binds the keywords, which can fail)
+    graph_args = tuple(call_args) if concrete_args or not keywords else None
     eager = run_eager_once(model, call_args, call_kwargs, stacklevel=stacklevel + 1)
     if eager.parameters_written == (UNWATCHED,):
         notes += ("this torch cannot watch a forward through torch.cond for in-place parameter writes, so the "
@@ -609,7 +641,7 @@ def capture_model(
     try:
         graph = capture_graph(
             model, inputs, keywords, capture=capture, concrete_args=concrete_args, leaf_modules=leaves, tracer=tracer,
-            eager=eager,
+            eager=eager, graph_args=graph_args,
         )
     except (TraceFailedError, KeywordsIntoVarKeywordError) as exc:
         if not fallback or not isinstance(model, torch.nn.Module):

@@ -49,6 +49,13 @@ from labkit.fx.model_state import state_token
 from labkit.fx.report import NodeTiming, ProfileReport
 from labkit.fx.timeline import RunTimeline
 
+#: The most bytes of input tensors :meth:`Profiler.prepare_runs` clones for a series before its first run.
+SERIES_CLONE_BYTES = 256 * 2**20
+
+
+def _tensor_bytes(values: Sequence[Any]) -> int:
+    return sum(leaf.numel() * leaf.element_size() for leaf in tree_leaves(list(values)) if isinstance(leaf, torch.Tensor))
+
 
 class NotRunYetError(LabkitError, RuntimeError):
     """A summary or report was asked for before any timed run."""
@@ -267,9 +274,18 @@ class Profiler:
 
     A subclass sets ``mode``, ``device`` and ``training`` and implements
     :meth:`_timed_call` (one run: its total seconds and ``(key, seconds)`` per timed
-    part, in order) and :meth:`_describe` (what the report says about a key); it may
-    override :meth:`_completed` to add what it alone knows to each report, and
-    :meth:`_last_timeline` to keep each timed run as it happened (the report's ``timeline``).
+    part, in order) and :meth:`_describe` (what the report says about a key), or
+    :meth:`_descriptions` for every key at once; it may override :meth:`_completed` to add
+    what it alone knows to each report. To keep each timed run as it happened (the
+    report's ``timeline``), :meth:`_timed_call` leaves the run's own clock reads in
+    ``_clock_reads`` and :meth:`_timelines` turns those of every timed run into
+    :class:`~labkit.fx.timeline.RunTimeline` s, once, when a report or :attr:`timelines` asks.
+
+    The stages, in the one order they run (:func:`run_series`): the inputs of each run
+    cloned before its clock starts; the timed runs, each keeping its clock reads; what a
+    profiler measures once after them (:meth:`_after_runs`: a graph's memory per node);
+    then :meth:`report` assembles the :class:`ProfileReport`, and writers (table, CSV/JSON,
+    trace) work on that alone.
     """
 
     mode: str
@@ -285,13 +301,30 @@ class Profiler:
         self.samples: dict[str, list[float]] = {}
         #: the profiled model's class name, said in the report (the trace's outermost slice)
         self.model_name = ""
-        #: each timed run as it happened (:class:`~labkit.fx.timeline.RunTimeline`), in order
-        self.timelines: list[RunTimeline] = []
+        #: each timed run's own clock reads, as :meth:`_timed_call` left them in ``_clock_reads``; see :attr:`timelines`
+        self._runs_read: list[Any] = []
+        self._timelines: list[RunTimeline] = []
+        self._clock_reads: Any = None
         self.fallback_reason = fallback_reason
         self.traceable_children = traceable_children
         #: What labkit chose for the learner (use_cache=False, own parameters), said in the report.
         self.notes: tuple[str, ...] = ()
-        self._prepared: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        self._prepared: list[tuple[tuple[Any, ...], dict[str, Any]]] = []  # cloned inputs of the runs to come
+        self._run_call: tuple[tuple[Any, ...], dict[str, Any]] | None = None  # the running run's, for _timed_call
+
+    def prepare_runs(self, count: int) -> None:
+        """Clone the inputs of the next ``count`` runs at once, before the first of them: prepared once per series.
+
+        Why: every run gets its own :func:`~labkit.core.copies.fresh_call`, cloned before its clock
+        starts, so a model that changes its input in place sees the learner's input every time. Made
+        together, the clones stay out of every run and of what happens between runs (the cross-check's
+        ``torch.profiler`` window). Clones that would hold more than :data:`SERIES_CLONE_BYTES` are
+        made one run at a time instead, when each run comes (:meth:`prepare_run`).
+        """
+        if count * _tensor_bytes([*self.inputs, *self.kwargs.values()]) > SERIES_CLONE_BYTES:
+            self._prepared = []
+            return
+        self._prepared = [fresh_call(self.inputs, self.kwargs) for _ in range(count)]
 
     def prepare_run(self) -> None:
         """Clone the inputs of the next run now, not when it starts.
@@ -299,14 +332,26 @@ class Profiler:
         Why: every run gets :func:`~labkit.core.copies.fresh_call`, cloned before its clock starts.
         A caller that labels each run for another instrument (the cross-check's
         ``record_function``) calls this first, so the clone's ``aten::clone`` is
-        outside the label too.
+        outside the label too. Nothing to do when :meth:`prepare_runs` cloned it already.
         """
-        self._prepared = fresh_call(self.inputs, self.kwargs)
+        if not self._prepared:
+            self._prepared.append(fresh_call(self.inputs, self.kwargs))
 
     def _run_inputs(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The ``(inputs, kwargs)`` :meth:`prepare_run` cloned, or a fresh clone."""
-        prepared, self._prepared = self._prepared, None
-        return prepared if prepared is not None else fresh_call(self.inputs, self.kwargs)
+        """The ``(inputs, kwargs)`` of the running run: those :meth:`_next_run` handed over, else the next
+        :meth:`prepare_run` cloned, or a fresh clone."""
+        if self._run_call is not None:
+            return self._run_call
+        return self._prepared.pop(0) if self._prepared else fresh_call(self.inputs, self.kwargs)
+
+    def _next_run(self) -> tuple[float, list[tuple[str, float]]]:
+        """:meth:`_timed_call` on its run's inputs, handed down (``_run_call``): a run never asks back for them."""
+        self._run_call = None
+        self._run_call = self._run_inputs()
+        try:
+            return self._timed_call()
+        finally:
+            self._run_call = None
 
     def _timed_call(self) -> tuple[float, list[tuple[str, float]]]:
         raise NotImplementedError
@@ -315,9 +360,28 @@ class Profiler:
         """``(op, name, target, op_type, module_class)`` of the part recorded under ``key``."""
         raise NotImplementedError
 
-    def _last_timeline(self) -> RunTimeline | None:
-        """The run :meth:`_timed_call` just made, span by span, from the clock reads it took (None: not kept)."""
-        return None
+    def _descriptions(self, keys: Sequence[str]) -> Mapping[str, tuple[str, str, str, str, str]]:
+        """:meth:`_describe` of every key: a subclass that knows them all beforehand says so in one answer."""
+        return {key: self._describe(key) for key in keys}
+
+    def _timelines_of(self, reads: Sequence[Any]) -> list[RunTimeline]:
+        """One :class:`~labkit.fx.timeline.RunTimeline` per timed run, from the clock reads each left (none: not kept)."""
+        return []
+
+    @property
+    def timelines(self) -> list[RunTimeline]:
+        """Each timed run as it happened (:class:`~labkit.fx.timeline.RunTimeline`), in order.
+
+        Built from the clock reads the runs kept, after them: nothing of it is done while a run's clock runs,
+        nor between runs.
+        """
+        pending = self._runs_read[len(self._timelines):]
+        if pending:
+            self._timelines.extend(self._timelines_of(pending))
+        return self._timelines
+
+    def _after_runs(self) -> None:
+        """What the profiler measures once, after the timed runs and before the report (nothing here)."""
 
     def _completed(self, report: ProfileReport) -> ProfileReport:
         """``report`` with what only the subclass knows added (a graph's capture, each node's modules); as it is here."""
@@ -345,16 +409,16 @@ class Profiler:
         """Run ``runs`` times without recording (first calls allocate and pick kernels)."""
         runs = require_count("warmup", runs, 0, "use warmup=0 to skip it")
         for _ in range(runs):
-            self._timed_call()
+            self._next_run()
         self.warmup_runs += runs
 
     def run_once(self) -> None:
         """One recorded run."""
-        total, durations = self._timed_call()
+        self._clock_reads = None
+        total, durations = self._next_run()
         self.totals.append(total)
-        timeline = self._last_timeline()
-        if timeline is not None:
-            self.timelines.append(timeline)
+        if self._clock_reads is not None:
+            self._runs_read.append(self._clock_reads)
         for key, seconds in durations:
             self.samples.setdefault(key, []).append(seconds)
         watch = _watch.get()
@@ -365,12 +429,13 @@ class Profiler:
         if not self.totals:
             raise NotRunYetError("No timed runs yet: call run_once() (or profile_model(..., runs=5)) first.")
         total = RunStats.from_samples(self.totals)
+        stats = {key: RunStats.from_samples(samples) for key, samples in self.samples.items()}
+        described = self._descriptions(list(stats))
         rows = []
-        for key, samples in self.samples.items():
-            stats = RunStats.from_samples(samples)
-            op, name, target, op_type, module_class = self._describe(key)
-            share = stats.median / total.median * 100 if total.median > 0 else 0.0  # medians: one disturbed run moves a mean
-            rows.append(NodeTiming(op, name, target, op_type, stats, share, module_class))
+        for key, row_stats in stats.items():
+            op, name, target, op_type, module_class = described[key]
+            share = row_stats.median / total.median * 100 if total.median > 0 else 0.0  # medians: one disturbed run moves a mean
+            rows.append(NodeTiming(op, name, target, op_type, row_stats, share, module_class))
         report = self._completed(ProfileReport(
             rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children,
             notes=self.notes, timeline=tuple(self.timelines), model=self.model_name,
@@ -386,7 +451,8 @@ def run_series(
     window: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
     each_run: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext, stacklevel: int = 2,
 ) -> Profiler:
-    """The one run loop of every profile: a session, ``warmup`` untimed runs, then ``runs`` timed ones inside ``window()``.
+    """The one run loop of every profile: a session, ``warmup`` untimed runs, ``runs`` timed ones inside ``window()``,
+    then what the profiler measures once after them (a graph's memory per node), so a report only assembles.
 
     Why one: :func:`~labkit.fx.profile.time_capture` and the cross-check must time the very
     same runs; the cross-check only adds torch.profiler's window and a label around each run
@@ -394,6 +460,7 @@ def run_series(
     follows each timed run. ``stacklevel`` is that of the train-mode warning, counted from here.
     """
     with profiler.session(stacklevel=stacklevel + 2):  # the session's frame and contextlib's
+        profiler.prepare_runs(warmup + runs)  # every run's inputs, cloned once, before the first
         profiler.warmup(warmup)
         with window():
             for _ in range(runs):
@@ -402,6 +469,7 @@ def run_series(
                     profiler.run_once()
                 if on_run is not None:
                     on_run(profiler.report())
+        profiler._after_runs()
     return profiler
 
 
