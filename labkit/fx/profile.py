@@ -454,7 +454,9 @@ class NodeProfiler(Profiler):
         captured: CapturedGraph | None = None,
         **stray: Any,
     ) -> None:
-        keywords = keyword_inputs("NodeProfiler", kwargs, stray, ("kwargs", *_TRACE_OPTIONS))
+        # nothing to check when only a captured graph is handed over (make_profiler checked the inputs)
+        options = ("kwargs", *_TRACE_OPTIONS)
+        keywords = keyword_inputs("NodeProfiler", kwargs, stray, options) if kwargs is not None or stray else {}
         if _check_mode(mode) == "modules":
             raise LabkitValueError("NodeProfiler times a captured graph; for mode='modules' use labkit.fx.ModuleProfiler.")
         if captured is None:

@@ -428,8 +428,10 @@ class Profiler:
     def report(self) -> ProfileReport:
         if not self.totals:
             raise NotRunYetError("No timed runs yet: call run_once() (or profile_model(..., runs=5)) first.")
-        total = RunStats.from_samples(self.totals)
+        # what the runs kept, read once: each part's statistics and the whole run's, the runs' timelines, what each part is
         stats = {key: RunStats.from_samples(samples) for key, samples in self.samples.items()}
+        total = RunStats.from_samples(self.totals)
+        timelines = tuple(self.timelines)
         described = self._descriptions(list(stats))
         rows = []
         for key, row_stats in stats.items():
@@ -438,7 +440,7 @@ class Profiler:
             rows.append(NodeTiming(op, name, target, op_type, row_stats, share, module_class))
         report = self._completed(ProfileReport(
             rows, total, self.mode, self.warmup_runs, len(rows), self.fallback_reason, self.traceable_children,
-            notes=self.notes, timeline=tuple(self.timelines), model=self.model_name,
+            notes=self.notes, timeline=timelines, model=self.model_name,
         ))
         watch = _watch.get()
         if watch is not None:

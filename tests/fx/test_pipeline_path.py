@@ -37,7 +37,7 @@ def test_profile_model_comes_back_to_core_copies_at_most_six_times(default_path:
 
 
 def test_profile_model_path_is_less_than_half_what_it_was(default_path: CallPath) -> None:
-    assert default_path.transitions <= 90, default_path.summary()  # was 211 (83 when this test was written)
+    assert default_path.transitions <= 90, default_path.summary()  # was 211 (79 when this test was written)
     assert default_path.returns_to("fx/tracing") <= 2, default_path.summary()  # was 21: a node's type asked per row
 
 
