@@ -32,8 +32,9 @@ from types import ModuleType
 from typing import Any
 
 
-def load_old_labkit(root: str) -> dict[str, ModuleType]:
-    """``labkit.fx.profile`` and ``labkit.fx.overhead`` of the tree at ``root``, imported beside the current labkit."""
+def load_old_labkit(root: str, alias: str = "labkit_old") -> dict[str, ModuleType]:
+    """``labkit.fx.profile`` and ``labkit.fx.overhead`` of the tree at ``root``, imported beside the current labkit
+    (its modules kept under ``alias``)."""
     import labkit.fx.profile  # noqa: F401 - the current labkit is imported first, and put back afterwards
 
     current = {name: module for name, module in sys.modules.items() if name == "labkit" or name.startswith("labkit.")}
@@ -51,7 +52,7 @@ def load_old_labkit(root: str) -> dict[str, ModuleType]:
         for name in loaded:
             del sys.modules[name]
         sys.modules.update(current)
-        sys.modules.update({"labkit_old" + name[len("labkit"):]: module for name, module in loaded.items()})
+        sys.modules.update({alias + name[len("labkit"):]: module for name, module in loaded.items()})
     return wanted
 
 
@@ -102,6 +103,7 @@ def report(title: str, blocks: dict[str, list[float]], nodes: int, baseline: str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--old", required=True, help="a checkout of the code before timelines (3a5ec51^)")
+    parser.add_argument("--main", help="optionally a third tree (e.g. main before a change), timed beside the other two")
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--number", type=int, default=20)
@@ -110,6 +112,7 @@ def main() -> None:
     import torch
 
     old = load_old_labkit(args.old)
+    main_tree = load_old_labkit(args.main, "labkit_main") if args.main else None
     from labkit.fx import overhead as new_overhead
     from labkit.fx import profile as new_profile
 
@@ -118,29 +121,47 @@ def main() -> None:
     x = torch.zeros(16)
     old_instrumented = old["profile"].InstrumentedModule(graph_module)
     new_instrumented = new_profile.InstrumentedModule(graph_module)
+    variants: dict[str, Callable[[], Any]] = {
+        "plain GraphModule": lambda: graph_module(x),
+        "old fast mode": lambda: old_instrumented(x),
+        "new fast mode": lambda: new_instrumented(x),
+    }
+    if main_tree is not None:
+        main_instrumented = main_tree["profile"].InstrumentedModule(graph_module)
+        variants["main fast mode"] = lambda: main_instrumented(x)
     with torch.no_grad():
-        blocks = interleaved({
-            "plain GraphModule": lambda: graph_module(x),
-            "old fast mode": lambda: old_instrumented(x),
-            "new fast mode": lambda: new_instrumented(x),
-        }, args.rounds, args.number)
+        blocks = interleaved(variants, args.rounds, args.number)
     instrumented = report("InstrumentedModule call (the timed region)", blocks, args.nodes, "plain GraphModule")
 
     model = new_overhead.TinyOpsChain(args.nodes)
-    old_profiler = old["profile"].NodeProfiler(model, x)
-    new_profiler = new_profile.NodeProfiler(model, x)
+    profilers = {"old NodeProfiler": old["profile"].NodeProfiler(model, x),
+                 "new NodeProfiler": new_profile.NodeProfiler(model, x)}
+    if main_tree is not None:
+        profilers["main NodeProfiler"] = main_tree["profile"].NodeProfiler(model, x)
 
     def cleared() -> None:
-        for profiler in (old_profiler, new_profiler):
+        for profiler in profilers.values():
             profiler.totals.clear()
             for samples in profiler.samples.values():
                 samples.clear()
-            getattr(profiler, "timelines", []).clear()
+            for kept in ("_runs_read", "_timelines"):  # the new code's clock reads and the timelines made of them
+                getattr(profiler, kept, []).clear()
+            if isinstance(vars(profiler).get("timelines"), list):  # main's code kept timelines in a plain list
+                profiler.timelines.clear()
 
-    blocks = interleaved({
-        "old NodeProfiler": old_profiler.run_once,
-        "new NodeProfiler": new_profiler.run_once,
-    }, args.rounds, args.number, cleared)
+    def recorded(profiler: Any) -> Callable[[], Any]:
+        """One recorded run with its timeline made (the new code makes it when asked, after the runs: asked here)."""
+        if isinstance(vars(profiler).get("timelines"), list) or not hasattr(profiler, "_runs_read"):
+            return profiler.run_once
+
+        def run_and_keep() -> Any:
+            profiler.run_once()
+            return profiler.timelines
+
+        return run_and_keep
+
+    blocks = interleaved({name: recorded(profiler) for name, profiler in profilers.items()},
+                         args.rounds, args.number, cleared)
     whole = report("NodeProfiler.run_once (one recorded fast-mode run)", blocks, args.nodes, None)
 
     print("\nratio new / old, per node:")
@@ -148,6 +169,11 @@ def main() -> None:
           f"= {instrumented['new fast mode'] / instrumented['old fast mode']:.2f}")
     print(f"  whole recorded run:        {whole['new NodeProfiler']:.3f} / {whole['old NodeProfiler']:.3f} µs "
           f"= {whole['new NodeProfiler'] / whole['old NodeProfiler']:.2f}")
+    if main_tree is not None:
+        print(f"  main, added in the timed region: {instrumented['main fast mode']:.3f} µs "
+              f"= {instrumented['main fast mode'] / instrumented['old fast mode']:.2f} x old")
+        print(f"  main, whole recorded run:        {whole['main NodeProfiler']:.3f} µs "
+              f"= {whole['main NodeProfiler'] / whole['old NodeProfiler']:.2f} x old")
 
 
 if __name__ == "__main__":
