@@ -133,6 +133,11 @@ def is_unit(module: torch.nn.Module) -> bool:
     return type(module).__name__.endswith(UNIT_SUFFIXES)
 
 
+def layers_of(model: torch.nn.Module) -> dict[type[torch.nn.Module], type[torch.nn.Module] | None]:
+    """:func:`~labkit.fx.tracing.torch_nn_layer` of each module class in ``model``, looked up once for the plan and the report."""
+    return {cls: torch_nn_layer(cls) for cls in {type(module) for module in model.modules()}}
+
+
 def hook_plan(model: torch.nn.Module, leaf_modules: LeafModules = (), *, units: bool = True) -> list[Hooked]:
     """Every module to hook, in definition order (see the module docstring); a module shared by two parents once.
 
@@ -140,6 +145,7 @@ def hook_plan(model: torch.nn.Module, leaf_modules: LeafModules = (), *, units: 
     a unit (one row for the whole model would say nothing).
     """
     leaves = leaf_list(model, leaf_modules)
+    layers = layers_of(model)
     names = {leaf for leaf in leaves if isinstance(leaf, str)}
     classes = tuple(leaf for leaf in leaves if isinstance(leaf, type))
 
@@ -147,7 +153,7 @@ def hook_plan(model: torch.nn.Module, leaf_modules: LeafModules = (), *, units: 
         return name in names or type(module).__name__ in names or isinstance(module, classes)
 
     def plain_leaf(module: torch.nn.Module) -> bool:
-        layer = torch_nn_layer(type(module))
+        layer = layers[type(module)]
         return not any(True for _ in module.children()) or (layer is not None and type(module).forward is layer.forward)
 
     def holds_unit(module: torch.nn.Module) -> bool:
@@ -258,6 +264,7 @@ class ModuleProfiler(Profiler):
         self._child_runs: list[dict[str, float]] = []  # per timed run: child -> its whole time
         self._last_children: dict[str, float] = {}
         self._described: dict[str, tuple[str, str, str, str, str]] = {}
+        self._layers = layers_of(self.module)
         for hooked in self.plan:
             # the clock starts before the model's own pre-hooks and stops after its hooks: they are part of the call
             hooked.module.register_forward_pre_hook(self._enter_hook(hooked), prepend=True)
@@ -349,7 +356,7 @@ class ModuleProfiler(Profiler):
             target = key.removesuffix(OWN_CODE).split("#")[0]
             module = self.module if target == WHOLE_MODEL else self.module.get_submodule(target)
             cls = type(module)
-            op_type = (torch_nn_layer(cls) or cls).__name__
+            op_type = ((self._layers[cls] if cls in self._layers else torch_nn_layer(cls)) or cls).__name__
             self._described[key] = ("call_module", key, target, op_type, cls.__name__)
         return self._described[key]
 

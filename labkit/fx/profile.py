@@ -153,11 +153,13 @@ class ProfilingInterpreter(torch.fx.Interpreter):
         self.last_spans: list[tuple[float, float]] = []
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        synchronize(self.device)
+        if self._asynchronous:
+            synchronize(self.device)
         self.last_spans = []
         self.last_start = start = time.perf_counter()
         result = super().run(*args, **kwargs)
-        synchronize(self.device)
+        if self._asynchronous:
+            synchronize(self.device)
         self.last_end = time.perf_counter()
         self.total_runtime_sec.append(self.last_end - start)
         return result
