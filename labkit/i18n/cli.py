@@ -38,7 +38,7 @@ def docs_dir(notebooks_dir: Path) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     try:  # polib, markdown-it-py and Babel come with the dev extra: --help works without them
-        from labkit.i18n import docs_check, message_check, notebooks
+        from labkit.i18n import docs_check, message_check, notebooks, sections
     except ImportError as exc:
         raise LabkitError(f"needs {exc.name}, which labkit's dev extra installs: pip install -e '.[dev]'.") from None
     langs = tuple(args.lang or LANGS)
@@ -58,9 +58,11 @@ def run(args: argparse.Namespace) -> int:
                                      force=args.force):
             failed += line.startswith("skipped")
             print(line, flush=True)
+        print(sections.write(root), flush=True)  # the headings the hints name, from the same catalogues
         return 1 if failed else 0
     docs = docs_dir(root)
     problems = [*map(str, notebooks.check(root, langs)),
+                *sections.problems(root),
                 *message_check.problems(langs, message_check.LOCALE_DIR, glossary_path=root / "i18n" / "glossary.csv"),
                 *(docs_check.problems(langs, docs, glossary_path=root / "i18n" / "glossary.csv") if docs else [])]
     for problem in problems:

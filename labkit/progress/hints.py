@@ -13,7 +13,7 @@ import html
 from dataclasses import dataclass
 
 from labkit.core.errors import LabkitValueError
-from labkit.i18n.messages import N_, _
+from labkit.i18n.messages import N_, _, language, translation
 from labkit.progress import journal
 from labkit.progress.events import MAX_HINT_LEVEL
 from labkit.progress.hints_01 import HINTS as LAB_01
@@ -21,6 +21,7 @@ from labkit.progress.hints_02 import HINTS as LAB_02
 from labkit.progress.hints_03 import HINTS as LAB_03
 from labkit.progress.hints_04 import HINTS as LAB_04
 from labkit.progress.record import learner_name, record_hint
+from labkit.progress.sections import notebook_of, render
 
 HINTS: dict[str, tuple[str, str, str]] = {**LAB_01, **LAB_02, **LAB_03, **LAB_04}
 KINDS = (N_("a nudge"), N_("where to look"), N_("the approach"))
@@ -74,7 +75,16 @@ def hint(exercise: str, level: int | None = None) -> Hint:
                                  "{levels}.").format(exercise=exercise, level=level, levels=MAX_HINT_LEVEL))
     _shown[exercise] = max(_shown.get(exercise, 0), level)
     record_hint(exercise, level)
-    return Hint(exercise, level, _(HINTS[exercise][level - 1]))
+    return Hint(exercise, level, text(exercise, level))
+
+
+def text(exercise: str, level: int, lang: str | None = None) -> str:
+    """Hint ``level`` of ``exercise`` in ``lang`` (default: labkit's language), each section it names by anchor shown
+    with the heading of that language's notebook (:mod:`labkit.progress.sections`)."""
+    lang = lang or language()
+    message = HINTS[exercise][level - 1]
+    translated = message if lang == "en" else translation(lang).gettext(message)
+    return render(translated, notebook_of(exercise), lang)
 
 
 def exercise_id(function: str, exercise: object) -> str:

@@ -7,8 +7,8 @@ HINTS: dict[str, tuple[str, str, str]] = {
     "1.1": (
         N_("What does `labkit.profile_model` give back, and is that exactly what your function returns? "
         "Is your model in eval mode, with at least three layers and a convolution among them?"),
-        N_("The section *Statistics: `labkit.profile_model`* shows the call and its `runs=` argument; "
-        "`nn.Module.eval()` switches BatchNorm and Dropout from training to inference."),
+        N_("The section {statistics} shows the call and its `runs=` argument; `nn.Module.eval()` switches BatchNorm and "
+        "Dropout from training to inference."),
         N_("The answer is three choices and one call: a model that meets the rules (layers, a convolution, the mode for "
         "inference), a batch it accepts (compare its channels with what the first layer expects), and how many timed "
         "runs to ask for. Your function's only other job is to hand back what labkit measured, exactly as it came."),
@@ -27,7 +27,7 @@ HINTS: dict[str, tuple[str, str, str]] = {
     "1.3": (
         N_("Which axis of `linear.weight` is an output feature, and what does an eval-mode BatchNorm do to each output feature? "
         "What if `linear.bias` is None?"),
-        N_("The section *Act on it: Conv-BN fusion* does the same arithmetic for a convolution; "
+        N_("The section {conv_bn_fusion} does the same arithmetic for a convolution; "
         "`torch.nn.utils.fusion.fuse_linear_bn_eval` is torch's own fold, to compare your layer with."),
         N_("Per output feature, BatchNorm scales by gamma over the square root of the running variance plus `bn.eps`, then "
         "shifts. Build a new `nn.Linear` with a bias, in the given layer's dtype: its weight is the old one with each row "

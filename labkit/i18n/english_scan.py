@@ -1,0 +1,106 @@
+"""English left in a translated notebook: phrases of Latin words outside code, for the zh/ru editions' scan test.
+
+Why: every word a learner reads is translated, but a report built in labkit without ``_()`` lands in a zh or ru
+notebook's stored output in English and no catalogue check sees it. This scan reads what the learner reads (the
+markdown, every stored text/plain, text/html with its tags stripped, stream text and widget-state text) and
+returns each run of two or more Latin words that is not code: fenced and inline code, math, link targets and
+tags are removed first, a word with a digit, ``_`` or ``.`` inside is an identifier, and a phrase made only of
+:data:`ALLOWED` words (names, units, Python literals) is no English sentence.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_WORD = r"[A-Za-z][a-z]*(?:'[a-z]+)?"
+_PHRASE = re.compile(rf"(?<![\w./\-`'\"=:]){_WORD}(?:[ ,]+{_WORD})+(?![\w(./\-`'\"=:\[])")
+_CODE = [re.compile(pattern, re.S) for pattern in (
+    r"```.*?```", r"`[^`\n]*`", r"\$\$.*?\$\$", r"\$[^$\n]*\$", r"https?://\S+", r"\]\([^)]*\)",
+    r"<(script|style)[^>]*>.*?</\1>", r"<[^>]+>")]
+
+#: Words that make no English sentence on their own (each phrase made only of these passes), with why:
+ALLOWED = frozenset({
+    # Python literals and the names a printed graph or signature shows
+    "True", "False", "None", "self", "x", "kwargs", "args",
+    # the devices and dimension letters a learner types as code
+    "cpu", "cuda", "mps", "N", "C", "D", "H", "W", "n", "c", "d", "h", "w",
+    # names of things, the same in every language
+    "labkit", "torch", "PyTorch", "Python", "Jupyter", "JupyterLab", "Hugging", "Face", "Colab",
+    # units
+    "ms", "us", "ns", "s", "GB", "MB", "KB",
+})
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One English phrase a learner reads: where (notebook, cell id, what part) and the phrase."""
+
+    notebook: str
+    cell: str
+    part: str
+    phrase: str
+
+    def __str__(self) -> str:
+        return f"{self.notebook} cell {self.cell} ({self.part}): {self.phrase!r}"
+
+
+def prose(text: str) -> str:
+    """``text`` without its code, math, link targets and markup: what is left to read as words."""
+    for pattern in _CODE:
+        text = pattern.sub(" ", text)
+    return html.unescape(text)
+
+
+def phrases(text: str) -> Iterator[str]:
+    """Each English phrase of ``text`` (two or more Latin words, not all of them :data:`ALLOWED`)."""
+    for match in _PHRASE.finditer(prose(text)):
+        words = re.findall(_WORD, match.group())
+        if not all(word in ALLOWED for word in words):
+            yield " ".join(match.group().split())
+
+
+def _joined(value: object) -> str:
+    return "".join(value) if isinstance(value, list) else value if isinstance(value, str) else ""
+
+
+def readable(cell: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(part, text) for what a learner reads of one cell: its markdown, its outputs' text (not tracebacks)."""
+    if cell.get("cell_type") == "markdown":
+        yield "markdown", _joined(cell.get("source"))
+    for output in cell.get("outputs", []) or []:
+        if "text" in output:
+            yield "stream", _joined(output["text"])
+        data = output.get("data", {})
+        for kind in ("text/plain", "text/html", "text/markdown"):
+            if kind in data:
+                yield kind, _joined(data[kind])
+
+
+def widget_texts(notebook: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(model id, text) for each string a stored widget shows: its ``value``, ``description``, ``options``, ``placeholder``."""
+    state = notebook.get("metadata", {}).get("widgets", {})
+    models = state.get("application/vnd.jupyter.widget-state+json", {}).get("state", {}) if isinstance(state, dict) else {}
+    for model_id, model in models.items():
+        values = model.get("state", {})
+        for key in ("value", "description", "placeholder", "tooltip", "_options_labels", "button_style_text"):
+            value = values.get(key)
+            for text in (value if isinstance(value, list) else [value]):
+                if isinstance(text, str):
+                    yield model_id, text
+
+
+def scan(path: Path) -> list[Finding]:
+    """Every English phrase a learner reads in the notebook at ``path``, in cell order."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    name = f"{path.parent.name}/{path.name}"
+    found = [Finding(name, str(cell.get("id", index)), part, phrase)
+             for index, cell in enumerate(notebook.get("cells", []))
+             for part, text in readable(cell) for phrase in phrases(text)]
+    found += [Finding(name, f"widget {model_id[:8]}", "widget", phrase)
+              for model_id, text in widget_texts(notebook) for phrase in phrases(text)]
+    return found
