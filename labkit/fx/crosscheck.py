@@ -118,6 +118,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import html
 import statistics
 from collections import defaultdict
@@ -139,7 +140,7 @@ from labkit.fx.module_hooks import OUTSIDE, ModuleProfiler
 from labkit.fx.profile import make_profiler, require_count
 from labkit.fx.report import ProfileReport
 from labkit.fx.runs import run_series
-from labkit.fx.trace_beside import clock_offset_ns, exported_trace
+from labkit.fx.trace_beside import clock_offset_ns
 from labkit.fx.tracing import LeafModules
 
 # (aten operators without "aten::", the labkit op types whose nodes issue them: torch.nn classes first, then
@@ -281,10 +282,25 @@ class CrossCheck(ShowsAsTable):
     capture: str = "symbolic_trace"  # what labkit's profile was captured by: symbolic_trace, export or hooks
     mode: str = "fast"
     #: The runs both instruments watched, kept for :meth:`to_trace`: labkit's report (its timeline), torch.profiler's
-    #: own export of the same window, and the offset between their clocks (:mod:`labkit.fx.trace_beside`).
+    #: profile of the same window (in memory: exported only when a trace is asked for), and the offset between
+    #: their clocks (:mod:`labkit.fx.trace_beside`).
     report: ProfileReport | None = field(default=None, compare=False)
-    torch_trace: dict[str, Any] | None = field(default=None, compare=False)
+    torch_profile: Any = field(default=None, compare=False)
     clock_offset_ns: int = field(default=0, compare=False)
+
+    @functools.cached_property
+    def torch_trace(self) -> dict[str, Any] | None:
+        """torch.profiler's own ``export_chrome_trace`` of the timed runs, as a dict; None when none was kept.
+
+        Why lazy: exporting writes and parses a file of every operator event, a
+        cost no cross-check that only wants its table should pay. Read once, kept.
+        """
+        if self.torch_profile is None:
+            return None
+        from labkit.fx.trace_beside import exported_trace
+
+        with filtered_native_stderr():
+            return exported_trace(self.torch_profile)
 
     def to_trace(self, path: str | Path) -> Path:
         """One trace-event file: labkit's run, module and node slices above torch.profiler's operators, one clock.
@@ -699,9 +715,7 @@ def _cross_check(
     labkit = _median_seconds_by_type(report, profiler.samples)
     issued = issued_operators(profiler, report, activities)  # after the timed runs: its labels time nothing
     check = match_op_types(labkit, operators_per_run(prof.events(), basis), basis, report.capture, report.mode, issued)
-    with filtered_native_stderr():
-        torch_trace = exported_trace(prof)
-    return dataclasses.replace(check, report=report, torch_trace=torch_trace, clock_offset_ns=offset)
+    return dataclasses.replace(check, report=report, torch_profile=prof, clock_offset_ns=offset)
 
 
 def issued_operators(profiler: Any, report: ProfileReport, activities: list[Any]) -> dict[str, frozenset[str]]:

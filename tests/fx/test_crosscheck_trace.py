@@ -1,5 +1,6 @@
 """labkit's slices and torch.profiler's operators in one trace, on one clock (labkit.fx.trace_beside)."""
 import json
+import tempfile
 
 import pytest
 import torch
@@ -31,14 +32,35 @@ def _operators_of_each_node(model, x):
 
 @pytest.fixture(scope="module")
 def combined(tmp_path_factory):
+    """One cross-check, its exports counted and its temporary folder watched, then its combined trace."""
     model, x = _model_and_input()
-    check = compare_with_torch_profiler(model, x, warmup=1, runs=3)
-    path = check.to_trace(tmp_path_factory.mktemp("beside") / "resnet18_beside.json")
-    return check, json.loads(path.read_text()), path, _operators_of_each_node(model, x)
+    exports = []
+    original = torch.profiler.profile.export_chrome_trace
+
+    def counted(self, path):
+        exports.append(path)
+        return original(self, path)
+
+    scratch = tmp_path_factory.mktemp("scratch")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.profiler.profile, "export_chrome_trace", counted)
+        patch.setattr(tempfile, "tempdir", str(scratch))
+        check = compare_with_torch_profiler(model, x, warmup=1, runs=3)
+        exported_by_the_check = len(exports)
+        path = check.to_trace(tmp_path_factory.mktemp("beside") / "resnet18_beside.json")
+        check.to_trace(path.with_name("again.json"))
+        left = sorted(p.name for p in scratch.iterdir())
+    lazy = {"exports during the check": exported_by_the_check, "exports after two traces": len(exports), "left": left}
+    return check, json.loads(path.read_text()), path, _operators_of_each_node(model, x), lazy
+
+
+def test_the_cross_check_exports_nothing_until_a_trace_is_asked_for_and_leaves_no_file(combined):
+    *_, lazy = combined
+    assert lazy == {"exports during the check": 0, "exports after two traces": 1, "left": []}
 
 
 def test_the_cross_check_keeps_its_torch_profiler_run_and_one_valid_file_holds_both(combined):
-    check, document, path, _ = combined
+    check, document, path, *_ = combined
     counts = check_trace(path)
     assert check.report is not None and len(check.report.timeline) == 3
     pids = {e["pid"] for e in document["traceEvents"] if e["ph"] == "X"}
@@ -48,7 +70,7 @@ def test_the_cross_check_keeps_its_torch_profiler_run_and_one_valid_file_holds_b
 
 
 def test_each_aten_operator_of_a_node_falls_inside_that_nodes_slice(combined):
-    check, document, _, expected = combined
+    check, document, _, expected, _ = combined
     events = document["traceEvents"]
     runs = sorted((e for e in events if e["ph"] == "X" and e.get("cat") == "run"), key=lambda e: e["ts"])
     markers = sorted((e for e in events if e["ph"] == "X" and e["name"] == RUN_MARKER), key=lambda e: e["ts"])
