@@ -117,11 +117,14 @@ LSTM, GRU, quantized and hooked models (before it: 10-35 %).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import html
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -137,6 +140,7 @@ from labkit.fx.module_hooks import OUTSIDE, ModuleProfiler
 from labkit.fx.profile import make_profiler, require_count
 from labkit.fx.report import ProfileReport
 from labkit.fx.runs import run_series
+from labkit.fx.trace_beside import clock_offset_ns
 from labkit.fx.tracing import LeafModules
 
 # (aten operators without "aten::", the labkit op types whose nodes issue them: torch.nn classes first, then
@@ -277,6 +281,37 @@ class CrossCheck(ShowsAsTable):
     basis: str = "wall"
     capture: str = "symbolic_trace"  # what labkit's profile was captured by: symbolic_trace, export or hooks
     mode: str = "fast"
+    #: The runs both instruments watched, kept for :meth:`to_trace`: labkit's report (its timeline), torch.profiler's
+    #: profile of the same window (in memory: exported only when a trace is asked for), and the offset between
+    #: their clocks (:mod:`labkit.fx.trace_beside`).
+    report: ProfileReport | None = field(default=None, compare=False)
+    torch_profile: Any = field(default=None, compare=False)
+    clock_offset_ns: int = field(default=0, compare=False)
+
+    @functools.cached_property
+    def torch_trace(self) -> dict[str, Any] | None:
+        """torch.profiler's own ``export_chrome_trace`` of the timed runs, as a dict; None when none was kept.
+
+        Why lazy: exporting writes and parses a file of every operator event, a
+        cost no cross-check that only wants its table should pay. Read once, kept.
+        """
+        if self.torch_profile is None:
+            return None
+        from labkit.fx.trace_beside import exported_trace
+
+        with filtered_native_stderr():
+            return exported_trace(self.torch_profile)
+
+    def to_trace(self, path: str | Path) -> Path:
+        """One trace-event file: labkit's run, module and node slices above torch.profiler's operators, one clock.
+
+        Each top-level operator names its labkit node in ``args``; how the clocks
+        are aligned and within what: :mod:`labkit.fx.trace_beside`. Returns the path.
+        """
+        from labkit.fx.trace_beside import write_combined
+
+        model = self.report.model if self.report is not None else ""
+        return write_combined(self.report, self.torch_trace, self.clock_offset_ns, path, model_name=model)
 
     @property
     def labkit_pct(self) -> dict[str, float]:
@@ -675,10 +710,12 @@ def _cross_check(
             yield
 
     run_series(profiler, warmup, runs, window=window, each_run=lambda: record_function(RUN_MARKER), stacklevel=4)
+    offset = clock_offset_ns()  # right after the runs (see labkit.fx.trace_beside)
     report = profiler.report()
     labkit = _median_seconds_by_type(report, profiler.samples)
     issued = issued_operators(profiler, report, activities)  # after the timed runs: its labels time nothing
-    return match_op_types(labkit, operators_per_run(prof.events(), basis), basis, report.capture, report.mode, issued)
+    check = match_op_types(labkit, operators_per_run(prof.events(), basis), basis, report.capture, report.mode, issued)
+    return dataclasses.replace(check, report=report, torch_profile=prof, clock_offset_ns=offset)
 
 
 def issued_operators(profiler: Any, report: ProfileReport, activities: list[Any]) -> dict[str, frozenset[str]]:
