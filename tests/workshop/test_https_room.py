@@ -327,7 +327,7 @@ def test_in_chromium_a_learners_own_valid_cookies_tossed_for_the_parent_domain_c
             text = victim.locator("body").inner_text()
             assert ADMIN in text and alice not in text, f"the instructor is no longer herself on /hub/home:\n{text}"
             status, text = _open_board(victim, room)
-            assert status == 200 and f"Logged in as {ADMIN}." in text, f"the instructor is no longer herself on the board:\n{text}"
+            assert status == 200 and f"Logged in as {ADMIN}." in text, f"not herself on the board:\n{text}"
 
 
 @pytest.mark.ui
