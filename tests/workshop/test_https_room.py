@@ -138,6 +138,17 @@ def test_the_log_in_cookies_are_secure_and_host_only(room: Room, tmp_path: Path)
     assert home.status == 200 and ADMIN in home.body
 
 
+def test_a_log_in_without_the_xsrf_token_gets_the_log_in_page_again(room: Room, tmp_path: Path):
+    """JupyterHub 5 renders a refused XSRF check on /hub/login as the log-in page, with ``sync=``: no error 500."""
+    jar = tmp_path / "cookies"
+    for data in ({"username": ADMIN, "password": ADMIN_PASSWORD},  # no token, and a stale one
+                 {"_xsrf": "2|stale|token", "username": ADMIN, "password": ADMIN_PASSWORD}):
+        reply = room.get(room.origin() + "/hub/login?next=%2Fhub%2Fhome", jar=jar, data=data)
+        assert reply.status == 403, f"{reply.status}: {reply.body[-2000:]}"
+        assert 'name="password"' in reply.body and "Login form invalid or expired" in reply.body, reply.body[-2000:]
+    assert "unexpected keyword argument" not in room.hub.log()
+
+
 def test_a_client_cannot_name_another_address_through_the_front_proxy(room: Room):
     """Caddy replaces whatever X-Forwarded-For a client sends: the hub's log names the client's own address."""
     command = ["curl", "-sS", "-o", "/dev/null", "--max-time", str(SECONDS), "--cacert", str(room.ca), "--resolve",
