@@ -155,3 +155,16 @@ def test_caddy_forwards_only_the_cookies_the_rooms_pages_read_to_every_host():
     sent = "; ".join([bomb[0], kept[0], bomb[1], kept[1], bomb[2], kept[2], bomb[3]])
     forwarded = re.sub(cookie_filter(), r"\1;", sent)  # Python's re and Caddy's RE2 agree on this expression
     assert [part for part in forwarded.split(";") if part] == kept
+
+
+def test_every_test_the_readmes_security_table_names_exists():
+    """The README's sentence -> test table names real tests (a renamed test would leave a sentence unchecked)."""
+    import ast
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "workshop" / "README.md").read_text()
+    named = re.findall(r"`(test_\w+\.py)::(test_\w+)`", readme)
+    assert len(named) >= 7, named
+    for module, name in named:
+        tree = ast.parse((Path(__file__).parent / module).read_text())
+        assert name in {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}, f"{module}::{name}"
