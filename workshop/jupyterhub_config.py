@@ -81,7 +81,7 @@ if settings.subdomain_host:
     # serves her server's /user/NAME/ and nothing of the hub, no log-in page, no API (upstream: jupyterhub#2530).
     # (A stopped server's URL then gets the proxy's 404, not the hub's offer to start it: start it at /hub/home.)
     c.JupyterHub.hub_routespec = f"{urlsplit(settings.subdomain_host).hostname}/"
-if settings.subdomain_host.startswith("https://"):
+if settings.host_only_cookies:
     # __Host- cookies (Secure, this host only): a learner's host can neither set nor overwrite the hub's log-in cookies
     # (cookie tossing), and the hub never reads a cookie a learner's page set for the parent domain.
     c.JupyterHub.cookie_host_prefix_enabled = True

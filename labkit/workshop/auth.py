@@ -102,6 +102,8 @@ from nativeauthenticator.handlers import (
 )
 from nativeauthenticator.orm import UserInfo
 from tornado import web
+from tornado.escape import url_escape
+from tornado.httputil import url_concat
 from traitlets import Bool, Integer, Set, Unicode
 
 from labkit.workshop.peers import peer_uid
@@ -407,6 +409,23 @@ class LogIn(_LabkitTemplates, LoginHandler):
     """
 
     unapproved = False  # set by the authenticator: the right password of a sign-up not approved yet
+
+    def _render(self, login_error: str | None = None, username: str | None = None, **kwargs: Any) -> Any:
+        """The log-in page; JupyterHub 5 also renders it for an error (a failed XSRF check) with ``sync=True`` and the
+        error page's fields, which NativeAuthenticator's ``_render`` does not take (the page was an error 500)."""
+        return self.render_template(
+            "native-login.html",
+            next=url_escape(self.get_argument("next", default="")),
+            username=username,
+            login_error=login_error,
+            custom_html=self.authenticator.custom_html,
+            login_url=self.settings["login_url"],
+            enable_signup=self.authenticator.enable_signup,
+            two_factor_auth=self.authenticator.allow_2fa,
+            authenticator_login_url=url_concat(self.authenticator.login_url(self.hub.base_url),
+                                               {"next": self.get_argument("next", "")}),
+            **kwargs,
+        )
 
     async def post(self) -> None:
         username = self.get_body_argument("username", "")

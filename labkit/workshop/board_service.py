@@ -66,6 +66,8 @@ def board_service(settings: HubSettings) -> dict[str, Any]:
             "LABKIT_BOARD_STUCK_MINUTES": str(settings.stuck_minutes),
             "LABKIT_LANG": settings.language,  # the page's words and mistake descriptions; the events stay English
             **({"LABKIT_BOARD_SERVER_URL": _server_url(settings.subdomain_host)} if settings.subdomain_host else {}),
+            # the board's log-in cookie as __Host- (HubOAuth reads this): a learner's page cannot toss hers in its place
+            **({"JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED": "1"} if settings.host_only_cookies else {}),
         },
     }
 

@@ -14,7 +14,11 @@ and websockets by default, and has a certificate authority of its own
   A learner's host never gets the secret: her server sees every header of the
   requests it answers. A learner's code reaching the hub's own proxy on
   loopback cannot send it, so she cannot make the log-in limit count her
-  guesses against someone else's address.
+  guesses against someone else's address;
+- to the hub's proxy, only the cookies the room's pages read (:func:`cookie_filter`):
+  a learner's page can set cookies for the parent domain, which the browser then
+  sends to every host of the room (45 KB of them made the hub's proxy answer 431
+  to the hub, the board and every other learner's server); Caddy drops them.
 """
 from __future__ import annotations
 
@@ -32,6 +36,23 @@ from labkit.workshop.settings import PREFIX, HubSettings
 CADDYFILE = "Caddyfile"
 HSTS = "max-age=31536000"  # a year; no includeSubDomains or preload: the instructor's domain may hold other sites
 INSTALL = "Debian/Ubuntu: apt-get install caddy (https://caddyserver.com/docs/install for others)"
+
+
+# The cookies a page of the room reads, each with the values it can hold (never the size a tossed one has):
+# JupyterHub's and the board's __Host- cookies (log-in, OAuth state; no other host can set them), the _xsrf
+# token (JupyterHub's and JupyterLab's: signed, url-safe) and JupyterHub's session id (32 hex digits).
+KEPT_COOKIES = (r"__Host-[A-Za-z0-9._-]{1,100}=[^; ]{1,600}", r"_xsrf=[A-Za-z0-9_=|:.-]{1,400}",
+                r"jupyterhub-session-id=[0-9a-f]{32}")
+
+
+def cookie_filter() -> str:
+    """The regular expression (RE2) whose every match, replaced by ``$1;``, leaves only :data:`KEPT_COOKIES`.
+
+    Each match is one cookie and its ``;``: group 1 holds it if it is kept, nothing otherwise. Why a
+    filter and not a larger header limit: a browser keeps about 180 cookies of 4 KB for the parent
+    domain, more than any server's limit; what the room's pages read is small and known.
+    """
+    return f"[ ]*(?:((?:{'|'.join(KEPT_COOKIES)}))[ ]*(?:;|$)|[^;]*(?:;|$))"
 
 
 class FrontProxyError(LabkitError):
@@ -64,6 +85,7 @@ def caddyfile(settings: HubSettings, secret: str) -> str:
 \t\theader_up -X-Real-Ip
 \t\theader_up X-Scheme https
 \t\theader_up {secret_header}
+\t\theader_up Cookie "{cookie_filter()}" "$1;"
 \t}}
 }}
 """

@@ -240,6 +240,11 @@ class HubSettings:
         return bool(self.subdomain_host)
 
     @property
+    def host_only_cookies(self) -> bool:
+        """Whether the hub's and the board's log-in cookies are ``__Host-`` (HTTPS only): no learner's host can toss them."""
+        return self.subdomain_host.startswith("https://")
+
+    @property
     def separated(self) -> bool:
         """Whether each learner's code runs as their own account (a room), not as the hub's."""
         return self.spawner == "system-users"

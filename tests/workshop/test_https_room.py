@@ -10,9 +10,11 @@ name to 127.0.0.1 (``--resolve``). Every wait is bounded.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +37,7 @@ from tests.workshop.test_log_in_attacks import ADMIN, ADMIN_PASSWORD
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
 
 SECONDS = 30
+START_S = 60
 HOST = "hub.localhost"
 
 
@@ -135,6 +139,17 @@ def test_the_log_in_cookies_are_secure_and_host_only(room: Room, tmp_path: Path)
     assert home.status == 200 and ADMIN in home.body
 
 
+def test_a_log_in_without_the_xsrf_token_gets_the_log_in_page_again(room: Room, tmp_path: Path):
+    """JupyterHub 5 renders a refused XSRF check on /hub/login as the log-in page, with ``sync=``: no error 500."""
+    jar = tmp_path / "cookies"
+    for data in ({"username": ADMIN, "password": ADMIN_PASSWORD},  # no token, and a stale one
+                 {"_xsrf": "2|stale|token", "username": ADMIN, "password": ADMIN_PASSWORD}):
+        reply = room.get(room.origin() + "/hub/login?next=%2Fhub%2Fhome", jar=jar, data=data)
+        assert reply.status == 403, f"{reply.status}: {reply.body[-2000:]}"
+        assert 'name="password"' in reply.body and "Login form invalid or expired" in reply.body, reply.body[-2000:]
+    assert "unexpected keyword argument" not in room.hub.log()
+
+
 def test_a_client_cannot_name_another_address_through_the_front_proxy(room: Room):
     """Caddy replaces whatever X-Forwarded-For a client sends: the hub's log names the client's own address."""
     command = ["curl", "-sS", "-o", "/dev/null", "--max-time", str(SECONDS), "--cacert", str(room.ca), "--resolve",
@@ -151,18 +166,53 @@ document.cookie = "jupyterhub-hub-login=tossed; Domain=%(domain)s; Path=/hub/; S
 document.cookie = "__Host-jupyterhub-hub-login=tossed; Path=/; Secure";
 document.title = "done";
 </script>"""
+DONE = "<!doctype html><title>done</title>"
+# Her page's script: twelve 3,800-byte cookies for the parent domain (45 KB in every request to any host of the room),
+# and oversized copies of the two names the hub reads that any host of the room may set.
+BOMB = """<!doctype html><title>working</title><script>
+const filler = "x".repeat(3800);
+for (let i = 0; i < 12; i++) document.cookie = `bomb${i}=${filler}; Domain=%(domain)s; Path=/; Secure`;
+for (const path of ["/", "/hub/", "/services/labkit-board/"]) {
+  document.cookie = `_xsrf=${filler}; Domain=%(domain)s; Path=${path}; Secure`;
+  document.cookie = `jupyterhub-session-id=${filler}; Domain=%(domain)s; Path=${path}; Secure`;
+}
+document.title = "done";
+</script>"""
+# What a learner's code can serve on her host: any page, with any Set-Cookie headers (a file of both, argv[2]).
+PAGE_SERVER = r"""
+import http.server, json, sys
+spec = json.load(open(sys.argv[2]))
+class Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = spec["body"].encode()
+        self.send_response(200)
+        for cookie in spec["cookies"]:
+            self.send_header("Set-Cookie", cookie)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Page).serve_forever()
+"""
+ALICE, ALICE_PASSWORD = "alice", "alice's own password"
+BOARD = "labkit-board"
 
 
 @contextlib.contextmanager
-def _learners_page(room: Room, name: str) -> Iterator[str]:
-    """A page server for learner ``name``'s host, and the hub's proxy routing her host to it (as her code can); its URL."""
+def _learners_page(room: Room, name: str, body: str = TOSS % {"domain": HOST},
+                   cookies: list[str] | None = None) -> Iterator[str]:
+    """A page server for learner ``name``'s host, and the hub's proxy routing her host to it (as her code can); its URL.
+
+    ``cookies`` are Set-Cookie headers her page answers with (her server is hers: it may send any).
+    """
     with tempfile.TemporaryDirectory(prefix="labkit-toss-") as pages:
-        page = Path(pages) / "user" / name / "index.html"
-        page.parent.mkdir(parents=True)
-        page.write_text(TOSS % {"domain": HOST})
+        spec = Path(pages) / "page.json"
+        spec.write_text(json.dumps({"body": body, "cookies": cookies or []}))
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
-                                   pages], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen([sys.executable, "-c", PAGE_SERVER, str(port), str(spec)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             proxy = next(process for process in room.hub.processes()
                          if "configurable-http-proxy" in " ".join(process.cmdline()))
@@ -175,36 +225,160 @@ def _learners_page(room: Room, name: str) -> Iterator[str]:
             server.wait(timeout=SECONDS)
 
 
-@pytest.mark.ui
-def test_in_chromium_a_learners_page_cannot_toss_the_hubs_log_in_cookie(room: Room, tmp_path: Path):
-    """Chromium trusts the room's CA through an NSS database (as a learner's browser would after importing it)."""
+@pytest.fixture(scope="module")
+def alice(room: Room) -> str:
+    """A learner of the room, signed up through the form and approved (in NativeAuthenticator's table)."""
+    jar = room.hub.folder / "alice-cookies"
+    form = room.get(room.origin() + "/hub/signup", jar=jar)
+    signed_up = room.get(room.origin() + "/hub/signup", jar=jar, data={
+        "_xsrf": _xsrf(form), "username": ALICE, "signup_password": ALICE_PASSWORD,
+        "signup_password_confirmation": ALICE_PASSWORD})
+    assert signed_up.status == 200, signed_up.body[-2000:]
+    database = room.hub.settings.state / "jupyterhub.sqlite"
+    with contextlib.closing(sqlite3.connect(database, timeout=SECONDS)) as db, db:
+        assert db.execute("UPDATE users_info SET is_authorized = 1 WHERE username = ?", (ALICE,)).rowcount == 1
+    return ALICE
+
+
+@contextlib.contextmanager
+def _chromium(room: Room, tmp_path: Path) -> Iterator[Any]:
+    """Chromium trusting the room's CA through an NSS database (as a learner's browser would after importing it)."""
     from playwright.sync_api import sync_playwright
 
     from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS
 
     if shutil.which("certutil") is None:
         skip_or_fail("certutil is not installed (Debian: apt-get install libnss3-tools)")
+    if not CHROMIUM.is_file():
+        skip_or_fail(f"{CHROMIUM} not found; install it with `apt-get update && apt-get install -y chromium`")
     nssdb = tmp_path / ".pki" / "nssdb"
     nssdb.mkdir(parents=True)
     subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, timeout=SECONDS)
-    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-n", "labkit room", "-t", "C,,", "-i", str(room.ca)],
-                   check=True, timeout=SECONDS)
-    with _learners_page(room, "ada") as learners_page, sync_playwright() as playwright:
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-n", "labkit room", "-t", "C,,", "-i",
+                    str(room.ca)], check=True, timeout=SECONDS)
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
                                              env={**os.environ, "HOME": str(tmp_path)})
         try:
-            page = browser.new_context().new_page()
-            page.set_default_timeout(SECONDS * 1000)
-            page.goto(f"{room.origin()}/hub/login?next=%2Fhub%2Fhome")
-            page.fill("#username_input", ADMIN)
-            page.fill("#password_input", ADMIN_PASSWORD)
-            page.click("#login_submit")
-            page.wait_for_url(f"{room.origin()}/hub/home")
-            page.goto(learners_page)
-            page.wait_for_function("document.title === 'done'")
-            assert "tossed" in " ".join(cookie["value"] for cookie in page.context.cookies()), "the page set no cookie"
-            home = page.goto(f"{room.origin()}/hub/home")
-            assert home is not None and home.status == 200 and page.url == f"{room.origin()}/hub/home", page.url
-            assert ADMIN in page.locator("body").inner_text(), "the instructor is no longer herself"
+            yield browser
         finally:
             browser.close()
+
+
+def _logged_in(browser: Any, room: Room, name: str, password: str) -> Any:
+    """A page of a fresh browser profile, logged in as ``name`` through the hub's log-in page, on /hub/home."""
+    page = browser.new_context().new_page()
+    page.set_default_timeout(SECONDS * 1000)
+    page.goto(f"{room.origin()}/hub/login?next=%2Fhub%2Fhome")
+    page.fill("#username_input", name)
+    page.fill("#password_input", password)
+    page.click("#login_submit")
+    page.wait_for_url(f"{room.origin()}/hub/home")
+    return page
+
+
+def _board(room: Room) -> str:
+    return f"{room.origin(f'{BOARD}--service.{HOST}')}/services/{BOARD}/"
+
+
+def _open_board(page: Any, room: Room) -> tuple[int, str]:
+    """The board's status and text for whoever ``page`` is logged in as (through the hub's OAuth on first use)."""
+    reply = page.goto(_board(room))
+    page.wait_for_url(re.compile(re.escape(_board(room)) + r"(\?.*)?$"))
+    assert reply is not None
+    return reply.status, page.locator("body").inner_text()
+
+
+def _parent_domain_cookies(page: Any) -> list[dict[str, Any]]:
+    """The cookies the browser holds for the room's parent domain (any of its hosts receives them)."""
+    return [cookie for cookie in page.context.cookies() if cookie["domain"] == f".{HOST}"]
+
+
+@pytest.mark.ui
+def test_in_chromium_a_learners_page_cannot_toss_the_hubs_log_in_cookie(room: Room, tmp_path: Path):
+    with _learners_page(room, "ada") as learners_page, _chromium(room, tmp_path) as browser:
+        page = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+        page.goto(learners_page)
+        page.wait_for_function("document.title === 'done'")
+        assert "tossed" in " ".join(cookie["value"] for cookie in page.context.cookies()), "the page set no cookie"
+        home = page.goto(f"{room.origin()}/hub/home")
+        assert home is not None and home.status == 200 and page.url == f"{room.origin()}/hub/home", page.url
+        assert ADMIN in page.locator("body").inner_text(), "the instructor is no longer herself"
+
+
+@pytest.mark.ui
+def test_in_chromium_a_learners_own_valid_cookies_tossed_for_the_parent_domain_change_nobody(
+        room: Room, alice: str, tmp_path: Path):
+    """Alice's page answers with her own valid log-in, session-id, _xsrf and board cookies for ``Domain=hub.localhost``.
+
+    Each at its own path and at ``/`` (and, for a ``__Host-`` one, under its name without the prefix): the
+    instructor who opened her page is still herself on /hub/home and on the board. Without ``__Host-`` cookies
+    (``cookie_host_prefix_enabled`` off) the instructor's /hub/home is alice's and her board refuses her.
+    """
+    with _chromium(room, tmp_path) as browser:
+        learner = _logged_in(browser, room, alice, ALICE_PASSWORD)
+        status, text = _open_board(learner, room)
+        assert status == 403 and f"logged in as {alice}" in text, (status, text)
+        hers = learner.context.cookies()
+        names = {cookie["name"] for cookie in hers}
+        assert any("hub-login" in name for name in names) and "jupyterhub-session-id" in names, names
+        assert "_xsrf" in names and any(BOARD in name for name in names), names
+        tossed = [f"{name}={cookie['value']}; Domain={HOST}; Path={path}; Secure; HttpOnly; SameSite=Lax"
+                  for cookie in hers for name in {cookie["name"], cookie["name"].removeprefix("__Host-")}
+                  for path in {cookie["path"], "/"}]
+        learner.context.close()
+        with _learners_page(room, alice, DONE, tossed) as learners_page:
+            victim = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+            assert _open_board(victim, room)[0] == 200
+            victim.goto(learners_page)
+            victim.wait_for_function("document.title === 'done'")
+            held = {cookie["value"] for cookie in _parent_domain_cookies(victim)}
+            assert {cookie["value"] for cookie in hers} <= held, "the browser did not keep every tossed cookie"
+            home = victim.goto(f"{room.origin()}/hub/home")
+            assert home is not None and home.status == 200 and victim.url == f"{room.origin()}/hub/home", victim.url
+            text = victim.locator("body").inner_text()
+            assert ADMIN in text and alice not in text, f"the instructor is no longer herself on /hub/home:\n{text}"
+            status, text = _open_board(victim, room)
+            assert status == 200 and f"Logged in as {ADMIN}." in text, f"not herself on the board:\n{text}"
+
+
+@pytest.fixture(scope="module")
+def bobs_server(room: Room) -> str:
+    """Learner bob's real JupyterLab (made through the hub's API), started and ready; its URL on his own host."""
+    room.hub.api("users/bob", "POST")
+    room.hub.start_server("bob")
+    room.hub.wait_until_ready("bob")
+    return f"{room.origin(f'bob.{HOST}')}/user/bob/lab"
+
+
+@pytest.mark.ui
+def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_the_room(
+        room: Room, alice: str, bobs_server: str, tmp_path: Path):
+    """After alice's page set 45 KB of cookies for the parent domain, every page still answers the instructor.
+
+    The hub's /hub/home and /hub/admin, the board, and another learner's JupyterLab (bob's, opened from its
+    URL: the hub's OAuth, then its file browser, which reads the contents API with the _xsrf cookie).
+    Before, the hub's proxy answered 431 to each.
+    """
+    with _learners_page(room, alice, BOMB % {"domain": HOST}) as learners_page, _chromium(room, tmp_path) as browser:
+        victim = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+        assert _open_board(victim, room)[0] == 200
+        victim.goto(learners_page)
+        victim.wait_for_function("document.title === 'done'")
+        bombed = sum(len(cookie["name"]) + len(cookie["value"]) for cookie in _parent_domain_cookies(victim))
+        assert bombed > 45_000, f"the page set {bombed} bytes of cookies"
+        for url in (f"{room.origin()}/hub/home", f"{room.origin()}/hub/admin"):
+            reply = victim.goto(url)
+            assert reply is not None and reply.status == 200, f"{url}: {reply and reply.status}"
+        status, text = _open_board(victim, room)
+        assert status == 200 and f"Logged in as {ADMIN}." in text, f"the board: {status}\n{text}"
+        victim.set_default_timeout(START_S * 1000)  # JupyterLab's first load on a busy machine
+        failed: list[str] = []
+        victim.on("response", lambda reply: failed.append(f"{reply.status} {reply.url}") if reply.status >= 400 else None)
+        victim.goto(bobs_server)
+        victim.get_by_role("button", name="Authorize").click()  # the hub asks before another's server knows her
+        try:
+            victim.locator(".jp-DirListing-item").first.wait_for()  # listed through the contents API
+        except Exception:
+            raise AssertionError(f"{victim.url}\n{failed}\n{victim.locator('body').inner_text()[:1500]}") from None
+        assert victim.url.startswith(bobs_server), victim.url

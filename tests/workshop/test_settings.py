@@ -139,3 +139,32 @@ def test_caddy_sends_the_front_proxys_secret_to_the_hubs_host_only():
     own = caddyfile(settings(caddy="yes", subdomain_host="https://hub.example.org", tls_certificate="/c.pem",
                              tls_key="/k.pem"), "s3cret")
     assert own.count("tls /c.pem /k.pem") == 2 and "tls internal" not in own
+
+
+def test_caddy_forwards_only_the_cookies_the_rooms_pages_read_to_every_host():
+    """A tossed cookie of another name, or of a size no page's cookie has, never reaches the hub's proxy (the bomb)."""
+    import re
+
+    from labkit.workshop.front_proxy import caddyfile, cookie_filter
+
+    room = settings(caddy="yes", subdomain_host="https://hub.example.org")
+    assert caddyfile(room, "s3cret").count(f'header_up Cookie "{cookie_filter()}" "$1;"') == 2  # the hub's host, the wildcard
+    kept = ["__Host-jupyterhub-hub-login=2|1:0|10:1796328553|26:__Host-jupyterhub-hub-login|48:YWJj|" + "f" * 64,
+            "_xsrf=MnxhYmN8ZGVm", "jupyterhub-session-id=" + "0123456789abcdef" * 2]
+    bomb = ["bomb0=" + "x" * 3800, "_xsrf=" + "x" * 3800, "jupyterhub-session-id=" + "x" * 3800, "jupyterhub-hub-login=alice"]
+    sent = "; ".join([bomb[0], kept[0], bomb[1], kept[1], bomb[2], kept[2], bomb[3]])
+    forwarded = re.sub(cookie_filter(), r"\1;", sent)  # Python's re and Caddy's RE2 agree on this expression
+    assert [part for part in forwarded.split(";") if part] == kept
+
+
+def test_every_test_the_readmes_security_table_names_exists():
+    """The README's sentence -> test table names real tests (a renamed test would leave a sentence unchecked)."""
+    import ast
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "workshop" / "README.md").read_text()
+    named = re.findall(r"`(test_\w+\.py)::(test_\w+)`", readme)
+    assert len(named) >= 7, named
+    for module, name in named:
+        tree = ast.parse((Path(__file__).parent / module).read_text())
+        assert name in {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}, f"{module}::{name}"
