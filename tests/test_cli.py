@@ -8,6 +8,8 @@ import pytest
 
 from labkit.__main__ import COMMANDS, main
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def test_help_lists_every_command(capsys):
     with pytest.raises(SystemExit) as exit_info:

@@ -14,6 +14,8 @@ import pytest
 import labkit
 from labkit.labs import LABS, NOTEBOOKS_DIR, find_notebooks, lab_for, widget_css_class
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 PACKAGE = Path(labkit.__file__).parent
 RENDERERS = {"ipywidgets", "matplotlib"}
 # The modules allowed to import a renderer: each lab's widgets, and the core's plotting and generic widget.

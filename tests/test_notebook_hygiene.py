@@ -6,6 +6,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("0*.ipynb"))
 LOCAL_PATH = re.compile(r"(/root/|/home/|/Users/|/tmp/|/work/|[A-Z]:\\\\Users)")

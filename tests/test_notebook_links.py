@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 DOCS = r"https://pytorch\.org/docs/stable/"
 TUTORIALS = "https://pytorch.org/tutorials/intermediate/"

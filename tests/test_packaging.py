@@ -12,6 +12,8 @@ import tomllib
 import yaml
 from packaging.requirements import Requirement
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from labkit.__main__ import COMMANDS
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 ROOT = Path(__file__).resolve().parent.parent
 PROSE = ("README.md", "CONTRIBUTING.md", "INSTRUCTORS.md", "docs/*.md", "workshop/README.md")
 NOTEBOOKS = ("notebooks/[0-9][0-9]_*.ipynb", "notebooks/zh/[0-9][0-9]_*.ipynb", "notebooks/ru/[0-9][0-9]_*.ipynb")

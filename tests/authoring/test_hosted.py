@@ -26,6 +26,8 @@ from labkit.authoring import hosted
 from labkit.core.errors import LabkitValueError
 from labkit.labs import DISTRIBUTION, NOTEBOOKS_DIR, find_notebooks
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 ROOT = Path(__file__).resolve().parents[2]
 REPOSITORY = "https://github.com/someone/labkit"  # a configured repository (labkit's own is not public yet)
 SETUP = "import labkit\n\ndevice = labkit.setup_notebook()"

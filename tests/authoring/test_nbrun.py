@@ -12,6 +12,8 @@ from labkit.__main__ import main as cli
 from labkit.authoring.nbrun import execute_notebook
 from labkit.core.errors import LabkitError, LabkitValueError
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def _write(path: Path, *sources: str) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])

@@ -5,6 +5,8 @@ import pytest
 from labkit.__main__ import main as cli
 from labkit.authoring import nbval_stress
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def _notebook(path, source, stored):
     cell = nbformat.v4.new_code_cell(source, execution_count=1)

@@ -12,6 +12,8 @@ from labkit.authoring import output_folder
 from labkit.authoring.output_folder import MANIFEST, OutputFolder
 from labkit.core.errors import LabkitError, LabkitValueError
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def folder(path: Path) -> OutputFolder:
     return OutputFolder(path, tool="demo", marker=".labkit-demo", what="a demo output")

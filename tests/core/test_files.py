@@ -7,6 +7,8 @@ import pytest
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import write_text
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def test_writes_a_new_file_readable_by_others(tmp_path):
     path = write_text(tmp_path / "report.csv", "a,b\n")

@@ -7,6 +7,8 @@ from PIL import Image
 
 from labkit.core.plots import new_figure, to_png
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def test_new_figure_is_a_plain_figure_of_the_size_asked_for():
     figure = new_figure(4.0, 2.5)

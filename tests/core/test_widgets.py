@@ -9,6 +9,8 @@ from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.widgets import wave_points
 from labkit.widgets import SliderPlot
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def test_wave_points_follow_the_frequency():
     xs, ys = wave_points(1.0, samples=4)

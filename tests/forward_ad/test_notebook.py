@@ -6,6 +6,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOK = NOTEBOOKS / "03_forward_ad.ipynb"
 ALLOWED_IGNORES = ("jacobian_cost(", "JacobianScaling(", "print(scaling.sweep)", "jvp_overhead(", "verify_jvp(model")

@@ -19,6 +19,8 @@ from labkit.i18n import glossary, markdown, notebooks
 from labkit.i18n.message_check import LOCALE_DIR, catalogue_path, problems
 from labkit.i18n.messages import translation
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 GLOSSARY = NOTEBOOKS / "i18n" / "glossary.csv"

@@ -213,6 +213,7 @@ def test_a_workspace_made_in_a_language_speaks_it_and_keeps_it(monkeypatch: pyte
         prepare_workspace(folder, ROOT / "notebooks", language="fr")
 
 
+@pytest.mark.torch_free  # the message catalogues only: the torch-floor job leaves it out (Makefile)
 def test_python_m_labkit_i18n_check_fails_on_a_message_catalogue_fault(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

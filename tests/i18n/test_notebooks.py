@@ -16,6 +16,8 @@ from labkit.__main__ import main
 from labkit.i18n import notebooks
 from labkit.i18n.notebooks import build, check, update
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 REPO_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 GLOSSARY = REPO_NOTEBOOKS / "i18n" / "glossary.csv"
 INTRO = "# 09 · A tiny lab\n\nA **tensor** has a `stride()`; see [the docs](https://pytorch.org/docs) and $y = Jv$."

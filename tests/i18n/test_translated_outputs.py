@@ -17,6 +17,8 @@ from labkit.i18n import LANGS
 from labkit.i18n.notebooks import build, update
 from tests.i18n.test_notebooks import REPO_NOTEBOOKS, english, translate_all
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 # The checkers' verdict line ("Exercise 2.1: solved."), as each catalogue words it: its start is what a reader sees.
 VERDICT_START = {"zh": "练习 ", "ru": "Упражнение "}
 

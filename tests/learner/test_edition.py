@@ -12,6 +12,8 @@ from labkit.core.errors import LabkitValueError
 from labkit.learner import edition
 from labkit.learner.edition import RECORD, read_edition, write_edition
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 V1 = {"01_a.ipynb": "notebook a", "02_b.ipynb": "notebook b", "README.md": "read me"}
 
 

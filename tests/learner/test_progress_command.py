@@ -15,6 +15,8 @@ from labkit.__main__ import main
 from labkit.progress import journal
 from labkit.progress.events import Event
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 CORE = ["1.1", "1.2", "2.1", "3.1", "3.2", "3.3", "3.4", "4.1"]  # a track of 8: what the manifest lists is shown
 
 

@@ -29,6 +29,8 @@ from labkit.learner import workspace
 from labkit.learner.edition import RECORD
 from tests.ui.support import jupyter_lab
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 

@@ -8,6 +8,8 @@ import pytest
 from labkit.core.errors import LabkitValueError
 from labkit.progress.events import MAX_LINE_BYTES, Event, parse_event
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 
 def test_an_event_survives_its_own_json():
     event = Event("ada", "check", "1.2", "not solved", "1.2/groups")

@@ -19,6 +19,8 @@ from labkit.learner.tracks import HEADING, TRACKS, exercise_ids
 from labkit.progress import sections
 from labkit.progress.hints import HINTS, text
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 EDITIONS = ("en", "zh", "ru")
 MARKUP = re.compile(r"[`*_]")
 

@@ -15,6 +15,8 @@ from labkit.learner.workspace import learner_edition
 from labkit.progress.hints import HINTS, Hint
 from labkit.progress.mistakes import MISTAKES
 
+pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
+
 MAINTAINERS_WORDS = re.compile(
     r"stored ones|stored outputs|stored run|compared by the tests|tests do not compare|\bP\d+\.[a-z_]+|"
     r"make workshop-loadtest|NBVAL_|\bnbval\b",
