@@ -4,7 +4,8 @@ Why: :func:`labkit.fx.trace_events.check_trace` checks the rules as labkit reads
 them; this test asks a viewer. One small ResNet18 cross-check gives every file
 the viewer must read: labkit's own trace, torch.profiler's export of the same
 runs (raw: speedscope refuses it, jlfwong/speedscope#470; its lanes numbered:
-it opens), and the combined file with both. speedscope's files are served from
+it opens), and the combined file with both; a hooked profile (no graph) adds
+the hooks tier's module-only trace. speedscope's files are served from
 a loopback server with the traces beside them (``index.html#profileURL=...``);
 its Sandwich view is a table of names, read from the DOM (the flame graph is a
 canvas), filtered with its own search box.
@@ -20,6 +21,7 @@ import torch
 import torchvision
 
 from labkit.fx.crosscheck import compare_with_torch_profiler
+from labkit.fx.profile import profile_model
 from labkit.fx.trace_events import check_trace, numbered_lanes
 from tests.ui.support import NODE_PACKAGES, require_npm_file, static_server
 
@@ -32,7 +34,7 @@ FAILED = "Something went wrong"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """speedscope's page and the four traces of one ResNet18 cross-check, served on loopback; yields the base URL."""
+    """speedscope's page, the four traces of one ResNet18 cross-check and a hooked profile's, served on loopback."""
     require_npm_file(SPEEDSCOPE / "index.html")
     folder = tmp_path_factory.mktemp("speedscope") / "site"
     shutil.copytree(SPEEDSCOPE, folder)
@@ -44,7 +46,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (folder / "torch_raw.json").write_text(json.dumps(check.torch_trace))  # torch.profiler's export, as it wrote it
     (folder / "torch_numbered.json").write_text(json.dumps(numbered_lanes(check.torch_trace)))
     check.to_trace(folder / "beside.json")
-    for name in ("labkit.json", "torch_numbered.json", "beside.json"):
+    named = json.loads((folder / "labkit.json").read_text())  # labkit's trace as it would be under a string pid
+    named["traceEvents"] = [{**event, "pid": "labkit"} for event in named["traceEvents"]]
+    (folder / "labkit_string_pid.json").write_text(json.dumps(named))
+    hooked = profile_model(torchvision.models.resnet18(num_classes=10).eval(), torch.randn(1, 3, 32, 32), runs=1,
+                           warmup=0, mode="modules")
+    hooked.to_trace(folder / "hooks.json")
+    for name in ("labkit.json", "torch_numbered.json", "beside.json", "hooks.json"):
         check_trace(folder / name, strict=True)
     with static_server(folder) as base:
         yield base
@@ -118,6 +126,14 @@ def test_speedscope_shows_labkits_module_and_node_names(browser, site):
         page.close()
 
 
+def test_a_string_pid_is_why_labkits_pid_is_a_number(browser, site):
+    page, console = _open(browser, site, "labkit_string_pid.json")
+    try:
+        assert FAILED in page.inner_text("body"), "speedscope now opens a string pid: LABKIT_PID need not be a number"
+    finally:
+        page.close()
+
+
 def test_torch_profilers_raw_export_fails_in_speedscope_and_its_numbered_copy_opens(browser, site):
     page, console = _open(browser, site, "torch_raw.json")
     try:
@@ -144,5 +160,16 @@ def test_the_combined_file_opens_with_labkits_names_and_the_aten_operators(brows
         _show_profile(page, "labkit profile of ResNet")
         assert "layer1.0" in _names(page, '"class":"BasicBlock"')
         assert "layer1_0_conv1" in _names(page, "layer1_0_conv1")
+    finally:
+        page.close()
+
+
+def test_a_hooked_profiles_trace_opens_with_its_module_calls(browser, site):
+    page, console = _open(browser, site, "hooks.json")
+    try:
+        assert FAILED not in page.inner_text("body"), console
+        assert "labkit profile of ResNet (hooks" in _title(page)
+        assert "layer1.0.conv1" in _names(page, '"module":"layer1.0.conv1"')
+        assert "run 0" in _names(page, "hooks tier")  # the run says what the file shows
     finally:
         page.close()
