@@ -10,15 +10,18 @@ viewer's format, as Kineto's ``output_json.cpp`` is for torch.profiler's:
 - one ``X`` (complete) slice per timed run, holding one slice per module call
   (``layer1`` ⊃ ``layer1.0`` ⊃ ``layer1.0.conv1``), each holding its graph
   nodes' slices, all on one lane, so every slice nests in the one around it
-  (Perfetto drops slices that overlap). ``ts`` and ``dur`` are microseconds,
-  computed from whole nanoseconds so a parent's end is never a rounding short of its child's;
+  (Perfetto drops slices that overlap). ``ts`` and ``dur`` are microseconds from
+  whole nanoseconds, on a 1/1024 µs grid (exact in binary: a parent's end is never a rounding short of its child's);
+- the process id is a number, :data:`LABKIT_PID` (speedscope opens no file with a string one);
 - each node's ``args``: op, target, op type, module path and class, input shapes,
   source line (``file:line``), the bytes its outputs hold and what is alive after it;
 - ``C`` (counter) events: the live tensor bytes after each node, a curve under the slices;
 - a hooked profile (no graph) has module slices only, and says so.
 
 :func:`check_trace` checks a file against the rules the viewers rely on; the
-tests run it on every trace labkit writes and on torch.profiler's own.
+tests run it on every trace labkit writes and on torch.profiler's own, and
+``tests/ui/test_speedscope_ui.py`` opens them in speedscope. :func:`numbered_lanes`
+makes the copy of torch.profiler's export that speedscope opens.
 """
 from __future__ import annotations
 

@@ -61,7 +61,8 @@ def test_the_cross_check_exports_nothing_until_a_trace_is_asked_for_and_leaves_n
 
 def test_the_cross_check_keeps_its_torch_profiler_run_and_one_valid_file_holds_both(combined):
     check, document, path, *_ = combined
-    counts = check_trace(path)
+    counts = check_trace(path, strict=True)  # torch.profiler's string lanes numbered: what speedscope opens
+    assert all(isinstance(e["pid"], int) and isinstance(e["tid"], int) for e in document["traceEvents"])
     assert check.report is not None and len(check.report.timeline) == 3
     pids = {e["pid"] for e in document["traceEvents"] if e["ph"] == "X"}
     assert LABKIT_PID in pids and len(pids) >= 2  # labkit's process and torch.profiler's
