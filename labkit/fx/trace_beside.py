@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from labkit.core.errors import LabkitValueError
 from labkit.core.files import write_text
-from labkit.fx.trace_events import check_trace, trace_document, trace_events
+from labkit.fx.trace_events import check_trace, numbered_lanes, trace_document, trace_events
 
 if TYPE_CHECKING:
     from labkit.fx.report import ProfileReport
@@ -116,15 +116,16 @@ def _by_lane(events: list[dict[str, Any]]) -> dict[tuple[Any, Any], list[dict[st
 
 def write_combined(report: ProfileReport | None, torch_trace: dict[str, Any] | None, offset_ns: int,
                    path: str | Path, model_name: str = "") -> Path:
-    """Write :func:`combined_document` to ``path`` after :func:`~labkit.fx.trace_events.check_trace`; returns the path."""
+    """Write :func:`combined_document`, its lanes numbered (:func:`~labkit.fx.trace_events.numbered_lanes`), to
+    ``path`` after :func:`~labkit.fx.trace_events.check_trace`; returns the path."""
     if report is None or torch_trace is None:
         raise LabkitValueError(
             "This cross-check kept no runs (one built by hand): run compare_with_torch_profiler(model, x) and call "
             "to_trace on what it returns."
         )
-    document = combined_document(report, torch_trace, offset_ns, model_name)
-    check_trace(document)
-    return write_text(path, json.dumps(document, separators=(",", ":"), ensure_ascii=True))
+    document = numbered_lanes(combined_document(report, torch_trace, offset_ns, model_name))
+    check_trace(document, strict=True)  # torch.profiler's string lanes numbered: speedscope opens it too
+    return write_text(path, json.dumps(document, separators=(",", ":"), ensure_ascii=True, allow_nan=False))
 
 
 __all__ = ["ALIGNMENT_TOLERANCE_US", "clock_offset_ns", "combined_document", "exported_trace",

@@ -10,7 +10,7 @@ from labkit.core.errors import LabkitValueError
 from labkit.fx.crosscheck import NODE_LABEL, RUN_MARKER, CrossCheck, _LabelledGraph, compare_with_torch_profiler
 from labkit.fx.profile import make_profiler
 from labkit.fx.trace_beside import ALIGNMENT_TOLERANCE_US, top_level_operators
-from labkit.fx.trace_events import check_trace
+from labkit.fx.trace_events import LABKIT_PID, check_trace
 
 
 def _model_and_input():
@@ -61,10 +61,11 @@ def test_the_cross_check_exports_nothing_until_a_trace_is_asked_for_and_leaves_n
 
 def test_the_cross_check_keeps_its_torch_profiler_run_and_one_valid_file_holds_both(combined):
     check, document, path, *_ = combined
-    counts = check_trace(path)
+    counts = check_trace(path, strict=True)  # torch.profiler's string lanes numbered: what speedscope opens
+    assert all(isinstance(e["pid"], int) and isinstance(e["tid"], int) for e in document["traceEvents"])
     assert check.report is not None and len(check.report.timeline) == 3
     pids = {e["pid"] for e in document["traceEvents"] if e["ph"] == "X"}
-    assert "labkit" in pids and len(pids) >= 2  # labkit's process and torch.profiler's
+    assert LABKIT_PID in pids and len(pids) >= 2  # labkit's process and torch.profiler's
     assert counts["X"] > 3 * len(check.report.rows)
     assert any(e.get("cat") == "cpu_op" and e["name"] == "aten::conv2d" for e in document["traceEvents"])
 
@@ -80,7 +81,7 @@ def test_each_aten_operator_of_a_node_falls_inside_that_nodes_slice(combined):
     worst = float("-inf")
     for run, marker in zip(runs, markers):  # the markers are torch.profiler's, never used to align: a check
         assert marker["ts"] - tol <= run["ts"] and run["ts"] + run["dur"] <= marker["ts"] + marker["dur"] + tol
-        nodes = {e["name"]: e for e in events if e.get("cat") == "node" and e["pid"] == "labkit"
+        nodes = {e["name"]: e for e in events if e.get("cat") == "node" and e["pid"] == LABKIT_PID
                  and run["ts"] <= e["ts"] <= run["ts"] + run["dur"]}
         inside = [e for e in operators if marker["ts"] <= e["ts"] <= marker["ts"] + marker["dur"]]
         assert [op for _, op in expected] == [e["name"] for e in inside]

@@ -15,18 +15,14 @@ that Python cannot change.
 """
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.ui.support import skip_or_fail
+from tests.ui.support import NODE_PACKAGES, require_npm_file
 
-PACKAGE = Path(__file__).resolve().parent  # package.json, package-lock.json; node_modules/ once installed
-AXE_SCRIPT = PACKAGE / "node_modules" / "axe-core" / "axe.min.js"
+AXE_SCRIPT = NODE_PACKAGES / "node_modules" / "axe-core" / "axe.min.js"
 FAILING_IMPACTS = ("serious", "critical")
 # axe's default rules (WCAG 2.x A and AA, best practices), as pydata-sphinx-theme's own axe tests run them; every node
 # of the violations and of the "incomplete" results (see _AUDIT), only a sample of the passes.
@@ -69,13 +65,8 @@ class Finding:
 
 
 def require_axe() -> Path:
-    """axe.min.js in tests/ui/node_modules, installed with ``npm ci --prefix tests/ui`` if npm is here."""
-    if not AXE_SCRIPT.exists() and shutil.which("npm"):
-        subprocess.run(["npm", "ci", "--prefix", str(PACKAGE), "--no-audit", "--no-fund"], check=True, timeout=600,
-                       env={**os.environ, "npm_config_update_notifier": "false"})
-    if not AXE_SCRIPT.exists():
-        skip_or_fail(f"{AXE_SCRIPT} is missing and npm is not installed (Debian: apt-get install nodejs npm)")
-    return AXE_SCRIPT
+    """axe.min.js in tests/ui/node_modules (see :func:`~tests.ui.support.require_npm_file`)."""
+    return require_npm_file(AXE_SCRIPT)
 
 
 _AUDIT = """async ([content, allowed, options]) => {

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 SCREENSHOTS = ROOT / "build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
+NODE_PACKAGES = Path(__file__).resolve().parent  # package.json, package-lock.json; node_modules/ once installed
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -71,6 +72,17 @@ def skip_or_fail(reason: str) -> None:
     if require_ui():
         pytest.fail(f"{reason} (LABKIT_REQUIRE_UI=1: the browser tests must run here)", pytrace=False)
     pytest.skip(reason)
+
+
+def require_npm_file(path: Path) -> Path:
+    """``path`` inside tests/ui/node_modules (axe-core's script, speedscope's page), installed with
+    ``npm ci --prefix tests/ui`` (package-lock.json) when it is missing and npm is here; skips (fails in CI) if not."""
+    if not path.exists() and shutil.which("npm"):
+        subprocess.run(["npm", "ci", "--prefix", str(NODE_PACKAGES), "--no-audit", "--no-fund"], check=True, timeout=600,
+                       env={**os.environ, "npm_config_update_notifier": "false"})
+    if not path.exists():
+        skip_or_fail(f"{path} is missing and npm is not installed (Debian: apt-get install nodejs npm)")
+    return path
 
 
 @pytest.fixture(scope="session")
