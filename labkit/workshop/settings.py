@@ -176,7 +176,8 @@ class HubSettings:
                                    f"{PREFIX}SUBDOMAIN_HOST=https://hub.example.org.")
         if bool(self.tls_certificate) != bool(self.tls_key):
             raise LabkitValueError(f"Set both {PREFIX}TLS_CERTIFICATE and {PREFIX}TLS_KEY (one certificate for the hub's "
-                                   "name and its wildcard), or neither (Caddy's own local CA).")
+                                   f"name, its wildcard and, with {PREFIX}LEARNERS_DOMAIN, the learners' wildcard), or "
+                                   "neither (Caddy's own local CA).")
         if not self.subdomain_host:
             if self.learners_domain:
                 raise LabkitValueError(f"{PREFIX}LEARNERS_DOMAIN={self.learners_domain!r} needs the hub's own URL: set "

@@ -125,6 +125,11 @@ def test_the_hub_answers_over_https_with_the_rooms_certificate_and_hsts(room: Ro
             reply = room.get(room.origin(host) + path)
             assert reply.status == 404 and f"{NOT_THE_HUB} {room.origin()}/hub/" in reply.body, (host, path, reply)
             assert reply.header("Strict-Transport-Security") == [HSTS]
+    if LEARNERS != HOST:  # no certificate, no site for a learner below the hub's host any more
+        below = subprocess.run(["curl", "-sS", "-o", "/dev/null", "--max-time", str(SECONDS), "--cacert", str(room.ca),
+                                "--resolve", f"ada.{HOST}:{room.port}:127.0.0.1", room.origin(f"ada.{HOST}") + "/user/ada/"],
+                               capture_output=True, text=True, timeout=SECONDS + 5)
+        assert below.returncode != 0 and "SSL" in below.stderr.upper(), below.stderr
 
 
 def test_the_log_in_cookies_are_secure_and_host_only(room: Room, tmp_path: Path):
