@@ -8,12 +8,12 @@ import functools
 import os
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import labkit
 from labkit.learner.lab import server_args
 from labkit.workshop.board_service import SERVER_TOKEN_SCOPES, board_roles, board_service, prepare_board_state
 from labkit.workshop.front_proxy import caddy_service
+from labkit.workshop.hosts import hub_host_settings, layout_warning
 from labkit.workshop.provision import provision_workspace, server_environment, write_room_edition
 from labkit.workshop.room import (
     check_isolation,
@@ -75,12 +75,14 @@ else:
     c.Authenticator.allow_all = True  # NativeAuthenticator lets in only approved users: its approval is the gate
 # The instructor sees every learner at /hub/admin, approves sign-ups, starts and stops servers. They open a
 # learner's server only when servers are on subdomains (LABKIT_WORKSHOP_SUBDOMAIN_HOST): see instructor_scopes.
-if settings.subdomain_host:
-    c.JupyterHub.subdomain_host = settings.subdomain_host
-    # The hub only on its own host: the proxy's route for it names the host, so a learner's host (or the board's)
-    # serves her server's /user/NAME/ and nothing of the hub, no log-in page, no API (upstream: jupyterhub#2530).
-    # (A stopped server's URL then gets the proxy's 404, not the hub's offer to start it: start it at /hub/home.)
-    c.JupyterHub.hub_routespec = f"{urlsplit(settings.subdomain_host).hostname}/"
+# The hub only on its own host: the proxy's route for it names the host, so a learner's host (or the board's)
+# serves her server's /user/NAME/ and nothing of the hub, no log-in page, no API (upstream: jupyterhub#2530).
+# (A stopped server's URL then gets the proxy's 404, not the hub's offer to start it: start it at /hub/home.)
+# With LABKIT_WORKSHOP_LEARNERS_DOMAIN each learner's host is off the hub's domain (labkit.workshop.hosts).
+for name, value in hub_host_settings(settings).items():
+    setattr(c.JupyterHub, name, value)
+if layout_warning(settings):
+    print(layout_warning(settings), file=sys.stderr)
 if settings.host_only_cookies:
     # __Host- cookies (Secure, this host only): a learner's host can neither set nor overwrite the hub's log-in cookies
     # (cookie tossing), and the hub never reads a cookie a learner's page set for the parent domain.

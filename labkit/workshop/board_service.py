@@ -20,6 +20,7 @@ import nbformat
 
 from labkit.labs import find_notebooks
 from labkit.learner.tracks import apply_track
+from labkit.workshop.hosts import learner_url_template
 from labkit.workshop.settings import HubSettings
 
 NAME = "labkit-board"
@@ -65,7 +66,7 @@ def board_service(settings: HubSettings) -> dict[str, Any]:
             "LABKIT_BOARD_STUCK_ATTEMPTS": str(settings.stuck_attempts),
             "LABKIT_BOARD_STUCK_MINUTES": str(settings.stuck_minutes),
             "LABKIT_LANG": settings.language,  # the page's words and mistake descriptions; the events stay English
-            **({"LABKIT_BOARD_SERVER_URL": _server_url(settings.subdomain_host)} if settings.subdomain_host else {}),
+            **({"LABKIT_BOARD_SERVER_URL": learner_url_template(settings)} if settings.subdomain_host else {}),
             # the board's log-in cookie as __Host- (HubOAuth reads this): a learner's page cannot toss hers in its place
             **({"JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED": "1"} if settings.host_only_cookies else {}),
         },
@@ -86,8 +87,3 @@ def prepare_board_state(settings: HubSettings) -> Path:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.chmod(0o700)
     return folder
-
-
-def _server_url(subdomain_host: str) -> str:
-    scheme, _, host = subdomain_host.partition("://")
-    return f"{scheme}://{{name}}.{host.rstrip('/')}/"

@@ -4,8 +4,10 @@ Why Caddy: it is in Debian's archive (``apt-get install caddy``), speaks HTTPS
 and websockets by default, and has a certificate authority of its own
 (``tls internal``) for a room without a public name. What it adds for the room:
 
-- one certificate for the hub's name and its wildcard (each learner's server,
-  the board), from the instructor's files or Caddy's local CA;
+- a site, with its certificate, for each kind of host: the hub's; the board's and
+  the learners' wildcard (``LEARNERS_DOMAIN``), or one wildcard below the hub's name
+  for both; from the instructor's files or Caddy's local CA. The board's and the
+  learners' hosts answer 404 to ``/hub/`` before the hub's proxy sees it;
 - ``Strict-Transport-Security`` on every answer, so a browser that once saw the
   room never speaks plain HTTP to it again;
 - the client's own address as the only ``X-Forwarded-For`` entry (whatever the
@@ -30,11 +32,14 @@ from urllib.parse import urlsplit
 from labkit.core.errors import LabkitError
 from labkit.core.files import write_text
 from labkit.workshop.auth import FRONT_PROXY_HEADER
+from labkit.workshop.board_service import NAME as BOARD
+from labkit.workshop.hosts import hub_host, service_origin
 from labkit.workshop.room import front_proxy_secret
 from labkit.workshop.settings import PREFIX, HubSettings
 
 CADDYFILE = "Caddyfile"
 HSTS = "max-age=31536000"  # a year; no includeSubDomains or preload: the instructor's domain may hold other sites
+NOT_THE_HUB = "Not here: the hub is at"  # what a learner's or the board's host answers to /hub/ (404)
 INSTALL = "Debian/Ubuntu: apt-get install caddy (https://caddyserver.com/docs/install for others)"
 
 
@@ -70,17 +75,24 @@ def local_ca_certificate(settings: HubSettings) -> Path:
 
 
 def caddyfile(settings: HubSettings, secret: str) -> str:
-    """Caddy's configuration for the room: HTTPS at ``SUBDOMAIN_HOST`` and its wildcard, to the hub's proxy."""
+    """Caddy's configuration for the room: HTTPS for the hub's host, the board's and the learners', to the hub's proxy.
+
+    One site per kind of host, each with its certificate: only the hub's gets the front proxy's secret, and
+    the board's and the learners' refuse ``/hub/`` before the hub's proxy sees it (no page of the hub there).
+    """
     parts = urlsplit(settings.subdomain_host)
-    host, port = parts.hostname, parts.port or 443
+    port = parts.port or 443
     tls = f"tls {settings.tls_certificate} {settings.tls_key}" if settings.tls_certificate else "tls internal"
     upstream = f"{'127.0.0.1' if settings.ip in ('0.0.0.0', '::', '') else settings.ip}:{settings.port}"
+    hub = hub_host(settings)
 
-    def site(name: str, secret_header: str) -> str:
-        return f"""{name}:{port} {{
+    def site(names: str, secret_header: str, refuse_hub: bool) -> str:
+        refusal = (f"\t@hub path /hub /hub/*\n\trespond @hub \"{NOT_THE_HUB} {settings.subdomain_host}/hub/\" 404\n"
+                   if refuse_hub else "")
+        return f"""{names} {{
 \t{tls}
 \theader Strict-Transport-Security "{HSTS}"
-\treverse_proxy {upstream} {{
+{refusal}\treverse_proxy {upstream} {{
 \t\theader_up X-Forwarded-For {{remote_host}}
 \t\theader_up -X-Real-Ip
 \t\theader_up X-Scheme https
@@ -89,6 +101,9 @@ def caddyfile(settings: HubSettings, secret: str) -> str:
 \t}}
 }}
 """
+    # Learners under the hub's host: one wildcard for them and the board; else the board's name and the learners' wildcard.
+    board = urlsplit(service_origin(settings, BOARD)).hostname
+    others = [f"*.{hub}"] if not settings.learners_domain else [str(board), f"*.{settings.learners_domain}"]
     return (f"""{{
 \tadmin off
 \tstorage file_system {caddy_root(settings) / 'data' / 'caddy'}
@@ -96,7 +111,8 @@ def caddyfile(settings: HubSettings, secret: str) -> str:
 \tauto_https disable_redirects
 \thttps_port {port}
 }}
-""" + site(str(host), f"{FRONT_PROXY_HEADER} {secret}") + site(f"*.{host}", f"-{FRONT_PROXY_HEADER}"))
+""" + site(f"{hub}:{port}", f"{FRONT_PROXY_HEADER} {secret}", refuse_hub=False)
+            + "".join(site(f"{names}:{port}", f"-{FRONT_PROXY_HEADER}", refuse_hub=True) for names in others))
 
 
 def caddy_service(settings: HubSettings) -> dict[str, Any]:

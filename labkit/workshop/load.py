@@ -82,6 +82,7 @@ from labkit.i18n.messages import ENVIRONMENT, LANGUAGES, SOURCE_LANGUAGE, transl
 from labkit.labs import find_notebooks
 from labkit.learner.tracks import apply_track
 from labkit.workshop.accounts import remove_accounts
+from labkit.workshop.hosts import learner_origin, service_origin
 from labkit.workshop.install import others_can_run
 from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_CHECKOUT, UNSAFE_SHARED_ROOT, HubSettings
 
@@ -168,15 +169,13 @@ class Hub:
     def server_url(self, name: str) -> str:
         """Where learner ``name``'s server answers: on a subdomain of its own where the hub has them."""
         if self.settings.subdomain_host:
-            scheme, _, host = self.settings.subdomain_host.partition("://")
-            return f"{scheme}://{name}.{host}/user/{name}"
+            return f"{learner_origin(self.settings, name)}/user/{name}"
         return f"{self.url}/user/{name}"
 
     def service_origin(self, name: str) -> str:
         """Where service ``name`` answers: JupyterHub's own subdomain for it (``NAME--service.HOST``) where the hub has them."""
         if self.settings.subdomain_host:
-            scheme, _, host = self.settings.subdomain_host.partition("://")
-            return f"{scheme}://{name}--service.{host}"
+            return service_origin(self.settings, name)
         return self.url
 
     def learner_token(self, name: str) -> str:

@@ -43,6 +43,8 @@ USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,23}$"
 USERNAME_RULE = "a lowercase letter, then up to 23 lowercase letters, digits, '-' or '_'"
 ACCOUNT_PREFIX = "labkit-"  # learner NAME's Unix account (system-users): never collides with a system account
 ACCOUNT_PREFIX_PATTERN = r"^[a-z][a-z0-9-]{0,7}$"  # at most 8 characters: with a 24-character name, 32 in all
+# LEARNERS_DOMAIN: two or more lowercase DNS labels, no scheme, port or trailing dot
+DOMAIN_PATTERN = r"^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 UNSAFE_SHARED = "UNSAFE_SHARED_ACCOUNT_BEYOND_LOOPBACK"  # the one way to put the shared account in a room
 UNSAFE_SHARED_ROOT = "UNSAFE_SHARED_ACCOUNT_AS_ROOT"  # learners' kernels as root: the tests' machine only
 UNSAFE_TRUSTED = "UNSAFE_EVERY_PARTICIPANT_TRUSTED"  # a room without a subdomain per server: nobody would attack
@@ -69,6 +71,7 @@ class HubSettings:
     account_prefix: str = ACCOUNT_PREFIX
     unsafe_shared_account: bool = False  # shared-account beyond loopback: every learner can read every workspace
     subdomain_host: str = ""  # e.g. https://hub.example.org: each learner's server on a subdomain of its own
+    learners_domain: str = ""  # e.g. learners.example.net: learner NAME at NAME.learners.example.net, off the hub's domain
     unsafe_shared_account_as_root: bool = False  # shared-account in a root hub: every learner's code runs as root
     unsafe_trusted: bool = False  # a room without subdomain_host: every learner's page runs on the hub's origin
     max_learners: int = 40  # shared-password log-in: how many names may log in with the room's password
@@ -111,6 +114,7 @@ class HubSettings:
             install=Path(get("install", defaults.install)).resolve(), account_prefix=get("account_prefix", ACCOUNT_PREFIX),
             unsafe_shared_account=_yes(PREFIX + UNSAFE_SHARED, get(UNSAFE_SHARED.lower(), "no")),
             subdomain_host=get("subdomain_host", "").rstrip("/"),
+            learners_domain=get("learners_domain", "").lower().rstrip("."),
             unsafe_shared_account_as_root=_yes(PREFIX + UNSAFE_SHARED_ROOT, get(UNSAFE_SHARED_ROOT.lower(), "no")),
             unsafe_trusted=_yes(PREFIX + UNSAFE_TRUSTED, get(UNSAFE_TRUSTED.lower(), "no")),
             max_learners=_integer(PREFIX + "MAX_LEARNERS", get("max_learners", defaults.max_learners)),
@@ -172,8 +176,12 @@ class HubSettings:
                                    f"{PREFIX}SUBDOMAIN_HOST=https://hub.example.org.")
         if bool(self.tls_certificate) != bool(self.tls_key):
             raise LabkitValueError(f"Set both {PREFIX}TLS_CERTIFICATE and {PREFIX}TLS_KEY (one certificate for the hub's "
-                                   "name and its wildcard), or neither (Caddy's own local CA).")
+                                   f"name, its wildcard and, with {PREFIX}LEARNERS_DOMAIN, the learners' wildcard), or "
+                                   "neither (Caddy's own local CA).")
         if not self.subdomain_host:
+            if self.learners_domain:
+                raise LabkitValueError(f"{PREFIX}LEARNERS_DOMAIN={self.learners_domain!r} needs the hub's own URL: set "
+                                       f"{PREFIX}SUBDOMAIN_HOST too, e.g. {PREFIX}SUBDOMAIN_HOST=https://hub.example.org.")
             return
         parts = urlsplit(self.subdomain_host)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query or parts.fragment:
@@ -186,6 +194,22 @@ class HubSettings:
                 f"{PREFIX}SUBDOMAIN_HOST={self.subdomain_host!r}: a room's servers need https:// (passwords and cookies "
                 "would cross the room's network in the clear); http:// is for NAME.localhost names on this machine only."
             )
+        self._validate_learners_domain(parts.hostname)
+
+    def _validate_learners_domain(self, hub: str) -> None:
+        """The learners' domain is a host name apart from the hub's: not its host, nor a parent or a child of it."""
+        domain = self.learners_domain
+        if not domain:
+            return
+        name = f"{PREFIX}LEARNERS_DOMAIN={domain!r}"
+        if not re.fullmatch(DOMAIN_PATTERN, domain):
+            raise LabkitValueError(f"{name}: give a host name only, no scheme or port, e.g. learners.example.net "
+                                   "(learner NAME's server is then at NAME.learners.example.net, on SUBDOMAIN_HOST's port).")
+        if domain == hub or hub.endswith("." + domain) or domain.endswith("." + hub):
+            relation = "is" if domain == hub else "is a parent of" if hub.endswith("." + domain) else "is below"
+            raise LabkitValueError(f"{name} {relation} the hub's host {hub!r}: a learner's page could then set the hub's "
+                                   "cookies. Give a domain beside it, e.g. learners.example.net for hub.example.org, "
+                                   "best a registrable domain of its own.")
 
     def _validate_separation(self, euid: int) -> None:
         if self.spawner == "system-users" and euid != 0:

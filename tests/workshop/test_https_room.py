@@ -2,8 +2,9 @@
 
 One hub (the real config and log-in, the shared account, 127.0.0.1) started
 with ``LABKIT_WORKSHOP_CADDY=yes`` as ``make workshop`` starts it: the hub runs
-Caddy as a service, with a certificate for ``hub.localhost`` and
-``*.hub.localhost`` from Caddy's local CA. Every request is curl's, which
+Caddy as a service, with certificates from Caddy's local CA for ``hub.localhost``,
+the board's ``labkit-board--service.hub.localhost`` and the learners'
+``*.learners.localhost`` (``LABKIT_WORKSHOP_LEARNERS_DOMAIN``). Every request is curl's, which
 verifies the certificate against that CA only (``--cacert``) and sends each
 name to 127.0.0.1 (``--resolve``). Every wait is bounded.
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from labkit.workshop.front_proxy import HSTS, INSTALL, local_ca_certificate
+from labkit.workshop.front_proxy import HSTS, INSTALL, NOT_THE_HUB, local_ca_certificate
 from labkit.workshop.load import free_port, request
 from labkit.workshop.room import INSTRUCTOR_CODE
 from labkit.workshop.settings import PREFIX
@@ -39,6 +40,9 @@ pytestmark = [pytest.mark.workshop, pytest.mark.slow]
 SECONDS = 30
 START_S = 60
 HOST = "hub.localhost"
+# Each learner at NAME.LEARNERS, off the hub's domain. Set LEARNERS = HOST for the old layout (learners below the
+# hub's host): the test of alice's own tossed cookies then fails, the instructor's approval refused (403).
+LEARNERS = "learners.localhost"
 
 
 @dataclass
@@ -86,7 +90,8 @@ def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
     folder = tmp_path_factory.mktemp("https-room")
     port = free_port()
     env = {PREFIX + "SPAWNER": "shared-account", PREFIX + "CADDY": "yes", PREFIX + "LOGIN_ATTEMPTS_PER_MINUTE": "1000",
-           PREFIX + "SUBDOMAIN_HOST": f"https://{HOST}:{port}"}
+           PREFIX + "SUBDOMAIN_HOST": f"https://{HOST}:{port}",
+           **({PREFIX + "LEARNERS_DOMAIN": LEARNERS} if LEARNERS != HOST else {})}
     with workshop_hub(folder, real_log_in=True, settings=env) as hub:
         room = Room(hub, port, local_ca_certificate(hub.settings))
         deadline = time.monotonic() + 60  # Caddy makes its CA and both certificates as it starts
@@ -115,8 +120,16 @@ def test_the_hub_answers_over_https_with_the_rooms_certificate_and_hsts(room: Ro
     reply = room.get(room.origin() + "/hub/login")
     assert reply.status == 200 and 'name="password"' in reply.body
     assert reply.header("Strict-Transport-Security") == [HSTS]
-    for host in (f"ada.{HOST}", f"labkit-board--service.{HOST}"):  # the wildcard certificate: a learner's, the board's
-        assert room.get(room.origin(host) + "/hub/login").status == 404
+    for host in (f"ada.{LEARNERS}", f"labkit-board--service.{HOST}"):  # a learner's certificate, the board's
+        for path in ("/hub/login", "/hub/api/", "/hub", "/HUB/home"):  # Caddy refuses them before the hub's proxy
+            reply = room.get(room.origin(host) + path)
+            assert reply.status == 404 and f"{NOT_THE_HUB} {room.origin()}/hub/" in reply.body, (host, path, reply)
+            assert reply.header("Strict-Transport-Security") == [HSTS]
+    if LEARNERS != HOST:  # no certificate, no site for a learner below the hub's host any more
+        below = subprocess.run(["curl", "-sS", "-o", "/dev/null", "--max-time", str(SECONDS), "--cacert", str(room.ca),
+                                "--resolve", f"ada.{HOST}:{room.port}:127.0.0.1", room.origin(f"ada.{HOST}") + "/user/ada/"],
+                               capture_output=True, text=True, timeout=SECONDS + 5)
+        assert below.returncode != 0 and "SSL" in below.stderr.upper(), below.stderr
 
 
 def test_the_log_in_cookies_are_secure_and_host_only(room: Room, tmp_path: Path):
@@ -197,6 +210,9 @@ class Page(http.server.BaseHTTPRequestHandler):
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Page).serve_forever()
 """
 ALICE, ALICE_PASSWORD = "alice", "alice's own password"
+# Where a tossed cookie is sent before the instructor's own: on a longer path, the instructor's approval form's.
+# (Only these, so that every Set-Cookie header of her page fits in the 16 KB of headers the hub's proxy reads.)
+FORMS = {"_xsrf": ("/hub/authorize",), "jupyterhub-session-id": ("/hub/authorize",)}
 BOARD = "labkit-board"
 
 
@@ -217,9 +233,9 @@ def _learners_page(room: Room, name: str, body: str = TOSS % {"domain": HOST},
             proxy = next(process for process in room.hub.processes()
                          if "configurable-http-proxy" in " ".join(process.cmdline()))
             arguments = proxy.cmdline()
-            api = f"http://127.0.0.1:{arguments[arguments.index('--api-port') + 1]}/api/routes/{name}.{HOST}/user/{name}"
+            api = f"http://127.0.0.1:{arguments[arguments.index('--api-port') + 1]}/api/routes/{name}.{LEARNERS}/user/{name}"
             request(api, "POST", {"target": f"http://127.0.0.1:{port}"}, token=proxy.environ()["CONFIGPROXY_AUTH_TOKEN"])
-            yield f"{room.origin(f'{name}.{HOST}')}/user/{name}/"
+            yield f"{room.origin(f'{name}.{LEARNERS}')}/user/{name}/"
         finally:
             server.kill()
             server.wait(timeout=SECONDS)
@@ -290,8 +306,8 @@ def _open_board(page: Any, room: Room) -> tuple[int, str]:
 
 
 def _parent_domain_cookies(page: Any) -> list[dict[str, Any]]:
-    """The cookies the browser holds for the room's parent domain (any of its hosts receives them)."""
-    return [cookie for cookie in page.context.cookies() if cookie["domain"] == f".{HOST}"]
+    """The cookies the browser holds for the learners' parent domain (every learner's host receives them)."""
+    return [cookie for cookie in page.context.cookies() if cookie["domain"] == f".{LEARNERS}"]
 
 
 @pytest.mark.ui
@@ -306,15 +322,29 @@ def test_in_chromium_a_learners_page_cannot_toss_the_hubs_log_in_cookie(room: Ro
         assert ADMIN in page.locator("body").inner_text(), "the instructor is no longer herself"
 
 
-@pytest.mark.ui
-def test_in_chromium_a_learners_own_valid_cookies_tossed_for_the_parent_domain_change_nobody(
-        room: Room, alice: str, tmp_path: Path):
-    """Alice's page answers with her own valid log-in, session-id, _xsrf and board cookies for ``Domain=hub.localhost``.
+def _sign_ups(room: Room) -> dict[str, bool]:
+    """NativeAuthenticator's table: each name that signed up, and whether the instructor approved it."""
+    with contextlib.closing(sqlite3.connect(room.hub.settings.state / "jupyterhub.sqlite", timeout=SECONDS)) as db:
+        return {name: bool(approved) for name, approved in db.execute("SELECT username, is_authorized FROM users_info")}
 
-    Each at its own path and at ``/`` (and, for a ``__Host-`` one, under its name without the prefix): the
-    instructor who opened her page is still herself on /hub/home and on the board. Without ``__Host-`` cookies
-    (``cookie_host_prefix_enabled`` off) the instructor's /hub/home is alice's and her board refuses her.
+
+@pytest.mark.ui
+def test_in_chromium_a_learners_own_valid_cookies_tossed_for_every_domain_she_names_change_nobody(
+        room: Room, alice: str, tmp_path: Path):
+    """Alice's page answers with her own valid log-in, session-id, _xsrf and board cookies for every domain she can name.
+
+    Her own host, the learners' domain, the hub's host and ``localhost``; each at its own path, at ``/`` and (the
+    session id and ``_xsrf``) at ``/hub/authorize``; a ``__Host-`` one also under its name without the prefix.
+    The instructor who opened her page is still herself on /hub/home and on the board, and still approves a
+    sign-up on /hub/authorize: her session id and ``_xsrf`` are on the hub's host, which no learner's page can
+    name. With learners below the hub's host (``LEARNERS = HOST``) the tossed ones reach the hub, her ``_xsrf``
+    sent before the instructor's own on the longer path, and JupyterHub refuses the approval (403).
     """
+    sign_up = room.get(room.origin() + "/hub/signup", jar=tmp_path / "carol")
+    room.get(room.origin() + "/hub/signup", jar=tmp_path / "carol", data={
+        "_xsrf": _xsrf(sign_up), "username": "carol", "signup_password": "carol's own password",
+        "signup_password_confirmation": "carol's own password"})
+    assert _sign_ups(room).get("carol") is False, "carol's sign-up is not waiting for approval"
     with _chromium(room, tmp_path) as browser:
         learner = _logged_in(browser, room, alice, ALICE_PASSWORD)
         status, text = _open_board(learner, room)
@@ -323,9 +353,10 @@ def test_in_chromium_a_learners_own_valid_cookies_tossed_for_the_parent_domain_c
         names = {cookie["name"] for cookie in hers}
         assert any("hub-login" in name for name in names) and "jupyterhub-session-id" in names, names
         assert "_xsrf" in names and any(BOARD in name for name in names), names
-        tossed = [f"{name}={cookie['value']}; Domain={HOST}; Path={path}; Secure; HttpOnly; SameSite=Lax"
+        domains = {f"{alice}.{LEARNERS}", LEARNERS, HOST, "localhost"}
+        tossed = [f"{name}={cookie['value']}; Domain={domain}; Path={path}; Secure; HttpOnly; SameSite=Lax"
                   for cookie in hers for name in {cookie["name"], cookie["name"].removeprefix("__Host-")}
-                  for path in {cookie["path"], "/"}]
+                  for path in {cookie["path"], "/", *FORMS.get(cookie["name"], ())} for domain in domains]
         learner.context.close()
         with _learners_page(room, alice, DONE, tossed) as learners_page:
             victim = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
@@ -340,6 +371,14 @@ def test_in_chromium_a_learners_own_valid_cookies_tossed_for_the_parent_domain_c
             assert ADMIN in text and alice not in text, f"the instructor is no longer herself on /hub/home:\n{text}"
             status, text = _open_board(victim, room)
             assert status == 200 and f"Logged in as {ADMIN}." in text, f"not herself on the board:\n{text}"
+            victim.goto(f"{room.origin()}/hub/authorize")
+            # She reads the page before she clicks. (Were the page's _xsrf cookie not hers, JupyterHub would mint a
+            # token afresh for each request, equal to the form's only within the same second of its timestamp.)
+            time.sleep(1.5)
+            with victim.expect_response(re.compile(r".*/hub/authorize/carol$")) as approval:
+                victim.locator("form[action$='/authorize/carol'] button").click()
+            assert approval.value.status < 400, f"the approval was refused: {approval.value.status}"
+            assert _sign_ups(room)["carol"] is True, "carol is not approved"
 
 
 @pytest.fixture(scope="module")
@@ -348,7 +387,7 @@ def bobs_server(room: Room) -> str:
     room.hub.api("users/bob", "POST")
     room.hub.start_server("bob")
     room.hub.wait_until_ready("bob")
-    return f"{room.origin(f'bob.{HOST}')}/user/bob/lab"
+    return f"{room.origin(f'bob.{LEARNERS}')}/user/bob/lab"
 
 
 @pytest.mark.ui
@@ -360,7 +399,7 @@ def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_
     URL: the hub's OAuth, then its file browser, which reads the contents API with the _xsrf cookie).
     Before, the hub's proxy answered 431 to each.
     """
-    with _learners_page(room, alice, BOMB % {"domain": HOST}) as learners_page, _chromium(room, tmp_path) as browser:
+    with _learners_page(room, alice, BOMB % {"domain": LEARNERS}) as learners_page, _chromium(room, tmp_path) as browser:
         victim = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
         assert _open_board(victim, room)[0] == 200
         victim.goto(learners_page)

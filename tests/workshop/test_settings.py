@@ -168,3 +168,64 @@ def test_every_test_the_readmes_security_table_names_exists():
     for module, name in named:
         tree = ast.parse((Path(__file__).parent / module).read_text())
         assert name in {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}, f"{module}::{name}"
+
+
+@pytest.mark.parametrize("domain, message", [
+    ("hub.example.org", "is the hub's host 'hub.example.org'"),
+    ("example.org", "is a parent of the hub's host"),
+    ("learners.hub.example.org", "is below the hub's host"),
+    ("https://learners.example.net", "give a host name only"),
+    ("learners.example.net:8443", "give a host name only"),
+    ("localhost", "give a host name only"),
+])
+def test_a_learners_domain_apart_from_the_hubs_host_or_a_clear_refusal(domain: str, message: str):
+    with pytest.raises(LabkitValueError, match=message):
+        settings(subdomain_host="https://hub.example.org", learners_domain=domain)
+
+
+def test_a_learners_domain_needs_the_hubs_own_url():
+    with pytest.raises(LabkitValueError, match="LEARNERS_DOMAIN='learners.example.net' needs the hub's own URL: set "
+                                               "LABKIT_WORKSHOP_SUBDOMAIN_HOST"):
+        settings(learners_domain="learners.example.net")
+
+
+def test_learners_on_their_own_domain_and_the_board_on_the_hubs():
+    """JupyterHub's hook puts learner NAME at NAME.LEARNERS_DOMAIN (SUBDOMAIN_HOST's port), services under the hub's host."""
+    from labkit.workshop.hosts import hub_host_settings, layout_warning, learner_origin, service_origin
+
+    room = settings(subdomain_host="https://hub.localhost:8443", learners_domain="Learners.Localhost.")
+    assert room.learners_domain == "learners.localhost" and room.isolated_origins
+    assert learner_origin(room, "ada") == "https://ada.learners.localhost:8443"
+    assert service_origin(room, "labkit-board") == "https://labkit-board--service.hub.localhost:8443"
+    hub = hub_host_settings(room)
+    assert (hub["public_url"], hub["subdomain_host"], hub["hub_routespec"]) == (
+        "https://hub.localhost:8443/", "https://learners.localhost:8443", "hub.localhost/")
+    hook = hub["subdomain_hook"]
+    assert hook("ada", "hub.localhost", "user") == "ada.learners.localhost"  # JupyterHub passes the hub's domain here
+    assert hook("labkit-board", "learners.localhost", "service") == "labkit-board--service.hub.localhost"  # ... and here
+    assert layout_warning(room) == ""
+    old = settings(subdomain_host="https://hub.localhost:8443")
+    assert learner_origin(old, "ada") == "https://ada.hub.localhost:8443"
+    assert hub_host_settings(old) == {"subdomain_host": "https://hub.localhost:8443", "hub_routespec": "hub.localhost/"}
+    assert "below the hub's own host" in layout_warning(old) and "LABKIT_WORKSHOP_LEARNERS_DOMAIN" in layout_warning(old)
+    shared = layout_warning(settings(subdomain_host="https://hub.example.org", learners_domain="learners.example.org"))
+    assert "share the parent domain example.org" in shared and "registrable domain of their own" in shared
+    assert layout_warning(settings(subdomain_host="https://hub.example.org", learners_domain="example-learners.net")) == ""
+    assert hub_host_settings(settings()) == {} and layout_warning(settings()) == ""
+
+
+def test_caddy_has_a_site_per_kind_of_host_and_the_hubs_pages_on_the_hubs_only():
+    """With LEARNERS_DOMAIN: the hub's site (the secret), the board's and the learners' wildcard (each refusing /hub/)."""
+    from labkit.workshop.auth import FRONT_PROXY_HEADER
+    from labkit.workshop.front_proxy import NOT_THE_HUB, caddyfile
+
+    room = settings(caddy="yes", subdomain_host="https://hub.example.org", learners_domain="learners.example.net")
+    sites = [site for site in caddyfile(room, "s3cret").split("\n}\n")[1:] if site.strip()]  # [0]: the options
+    names = [site.strip().split(" {")[0] for site in sites]
+    assert names == ["hub.example.org:443", "labkit-board--service.hub.example.org:443", "*.learners.example.net:443"]
+    hub, board, learners = sites[:3]
+    assert f"header_up {FRONT_PROXY_HEADER} s3cret" in hub and "respond @hub" not in hub
+    for site in (board, learners):
+        assert "s3cret" not in site and f"header_up -{FRONT_PROXY_HEADER}" in site and "tls internal" in site
+        assert "@hub path /hub /hub/*" in site
+        assert f'respond @hub "{NOT_THE_HUB} https://hub.example.org/hub/" 404' in site
