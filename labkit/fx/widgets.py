@@ -27,10 +27,12 @@ import ipywidgets as widgets
 from matplotlib.ticker import MaxNLocator
 
 from labkit.core.errors import LabkitValueError
-from labkit.core.plots import INK, TAB10, svg_document, svg_text, text_width
+from labkit.core.plots import INK, TAB10, Picture, svg_document, svg_text, text_width
 from labkit.core.tables import Table
 from labkit.core.widgets import PictureView, show_picture
 from labkit.fx.profile import SORT_KEYS, NodeTiming, ProfileReport, profile_model, require_count, require_profilable
+from labkit.fx.report import format_bytes
+from labkit.fx.timeline_plot import timeline_alt, timeline_drawing, timeline_rows
 from labkit.i18n.messages import N_, _, ngettext
 
 TABLE_CLASS = "labkit-live-profile-table"
@@ -235,3 +237,59 @@ class LiveProfile(widgets.VBox):
         self.table.value = f'<div class="{TABLE_CLASS}">{table.to_html()}</div>'
         labels, values, title, xlabel = bars
         show_picture(self.image, bar_svg(labels, values, title, xlabel), bars_alt(title, xlabel))
+
+
+# ---------------------------------------------------------------- the timeline and its memory
+
+
+def timeline_svg(report: ProfileReport, selected: str | None = None) -> bytes:
+    """:func:`labkit.fx.timeline_plot.timeline_drawing` as labkit's themed SVG: the same bytes for the same report."""
+    drawing = timeline_drawing(report, selected)
+    return svg_document(drawing.width, drawing.height, drawing.title, list(drawing.parts))
+
+
+def timeline_picture(report: ProfileReport) -> Picture:
+    """The timeline of ``report`` for a notebook cell, with its alt text (no timings in it: nbval compares it)."""
+    return Picture(timeline_svg(report), timeline_alt(report))
+
+
+class MemoryTimeline(widgets.VBox):
+    """A profile's timeline with a slider over its nodes: the picture outlines the node picked, the caption names
+    its op, its module, the bytes its outputs created and the bytes alive after it.
+
+    Why a slider over a picture: the curve says where memory peaks, the caption says what each node holds,
+    and moving along the columns connects the two. It renders a report it is given and measures nothing.
+    """
+
+    def __init__(self, report: ProfileReport) -> None:
+        self.rows = timeline_rows(report)
+        self.report = report
+        peak = str((report.memory or {}).get("peak_node", ""))
+        names = [row.name for row in self.rows]
+        start = names.index(peak) if peak in names else 0
+        self.slider = widgets.IntSlider(value=start, min=0, max=len(self.rows) - 1, description=_("node"),
+                                        continuous_update=True)
+        self.caption = widgets.HTML()
+        self.image = PictureView()
+        super().__init__([self.slider, self.caption, self.image])
+        self.add_class("labkit-memory-timeline")
+        self.slider.observe(lambda _change: self.redraw(), names="value")
+        self.redraw()
+
+    @property
+    def selected(self) -> NodeTiming:
+        """The node the slider picks."""
+        return self.rows[self.slider.value]
+
+    def caption_text(self) -> str:
+        """The picked node in words (plain text; the widget shows it escaped)."""
+        row = self.selected
+        return _("node {number} of {nodes}: {name} ({op_type}) in module {module}; its outputs created {output}, "
+                 "alive after it: {live}").format(
+            number=self.slider.value + 1, nodes=len(self.rows), name=row.name, op_type=row.op_type,
+            module=row.module or "-", output=format_bytes(row.output_bytes), live=format_bytes(row.live_bytes))
+
+    def redraw(self) -> None:
+        """Outline the picked node and caption it (no new measurement)."""
+        self.caption.value = html.escape(self.caption_text())
+        show_picture(self.image, timeline_svg(self.report, self.selected.name), timeline_alt(self.report))

@@ -692,6 +692,18 @@ def _live_profile_redraw() -> Callable[[], object]:
     return _set_each(widget.sort_by, ["median", "min", "mean"])
 
 
+def _memory_timeline_redraw() -> Callable[[], object]:
+    """After one profile of a small CNN, the node slider moves: the picture outlines another node, the caption follows."""
+    from labkit.fx.profile import profile_model
+    from labkit.fx.widgets import MemoryTimeline
+
+    torch.manual_seed(0)
+    blocks = [layer for channels in (3, 8, 8, 8, 8) for layer in (torch.nn.Conv2d(channels, 8, 3, padding=1), torch.nn.ReLU())]
+    model = torch.nn.Sequential(*blocks, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 10)).eval()
+    widget = MemoryTimeline(profile_model(model, torch.randn(1, 3, 16, 16), warmup=0, runs=1))
+    return _set_each(widget.slider, [1, 4, 7, 2])
+
+
 def _stride_explorer_redraw() -> Callable[[], object]:
     from labkit.memory_format.widgets import StrideExplorer
 
@@ -743,6 +755,7 @@ def _variant_bars_draw() -> Callable[[], object]:
 REDRAW_PROBES: dict[str, tuple[str, ProbeBuilder]] = {
     "SliderPlot": ("SliderPlot (00): drag the frequency slider", _slider_plot_redraw),
     "LiveProfile": ("LiveProfile (01): change sort by after a profile", _live_profile_redraw),
+    "MemoryTimeline": ("MemoryTimeline (01): move the node slider after a profile", _memory_timeline_redraw),
     "StrideExplorer": ("StrideExplorer (02, shape 2x3x2x2): drag the C slider", _stride_explorer_redraw),
     "StrideExplorer_largest": ("StrideExplorer at the most the sliders allow (5-D, 2x4x2x4x4): drag W",
                                _stride_explorer_largest_redraw),

@@ -7,7 +7,7 @@ from labkit.core.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "labkit.core.widgets": ("SliderPlot",),
-    "labkit.fx.widgets": ("LiveProfile",),
+    "labkit.fx.widgets": ("LiveProfile", "MemoryTimeline"),
     "labkit.memory_format.widgets": ("StrideExplorer",),
     "labkit.forward_ad.widgets": ("JacobianScaling",),
 })

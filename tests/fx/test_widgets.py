@@ -363,3 +363,35 @@ def test_every_control_has_a_label_that_names_it(widget):
     labels = [widget.runs.description, widget.top_k.description, widget.sort_by.description,
               widget.group_by_type.description, widget.button.description, widget.progress.description]
     assert labels == ["runs", "top k", "sort by", "group by type", "Run profile", "progress"]
+
+
+# ---------------------------------------------------------------- MemoryTimeline
+
+
+@pytest.fixture(scope="module")
+def timeline_report():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 1), nn.Flatten()).eval()
+    return profile_model(model, torch.randn(1, 3, 8, 8), warmup=0, runs=1)
+
+
+def test_memory_timeline_starts_at_the_peak_and_the_slider_outlines_the_node_it_picks(timeline_report):
+    from labkit.widgets import MemoryTimeline
+
+    widget = MemoryTimeline(timeline_report)
+    names = [row.name for row in timeline_report.rows]
+    assert widget.selected.name == timeline_report.memory["peak_node"]
+    assert "labkit-memory-timeline" in widget._dom_classes
+    widget.slider.value = 2
+    assert widget.image.picture == fx_widgets.timeline_svg(timeline_report, names[2])
+    row = timeline_report.rows[2]
+    assert f"{names[2]} ({row.op_type})" in widget.caption.value
+    assert "alive after it" in widget.caption.value
+    assert widget.image.alt == fx_widgets.timeline_alt(timeline_report)
+
+
+def test_timeline_picture_is_the_svg_with_its_alt_text(timeline_report):
+    picture = fx_widgets.timeline_picture(timeline_report)
+    assert picture.data == fx_widgets.timeline_svg(timeline_report)
+    assert "peak" in picture.alt
+    ET.fromstring(picture.data)  # well-formed XML
