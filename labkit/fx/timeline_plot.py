@@ -110,11 +110,11 @@ def timeline_drawing(report: ProfileReport, selected: str | None = None) -> Draw
         'stroke-width="2"/>',
     ]
     if peak_node in names:
-        x = left + COLUMN_PX * names.index(peak_node) + COLUMN_PX / 2
+        peak_x = left + COLUMN_PX * names.index(peak_node) + COLUMN_PX / 2
         label = _("peak {bytes} after {node}").format(bytes=format_bytes(peak_bytes), node=peak_node)
-        parts += [f'<line class="peak" x1="{x:g}" y1="{curve_top}" x2="{x:g}" y2="{curve_bottom}" '
+        parts += [f'<line class="peak" x1="{peak_x:g}" y1="{curve_top}" x2="{peak_x:g}" y2="{curve_bottom}" '
                   f'stroke="{PEAK_COLOUR}" stroke-dasharray="3 2"/>',
-                  _text(x + 4, curve_top + FONT_PX / 2, label, colour=PEAK_COLOUR)]
+                  _text(peak_x + 4, curve_top + FONT_PX / 2, label, colour=PEAK_COLOUR)]
     if selected is not None:
         x = left + COLUMN_PX * names.index(selected)
         parts.append(f'<rect class="selected" x="{x}" y="{top - 2}" width="{COLUMN_PX}" '

@@ -17,7 +17,7 @@ from labkit.__main__ import main as cli
 from labkit.authoring import docs
 from labkit.core.errors import LabkitError, LabkitValueError
 
-pytestmark = [pytest.mark.slow, pytest.mark.torch_free]  # torch_free: runs no torch op, the torch-floor job leaves it out (Makefile)
+pytestmark = [pytest.mark.slow, pytest.mark.torch_free]  # torch_free: no torch op; the torch-floor job leaves it out
 
 
 def write_notebook(path: Path, *, title: str, goals: list[str], executed: bool = True, link: str = "") -> None:

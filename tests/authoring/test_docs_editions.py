@@ -17,7 +17,7 @@ from labkit.core.errors import LabkitError
 from labkit.i18n import glossary
 from tests.authoring.test_docs import make_two_notebooks, write_notebook
 
-pytestmark = [pytest.mark.slow, pytest.mark.torch_free]  # torch_free: runs no torch op, the torch-floor job leaves it out (Makefile)
+pytestmark = [pytest.mark.slow, pytest.mark.torch_free]  # torch_free: no torch op; the torch-floor job leaves it out
 GLOSSARY = Path(__file__).resolve().parents[2] / "notebooks" / "i18n" / "glossary.csv"
 
 

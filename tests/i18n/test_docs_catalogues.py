@@ -9,7 +9,7 @@ from babel.messages.pofile import read_po
 
 from labkit.i18n import LANGS, docs_check
 
-pytestmark = [pytest.mark.slow, pytest.mark.torch_free]  # sphinx-build -b gettext per check; no torch op (the floor job leaves it out)
+pytestmark = [pytest.mark.slow, pytest.mark.torch_free]  # sphinx-build -b gettext per check; torch_free: no torch op
 ROOT = Path(__file__).resolve().parents[2]
 GLOSSARY = ROOT / "notebooks" / "i18n" / "glossary.csv"
 OLD_SENTENCE = "The pages of this site are snapshots: the widgets do not move and no cell runs."
