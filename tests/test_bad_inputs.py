@@ -42,6 +42,7 @@ from labkit.forward_ad import jacobian_cost
 from labkit.forward_ad.derivatives import hvp, jvp, module_jvp, verify_jvp
 from labkit.fx import crosscheck as fx_crosscheck
 from labkit.fx import fusion as fx_fusion
+from labkit.fx import memory_agreement as fx_memory_agreement
 from labkit.fx.profile import ProfilingInterpreter, TrainModeWarning, profile_model
 from labkit.memory_format.tracker import FormatTracker
 
@@ -447,6 +448,11 @@ FUSION_CAPSTONE = [
          lambda: fx_crosscheck.compare_with_torch_profiler(linear(), X, mode="fastest"), ["mode", "fastest"]),
     Case("crosscheck untraceable",
          lambda: fx_crosscheck.compare_with_torch_profiler(branchy(), X, fallback=False), ["x.sum() > 0"]),
+    Case("memory agreement untraceable",
+         lambda: fx_memory_agreement.compare_memory_with_allocator(branchy(), X), ["x.sum() > 0"]),
+    Case("memory_table k=0", lambda: profile_model(linear(), X, warmup=0, runs=1).memory_table(0), ["k", "0"]),
+    Case("memory_table hooked",
+         lambda: profile_model(linear(), X, warmup=0, runs=1, mode="modules").memory_table(), ["modules"]),
     Case("CrossCheck([]).max_difference", lambda: fx_crosscheck.CrossCheck([]).max_difference, ["no op types"]),
     Case("CrossCheck.difference unknown",
          lambda: fx_crosscheck.CrossCheck([("Linear", 50.0, 60.0)]).difference("Conv2d"), ["Conv2d", "Linear"]),

@@ -53,6 +53,12 @@ def _crosscheck(model: nn.Module, x: torch.Tensor, kwargs: Kwargs) -> Any:
     return compare_with_torch_profiler(model, x, kwargs=kwargs, warmup=1, runs=1)
 
 
+def _memory_agreement(model: nn.Module, x: torch.Tensor, kwargs: Kwargs) -> Any:
+    from labkit.fx.memory_agreement import compare_memory_with_allocator
+
+    return compare_memory_with_allocator(model, x, kwargs=kwargs)
+
+
 def _fuse_safely(model: nn.Module, x: torch.Tensor, kwargs: Kwargs) -> Any:
     from labkit.fx.fusion import fuse_safely
 
@@ -144,6 +150,7 @@ HELPERS: dict[str, Helper] = {
     "profile_model[modules]": _profile("modules"),
     "profile_model[export]": _profile("fast", "export"),
     "compare_with_torch_profiler": _crosscheck,
+    "compare_memory_with_allocator": _memory_agreement,
     "fuse_safely": _fuse_safely,
     "fuse_conv_bn_teaching": _fuse_teaching,
     "fuse_conv_bn_library": _fuse_library,

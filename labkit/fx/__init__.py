@@ -33,6 +33,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "report": ("ProfileReport", "OpTypeBreakdown", "ModuleBreakdown", "ModuleTime", "NodeTiming"),
     "overhead": ("measure_overhead", "OverheadResult", "TinyOpsChain"),
     "crosscheck": ("compare_with_torch_profiler", "CrossCheck", "TooLittleComparedError"),
+    "memory_agreement": ("compare_memory_with_allocator", "MemoryAgreement"),
     "fusion": ("fold_bn_into_conv", "fuse_conv_bn_teaching", "fuse_conv_bn_library", "fuse_safely", "count_nodes",
                "verify_fusion", "FusionVerification", "fusion_timings", "FusionTimings", "UnsafeFusionError",
                "FusionSkippedWarning"),

@@ -20,6 +20,7 @@ from labkit.core.files import write_file, write_text
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.core.timing import RunStats, format_seconds
 from labkit.fx.timeline import RunTimeline
+from labkit.i18n.messages import _
 
 
 @dataclass(frozen=True)
@@ -432,6 +433,26 @@ class ProfileReport(ShowsAsTable):
         if self.memory is not None:
             headers.append(LIVE_AFTER)
         return Table(headers, rows, title=title)
+
+    def memory_table(self, k: int | None = None) -> Table:
+        """The first ``k`` nodes (every node: ``None``) in execution order with their memory: the shapes each took,
+        the bytes its outputs created and the bytes alive after it. Why apart from :meth:`table`: bytes are facts of
+        the graph and the input shapes, the same on every run, so a notebook can store this table and nbval compare it.
+        """
+        if self.memory is None:
+            raise LabkitValueError(_("this profile has no memory per node (a hooked profile, mode='modules'); profile "
+                                     "the model in mode 'fast' or 'faithful' to see its memory."))
+        rows = self.rows if k is None else self.rows[:require_count("k", k, 1, "memory_table(k) shows the first k nodes")]
+        peak = self.memory["peak_node"]
+        return Table(
+            [_("node"), _("type"), _("input shapes"), _("output bytes"), _("alive after"), _("peak")],
+            [[r.name, _shown_type(r), " ".join("x".join(map(str, shape)) for shape in r.input_shapes),
+              format_bytes(r.output_bytes), format_bytes(r.live_bytes), "<-" if r.name == peak else ""] for r in rows],
+            title=_("Memory per node of {model}, in execution order (parameters {parameters} and inputs {inputs} "
+                    "counted apart)").format(model=self.model or "model",
+                                             parameters=format_bytes(self.memory["parameter_bytes"]),
+                                             inputs=format_bytes(self.memory["input_bytes"])),
+        )
 
     def memory_note(self) -> str:
         """The line under the table: the peak of live bytes, the node where it happens, what is counted apart."""

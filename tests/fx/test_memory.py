@@ -5,41 +5,52 @@ import torchvision
 
 from labkit.fx import hf_zoo
 from labkit.fx.capture import capture_graph
-from labkit.fx.memory import graph_memory, measured_live_bytes
+from labkit.fx.memory import graph_memory
+from labkit.fx.memory_agreement import MemoryAgreement, compare_memory_with_allocator
 from labkit.fx.profile import profile_model
 from labkit.fx.report import LIVE_AFTER
 
-#: How far a computed live-bytes figure may be from the allocator's: 64 bytes or 1 %, whichever is larger.
-#: Why not exact: an exported transformer keeps an 8-byte scalar the graph never names (a constant's copy).
-TOLERANCE_BYTES, TOLERANCE_FRACTION = 64, 0.01
 
-
-def _agreement(name, graph):
-    computed = graph_memory(graph.graph_module, graph.inputs)
-    measured = measured_live_bytes(graph.graph_module, graph.inputs)
-    assert set(measured) == set(computed.nodes)
-    gaps = {node: abs(measured[node] - facts.live_bytes) for node, facts in computed.nodes.items()}
-    worst = max(gaps, key=gaps.get)
-    print(f"{name}: live bytes after each of {len(gaps)} nodes, computed vs torch.profiler's profile_memory: "
-          f"{sum(g == 0 for g in gaps.values())} equal, largest gap {gaps[worst]} B (at {worst}); "
-          f"peak {computed.peak_bytes} B after {computed.peak_node}, measured {max(measured.values())} B")
-    for node, gap in gaps.items():
-        assert gap <= max(TOLERANCE_BYTES, TOLERANCE_FRACTION * measured[node]), (node, gap)
-    assert abs(max(measured.values()) - computed.peak_bytes) <= max(TOLERANCE_BYTES, TOLERANCE_FRACTION * computed.peak_bytes)
-    return computed
+def _agreement(name, model, *inputs, **kwargs):
+    agreement = compare_memory_with_allocator(model, *inputs, **kwargs)
+    print(f"{name}: {agreement}")  # the figures, in the log of every run
+    assert agreement.agrees, agreement
+    return agreement
 
 
 def test_resnet18_live_bytes_agree_with_the_allocator():
-    graph = capture_graph(torchvision.models.resnet18().eval(), (torch.randn(1, 3, 64, 64),), {})
-    computed = _agreement("resnet18", graph)
+    model, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 64, 64)
+    agreement = _agreement("resnet18", model, x)
+    assert agreement.computed_peak == agreement.measured_peak == ("conv1", 64 * 32 * 32 * 4)  # the stem's 64x32x32 map
+    graph = capture_graph(model, (x,), {})
+    computed = graph_memory(graph.graph_module, graph.inputs)
     assert computed.peak_node == "conv1" and computed.peak_bytes == 64 * 32 * 32 * 4  # the stem's 64x32x32 float map
     held = (*graph.graph_module.parameters(), *graph.graph_module.buffers())
     assert computed.parameter_bytes == sum(t.numel() * t.element_size() for t in held)
 
 
 def test_bert_live_bytes_agree_with_the_allocator():
-    graph = capture_graph(hf_zoo.build_model("bert"), (), hf_zoo.example_inputs("bert"), capture="export")
-    _agreement("bert", graph)
+    _agreement("bert", hf_zoo.build_model("bert"), kwargs=hf_zoo.example_inputs("bert"), capture="export")
+
+
+def test_a_disagreement_is_said_and_a_gap_within_tolerance_is_not_one():
+    agreeing = MemoryAgreement({"a": 1000, "b": 10_000}, {"a": 1000, "b": 10_064}, ("b", 10_000))
+    assert agreeing.agrees and agreeing.gaps == {"a": 0, "b": 64}
+    assert "1 equal, largest gap 64 B (after b)" in str(agreeing) and "they agree" in str(agreeing)
+    apart = MemoryAgreement({"a": 1000, "b": 10_000}, {"a": 2000, "b": 10_000}, ("b", 10_000))
+    assert not apart.agrees and "they DISAGREE" in str(apart)
+    wrong_peak = MemoryAgreement({"a": 1000}, {"a": 1000}, ("a", 5000))
+    assert not wrong_peak.agrees
+
+
+def test_the_memory_table_lists_the_first_nodes_with_the_peak_marked():
+    report = profile_model(torchvision.models.resnet18().eval(), torch.randn(1, 3, 64, 64), warmup=0, runs=1)
+    table = report.memory_table(4)
+    assert table.column("node") == ["conv1", "bn1", "relu", "maxpool"]
+    assert table.column("peak") == ["<-", "", "", ""]
+    assert table.column("input shapes")[0] == "1x3x64x64" and table.column("output bytes")[2] == "0 B"  # in-place ReLU
+    assert len(report.memory_table().rows) == len(report.rows)
+    assert "parameters 44.6 MiB" in table.title
 
 
 class _Views(torch.nn.Module):

@@ -37,7 +37,8 @@ EXPECTED = [
     "P3.fused_channels_last", "P3.maxpool_collapse", "P3.optimize_for_inference", "P4.channels_last_fp32",
     "P5.raw_dual_over_forward", "P5.func_jvp_over_forward", "P5.labkit_over_raw",
     "P5.crossover_out", "widget.SliderPlot", "widget.LiveProfile", "widget.StrideExplorer",
-    "widget.StrideExplorer_largest", "widget.MemoryTimeline", "widget.JacobianScaling", "widget.variant_bars", "notebook.00_start_here",
+    "widget.StrideExplorer_largest", "widget.MemoryTimeline",
+    "widget.JacobianScaling", "widget.variant_bars", "notebook.00_start_here",
     "import.labkit_over_torch",
 ]
 # P6 and P7 where transformers and torch.export run here, else one skip note each
