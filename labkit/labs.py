@@ -73,7 +73,7 @@ class Lab:
 LABS: tuple[Lab, ...] = (
     Lab("00", "00_start_here.ipynb", "Start here", "labkit.core", ("SliderPlot",), kind="intro"),
     Lab("01", "01_fx_profiling.ipynb", "Where does the time go? Profiling a model with `torch.fx`", "labkit.fx",
-        ("LiveProfile",), exercises=("1.1", "1.2", "1.3")),
+        ("LiveProfile", "MemoryTimeline"), exercises=("1.1", "1.2", "1.3")),
     Lab("02", "02_memory_format.ipynb", "Memory formats and `channels_last`", "labkit.memory_format", ("StrideExplorer",),
         exercises=("2.1", "2.2", "2.3")),
     Lab("03", "03_forward_ad.ipynb", "Forward-mode automatic differentiation", "labkit.forward_ad", ("JacobianScaling",),

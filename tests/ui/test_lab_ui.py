@@ -373,6 +373,21 @@ def test_live_profile_fills_the_table_run_by_run(lab_notebook: LabNotebook) -> N
     assert snapshots[-1]["rows"] >= 2, f"the table has {snapshots[-1]['rows']} row(s) after the run"
 
 
+@_lab_params(notebooks_showing("MemoryTimeline"))
+def test_memory_timeline_outlines_the_next_node_when_the_slider_moves(lab_notebook: LabNotebook) -> None:
+    """It starts at the peak; one step with the keyboard names the next node and redraws the outlined picture."""
+    widget = lab_notebook.widget("MemoryTimeline")
+    caption = widget.locator(".widget-html-content").first
+    before_src, before_caption = _image_src(widget), caption.inner_text()
+    assert re.search(r"node 1 of \d+: conv1 \(Conv2d\)", before_caption), before_caption  # the peak of ResNet18
+    _step_slider(widget)
+    after_src = _wait_for_new_image(widget, before_src)
+    widget.page.wait_for_function("([el, old]) => el.innerText !== old", arg=[caption.element_handle(), before_caption],
+                                  timeout=WIDGET_TIMEOUT_MS)
+    assert re.search(r"node 2 of \d+: bn1 \(BatchNorm2d\)", caption.inner_text()), caption.inner_text()
+    assert after_src != before_src
+
+
 @_lab_params(notebooks_showing("JacobianScaling"))
 def test_jacobian_scaling_redraws_when_a_slider_moves(lab_notebook: LabNotebook) -> None:
     widget = lab_notebook.widget("JacobianScaling")
