@@ -59,7 +59,6 @@ from labkit.fx.tracing import (
     code_names,
     describe_failure_site,
     failure_site,
-    original_target,
     trace,
 )
 
@@ -250,9 +249,14 @@ def _traced_stack(node: torch.fx.Node) -> ModuleStack:
     if recorded:
         return _normalized(recorded.values())
     if node.op == "call_module":
-        parts = original_target(node).split(".")
+        parts = _original_target(node).split(".")
         return tuple((".".join(parts[: i + 1]), "") for i in range(len(parts)))
     return ()
+
+
+def _original_target(node: torch.fx.Node) -> str:
+    """:func:`labkit.fx.tracing.original_target`, read here: it is asked per node."""
+    return str(node.meta.get(ORIGINAL_TARGET, node.target))
 
 
 def _own_copy(model: torch.nn.Module, eager: EagerRun | None) -> torch.nn.Module:
@@ -283,7 +287,7 @@ def _checked(captured: CapturedGraph, model: Any, eager: EagerRun | None) -> Cap
     except Exception as exc:  # noqa: BLE001 - any failure of the graph is this capture's failure
         first_line = (str(exc).strip().splitlines() or [""])[0]
         node = failing_node(captured)
-        where = f" at node {node.name!r} ({node.op} {original_target(node)})" if node is not None else ""
+        where = f" at node {node.name!r} ({node.op} {_original_target(node)})" if node is not None else ""
         raise error(
             f"The {kind} graph of {_name(model)} fails{where} where the model itself ran: {type(exc).__name__}: "
             f"{first_line}. A captured graph fixes every Python value forward read (a default such as mask=None, a "
@@ -549,7 +553,7 @@ def _exported_stacks(graph_module: torch.fx.GraphModule) -> dict[str, ModuleStac
                 by_path.setdefault(stack[depth - 1][0], stack[:depth])
     for node in graph_module.graph.nodes:
         if node.op == "get_attr" and node.name not in stacks:
-            owner = original_target(node).rpartition(".")[0]
+            owner = _original_target(node).rpartition(".")[0]
             while owner and owner not in by_path:
                 owner = owner.rpartition(".")[0]
             stacks[node.name] = by_path.get(owner, ())

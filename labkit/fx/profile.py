@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 import keyword
 import os
@@ -88,10 +89,10 @@ from labkit.fx.runs import (
 )
 from labkit.fx.timeline import RunTimeline, Span, from_stamps
 from labkit.fx.tracing import (
+    ORIGINAL_TARGET,
     LeafModules,
     TraceFailedError,
     call_arguments,
-    original_target,
     torch_nn_layer,
     trace,
     traceable_children,
@@ -257,9 +258,10 @@ def _after_previous_transformer(
     previous: Callable[[list[str]], list[str]] | None, stamps: str = _STAMPS_ATTR,
 ) -> Callable[[list[str]], list[str]]:
     """For ``Graph.on_generate_code``: drop the stamps' variables after any transformer the graph had."""
+    drop = _drop_stamp_variables if stamps == _STAMPS_ATTR else functools.partial(_drop_stamp_variables, stamps=stamps)
     if previous is None:
-        return lambda body: _drop_stamp_variables(body, stamps)
-    return lambda body: _drop_stamp_variables(previous(body), stamps)
+        return drop
+    return lambda body: drop(previous(body))
 
 
 def _free_attribute(graph_module: torch.fx.GraphModule) -> str:
@@ -422,7 +424,8 @@ def _target(node: torch.fx.Node) -> str:
         return str(node.target)  # "aten.add.Tensor": the operator and its overload
     if node.op == "call_function":
         return getattr(node.target, "__name__", str(node.target))
-    return original_target(node)  # a module's or parameter's own name, where fx's code needed another
+    # a module's or parameter's own name where fx's code needed another (tracing.original_target, read here: per node)
+    return str(node.meta.get(ORIGINAL_TARGET, node.target))
 
 
 
