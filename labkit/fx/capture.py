@@ -206,7 +206,8 @@ def _symbolic_trace(
     training = isinstance(model, torch.nn.Module) and (
         model.training or any(graph_module.get_submodule(n.target).training for n in nodes if n.op == "call_module")
     )  # a layer the graph calls: fx's container stand-ins may say "training" in any mode
-    stacks = {n.name: _traced_stack(n) for n in nodes}
+    known = frozenset(name for name, _ in own.named_modules()) if isinstance(own, torch.nn.Module) else frozenset()
+    stacks = {n.name: _traced_stack(n, known) for n in nodes}
     return CapturedGraph(graph_module, "symbolic_trace", call_args, training, (), stacks)
 
 
@@ -243,11 +244,11 @@ def _refuse_lost_buffer_updates(model: Any, before: dict[str, tuple[int, torch.T
         )
 
 
-def _traced_stack(node: torch.fx.Node) -> ModuleStack:
+def _traced_stack(node: torch.fx.Node, known: frozenset[str] = frozenset()) -> ModuleStack:
     """A traced node's modules: fx's ``nn_module_stack``, or for a torch without it, a call_module node's path."""
     recorded = node.meta.get("nn_module_stack")
     if recorded:
-        return _normalized(recorded.values())
+        return _normalized(recorded.values(), known)
     if node.op == "call_module":
         parts = _original_target(node).split(".")
         return tuple((".".join(parts[: i + 1]), "") for i in range(len(parts)))
@@ -444,7 +445,7 @@ def _export(
             f"labkit passes them (torch {torch.__version__}).\nPass the inputs by position in forward's order, or "
             "profile module by module (mode='modules')."
         )
-    stacks = _exported_stacks(graph_module)
+    stacks = _exported_stacks(graph_module, frozenset(name for name, _ in own.named_modules()))
     training = model.training or any(module.training for module in own.modules())
     return CapturedGraph(graph_module, "export", tuple(flat_inputs), training, reasons, stacks, args, keywords)
 
@@ -540,14 +541,14 @@ def _export_check(node: torch.fx.Node) -> bool:
     return isinstance(target, torch._ops.OpOverload) and target.name() == "aten::_assert_tensor_metadata"
 
 
-def _exported_stacks(graph_module: torch.fx.GraphModule) -> dict[str, ModuleStack]:
+def _exported_stacks(graph_module: torch.fx.GraphModule, known: frozenset[str] = frozenset()) -> dict[str, ModuleStack]:
     """Each timed node's modules; a parameter's read (hoisted, with no stack of its own) gets its owner's."""
     stacks: dict[str, ModuleStack] = {}
     by_path: dict[str, ModuleStack] = {}
     for node in graph_module.graph.nodes:
         recorded = node.meta.get("nn_module_stack")
         if recorded:
-            stack = _normalized(recorded.values())
+            stack = _normalized(recorded.values(), known)
             stacks[node.name] = stack
             for depth in range(1, len(stack) + 1):
                 by_path.setdefault(stack[depth - 1][0], stack[:depth])
@@ -564,17 +565,21 @@ def _exported_stacks(graph_module: torch.fx.GraphModule) -> dict[str, ModuleStac
 _DYNAMO_PATH = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
 
 
-def _module_path(path: str) -> str:
+def _module_path(path: str, known: frozenset[str] = frozenset()) -> str:
+    """A recorded module path as the model names it: one of ``known`` (the model's own paths) as it is, since a
+    module may be named ``a[0]`` or ``L__self__``; else dynamo's spelling read as a path."""
+    if path in known:
+        return path
     path = re.sub(r"^L\['self'\]\.?|^L__self__\.?", "", path)
     return _DYNAMO_PATH.sub(r".\1", path).strip(".")
 
 
-def _normalized(entries: Any) -> ModuleStack:
+def _normalized(entries: Any, known: frozenset[str] = frozenset()) -> ModuleStack:
     """``((path, class name), ...)`` from an ``nn_module_stack``'s values, the root (path "") left out."""
     stack: list[tuple[str, str]] = []
     for path, cls in entries:
         name = cls.__name__ if isinstance(cls, type) else str(cls).rpartition(".")[2]
-        module_path = _module_path(str(path))
+        module_path = _module_path(str(path), known)
         if module_path and (not stack or stack[-1] != (module_path, name)):
             stack.append((module_path, name))
     return tuple(stack)

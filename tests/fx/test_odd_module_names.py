@@ -30,10 +30,11 @@ from tests.fx.support import needs_export
 from tests.test_side_effects import _differences, call, model_picture, process_picture
 
 #: Names fx cannot write as code (a quote, a backslash, a newline, a NUL, a keyword, an NFKC-changed identifier),
-#: names it can but labkit's own code once misread ("#", " (own code)", its stamps' attribute), and plain odd ones.
+#: names it can but labkit's own code once misread ("#", " (own code)", its stamps' attribute, dynamo's "[0]" and
+#: "L__self__" spellings of a path), and plain odd ones.
 ODD = [
     "it's", 'say "hi"', 'x\'y"z', "back\\slash", "ends\\", "new\nline", "nul\x00", "слой", "with space", "1st", "class",
-    "None", "\ufb01", "self", "a#2", "x (own code)", "graph", "code", "_labkit_stamps", "{brace}",
+    "None", "\ufb01", "self", "a#2", "x (own code)", "graph", "code", "_labkit_stamps", "{brace}", "a[0]", "L__self__",
 ]
 IDS = [ascii(name) for name in ODD]
 X = torch.randn(2, 4, generator=torch.Generator().manual_seed(0))
