@@ -32,6 +32,8 @@ never a silent profile.
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import io
 import logging
 import re
@@ -49,7 +51,16 @@ from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.random_state import kept_random_state
 from labkit.fx.model_inputs import KeywordsIntoVarKeywordError
 from labkit.fx.runs import EagerRun
-from labkit.fx.tracing import LeafModules, TraceFailedError, call_arguments, describe_failure_site, failure_site, trace
+from labkit.fx.tracing import (
+    ORIGINAL_TARGET,
+    LeafModules,
+    TraceFailedError,
+    call_arguments,
+    code_names,
+    describe_failure_site,
+    failure_site,
+    trace,
+)
 
 #: What ``capture=`` accepts: ``"auto"`` tries symbolic_trace, then export.
 CAPTURES = ("auto", "symbolic_trace", "export")
@@ -195,7 +206,8 @@ def _symbolic_trace(
     training = isinstance(model, torch.nn.Module) and (
         model.training or any(graph_module.get_submodule(n.target).training for n in nodes if n.op == "call_module")
     )  # a layer the graph calls: fx's container stand-ins may say "training" in any mode
-    stacks = {n.name: _traced_stack(n) for n in nodes}
+    known = frozenset(name for name, _ in own.named_modules()) if isinstance(own, torch.nn.Module) else frozenset()
+    stacks = {n.name: _traced_stack(n, known) for n in nodes}
     return CapturedGraph(graph_module, "symbolic_trace", call_args, training, (), stacks)
 
 
@@ -232,15 +244,20 @@ def _refuse_lost_buffer_updates(model: Any, before: dict[str, tuple[int, torch.T
         )
 
 
-def _traced_stack(node: torch.fx.Node) -> ModuleStack:
+def _traced_stack(node: torch.fx.Node, known: frozenset[str] = frozenset()) -> ModuleStack:
     """A traced node's modules: fx's ``nn_module_stack``, or for a torch without it, a call_module node's path."""
     recorded = node.meta.get("nn_module_stack")
     if recorded:
-        return _normalized(recorded.values())
+        return _normalized(recorded.values(), known)
     if node.op == "call_module":
-        parts = str(node.target).split(".")
+        parts = _original_target(node).split(".")
         return tuple((".".join(parts[: i + 1]), "") for i in range(len(parts)))
     return ()
+
+
+def _original_target(node: torch.fx.Node) -> str:
+    """:func:`labkit.fx.tracing.original_target`, read here: it is asked per node."""
+    return str(node.meta.get(ORIGINAL_TARGET, node.target))
 
 
 def _own_copy(model: torch.nn.Module, eager: EagerRun | None) -> torch.nn.Module:
@@ -271,7 +288,7 @@ def _checked(captured: CapturedGraph, model: Any, eager: EagerRun | None) -> Cap
     except Exception as exc:  # noqa: BLE001 - any failure of the graph is this capture's failure
         first_line = (str(exc).strip().splitlines() or [""])[0]
         node = failing_node(captured)
-        where = f" at node {node.name!r} ({node.op} {node.target})" if node is not None else ""
+        where = f" at node {node.name!r} ({node.op} {_original_target(node)})" if node is not None else ""
         raise error(
             f"The {kind} graph of {_name(model)} fails{where} where the model itself ran: {type(exc).__name__}: "
             f"{first_line}. A captured graph fixes every Python value forward read (a default such as mask=None, a "
@@ -420,7 +437,7 @@ def _export(
     except Exception as exc:  # noqa: BLE001 - export raises many types; each is explained by its message
         raise ExportFailedError(_explain_export_failure(exc)) from exc
     flat_inputs, spec = tree_flatten((args, keywords))
-    graph_module = _flat(program.module(), type(model).__name__)
+    graph_module = _flat(*_unlifted(program), type(model).__name__)
     placeholders = [node for node in graph_module.graph.nodes if node.op == "placeholder"]
     if spec != program.call_spec.in_spec or len(placeholders) != len(flat_inputs):
         raise ExportFailedError(
@@ -428,7 +445,7 @@ def _export(
             f"labkit passes them (torch {torch.__version__}).\nPass the inputs by position in forward's order, or "
             "profile module by module (mode='modules')."
         )
-    stacks = _exported_stacks(graph_module)
+    stacks = _exported_stacks(graph_module, frozenset(name for name, _ in own.named_modules()))
     training = model.training or any(module.training for module in own.modules())
     return CapturedGraph(graph_module, "export", tuple(flat_inputs), training, reasons, stacks, args, keywords)
 
@@ -450,7 +467,51 @@ def _quiet() -> Iterator[None]:
         logging.disable(previous)
 
 
-def _flat(exported: torch.fx.GraphModule, name: str) -> torch.fx.GraphModule:
+def _unlifted(program: Any) -> tuple[torch.fx.GraphModule, dict[str, str]]:
+    """``program.module()``, and ``{code name: the model's name}`` of each parameter or buffer renamed for it.
+
+    Why renamed: ``module()`` writes each parameter's qualified name into the code fx compiles, unescaped
+    (:func:`labkit.fx.tracing.odd_name`), so a module named ``say "hi"`` or ``class`` made it raise a
+    SyntaxError. A copy of the program names those parameters and buffers as fx can write them
+    (:func:`labkit.fx.tracing.code_names`); each node's module stack keeps the model's own names, and the
+    graph's parameter reads get theirs back in ``node.meta`` (:func:`_flat`). A torch whose program cannot be
+    renamed so, or that still cannot compile it, is an :class:`ExportFailedError` saying what to do.
+    """
+    signature = program.graph_signature
+    specs = [*signature.input_specs, *signature.output_specs]
+    names = [*(spec.target for spec in specs if isinstance(spec.target, str)), *program.state_dict, *program.constants]
+    renamed = code_names(names)
+    try:
+        if not renamed:
+            return program.module(), {}
+        odd = copy.copy(program)
+        odd._graph_signature = type(signature)(
+            [_renamed_spec(spec, renamed) for spec in signature.input_specs],
+            [_renamed_spec(spec, renamed) for spec in signature.output_specs],
+        )
+        odd._state_dict = {renamed.get(name, name): value for name, value in program.state_dict.items()}
+        odd._constants = {renamed.get(name, name): value for name, value in program.constants.items()}
+        return odd.module(), {new: old for old, new in renamed.items()}
+    except Exception as exc:  # noqa: BLE001 - torch's unlifting raises many types; the names are the likely cause
+        if not renamed:
+            raise ExportFailedError(_explain_export_failure(exc)) from exc
+        modules = dict.fromkeys(name.rpartition(".")[0] or name for name in renamed)
+        shown = ", ".join(repr(module) for module in list(modules)[:3])
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        raise ExportFailedError(
+            f"torch.export could not capture the model: {type(exc).__name__}: {first_line}\ntorch {torch.__version__} "
+            f"cannot build a module from the exported graph of a model whose modules have names such as {shown}, "
+            "which Python code cannot spell as attributes. Rename those modules (letters, digits and _), or time the "
+            "model module by module (mode='modules')."
+        ) from exc
+
+
+def _renamed_spec(spec: Any, renamed: Mapping[str, str]) -> Any:
+    target = getattr(spec, "target", None)
+    return dataclasses.replace(spec, target=renamed[target]) if isinstance(target, str) and target in renamed else spec
+
+
+def _flat(exported: torch.fx.GraphModule, original: Mapping[str, str], name: str) -> torch.fx.GraphModule:
     """``ExportedProgram.module()`` as a plain ``GraphModule``: flat inputs in, a flat tuple out, no hooks.
 
     Why: the exported module flattens its inputs with pytree code and checks them in
@@ -466,6 +527,8 @@ def _flat(exported: torch.fx.GraphModule, name: str) -> torch.fx.GraphModule:
     for node in list(graph.nodes):
         if not node.users and _export_check(node):
             graph.erase_node(node)
+        elif node.op == "get_attr" and node.target in original:
+            node.meta[ORIGINAL_TARGET] = original[str(node.target)]
     graph.set_codegen(torch.fx.graph.CodeGen())
     return torch.fx.GraphModule(exported, graph, name)
 
@@ -478,20 +541,20 @@ def _export_check(node: torch.fx.Node) -> bool:
     return isinstance(target, torch._ops.OpOverload) and target.name() == "aten::_assert_tensor_metadata"
 
 
-def _exported_stacks(graph_module: torch.fx.GraphModule) -> dict[str, ModuleStack]:
+def _exported_stacks(graph_module: torch.fx.GraphModule, known: frozenset[str] = frozenset()) -> dict[str, ModuleStack]:
     """Each timed node's modules; a parameter's read (hoisted, with no stack of its own) gets its owner's."""
     stacks: dict[str, ModuleStack] = {}
     by_path: dict[str, ModuleStack] = {}
     for node in graph_module.graph.nodes:
         recorded = node.meta.get("nn_module_stack")
         if recorded:
-            stack = _normalized(recorded.values())
+            stack = _normalized(recorded.values(), known)
             stacks[node.name] = stack
             for depth in range(1, len(stack) + 1):
                 by_path.setdefault(stack[depth - 1][0], stack[:depth])
     for node in graph_module.graph.nodes:
         if node.op == "get_attr" and node.name not in stacks:
-            owner = str(node.target).rpartition(".")[0]
+            owner = _original_target(node).rpartition(".")[0]
             while owner and owner not in by_path:
                 owner = owner.rpartition(".")[0]
             stacks[node.name] = by_path.get(owner, ())
@@ -502,17 +565,21 @@ def _exported_stacks(graph_module: torch.fx.GraphModule) -> dict[str, ModuleStac
 _DYNAMO_PATH = re.compile(r"\[['\"]?([^\]'\"]+)['\"]?\]")
 
 
-def _module_path(path: str) -> str:
+def _module_path(path: str, known: frozenset[str] = frozenset()) -> str:
+    """A recorded module path as the model names it: one of ``known`` (the model's own paths) as it is, since a
+    module may be named ``a[0]`` or ``L__self__``; else dynamo's spelling read as a path."""
+    if path in known:
+        return path
     path = re.sub(r"^L\['self'\]\.?|^L__self__\.?", "", path)
     return _DYNAMO_PATH.sub(r".\1", path).strip(".")
 
 
-def _normalized(entries: Any) -> ModuleStack:
+def _normalized(entries: Any, known: frozenset[str] = frozenset()) -> ModuleStack:
     """``((path, class name), ...)`` from an ``nn_module_stack``'s values, the root (path "") left out."""
     stack: list[tuple[str, str]] = []
     for path, cls in entries:
         name = cls.__name__ if isinstance(cls, type) else str(cls).rpartition(".")[2]
-        module_path = _module_path(str(path))
+        module_path = _module_path(str(path), known)
         if module_path and (not stack or stack[-1] != (module_path, name)):
             stack.append((module_path, name))
     return tuple(stack)

@@ -264,6 +264,7 @@ class ModuleProfiler(Profiler):
         self._child_runs: list[dict[str, float]] = []  # per timed run: child -> its whole time
         self._last_children: dict[str, float] = {}
         self._described: dict[str, tuple[str, str, str, str, str]] = {}
+        self._row_modules: dict[str, str] = {}  # row name -> the hooked module's path
         self._layers = layers_of(self.module)
         for hooked in self.plan:
             # the clock starts before the model's own pre-hooks and stops after its hooks: they are part of the call
@@ -332,8 +333,9 @@ class ModuleProfiler(Profiler):
         durations = []
         for name, kind, seconds in self._calls:
             seen[name, kind] += 1
-            count = seen[name, kind]
-            durations.append((name + (f"#{count}" if count > 1 else "") + (OWN_CODE if kind == "split" else ""), seconds))
+            key = _row_key(name, kind, seen[name, kind])
+            self._row_modules.setdefault(key, name)  # the row's module: a name may hold "#" or " (own code)" itself
+            durations.append((key, seconds))
         durations.append((OUTSIDE, max(total - sum(seconds for *_, seconds in self._calls), 0.0)))
         self._last_children = {}
         for name, seconds in self._child_calls:
@@ -353,7 +355,7 @@ class ModuleProfiler(Profiler):
         if key == OUTSIDE:
             return "outside", OUTSIDE, "", OUTSIDE, ""
         if key not in self._described:
-            target = key.removesuffix(OWN_CODE).split("#")[0]
+            target = self._row_modules.get(key) or key.removesuffix(OWN_CODE).split("#")[0]
             module = self.module if target == WHOLE_MODEL else self.module.get_submodule(target)
             cls = type(module)
             op_type = ((self._layers[cls] if cls in self._layers else torch_nn_layer(cls)) or cls).__name__
@@ -374,6 +376,11 @@ class ModuleProfiler(Profiler):
         return dataclasses.replace(report, largest_children=largest)
 
 
+def _row_key(name: str, kind: str, count: int) -> str:
+    """A row's name: the module's path, ``#2`` from its second call on, `` (own code)`` for a split unit's own code."""
+    return name + (f"#{count}" if count > 1 else "") + (OWN_CODE if kind == "split" else "")
+
+
 def _timeline(start: float, end: float, calls: Sequence[tuple[str, str | None, float, float]]) -> RunTimeline:
     """One run's hooked calls as spans, in the order they started: a row's call under its row's name
     (``relu#2``, ``h.0 (own code)``), a child of the model that has no row under its path."""
@@ -383,8 +390,7 @@ def _timeline(start: float, end: float, calls: Sequence[tuple[str, str | None, f
         key = name
         if kind is not None:
             seen[name, kind] += 1
-            count = seen[name, kind]
-            key = name + (f"#{count}" if count > 1 else "") + (OWN_CODE if kind == "split" else "")
+            key = _row_key(name, kind, seen[name, kind])
         spans.append(Span(key, began - start, ended - start))
     return RunTimeline(start, end - start, tuple(spans))
 

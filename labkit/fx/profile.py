@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
+import keyword
 import os
 import re
 import statistics
@@ -87,6 +89,7 @@ from labkit.fx.runs import (
 )
 from labkit.fx.timeline import RunTimeline, Span, from_stamps
 from labkit.fx.tracing import (
+    ORIGINAL_TARGET,
     LeafModules,
     TraceFailedError,
     call_arguments,
@@ -218,12 +221,17 @@ def _stamp_function(device: torch.device) -> Callable[[list[float]], None]:
 
 # ``name = stamp(_labkit_stamps);  name = None`` (possibly with other dead names) as fx writes it; torch
 # 2.4 frees no name for a node nothing uses: ``name = stamp(_labkit_stamps)``, perhaps ``;  other = None``.
-_STAMP_LINE = re.compile(
-    rf"^(?P<indent>\s*)(?P<name>\w+) = (?P<call>\w+\({_STAMPS_ATTR}\))(?:;  (?P<dead>\w+(?: = \w+)*) = None)?$"
-)
+def _stamp_line(stamps: str) -> re.Pattern[str]:
+    """A stamp's line in the generated code, ``stamps`` being the name the stamps' list has there."""
+    return re.compile(
+        rf"^(?P<indent>\s*)(?P<name>\w+) = (?P<call>\w+\({re.escape(stamps)}\))(?:;  (?P<dead>\w+(?: = \w+)*) = None)?$"
+    )
 
 
-def _drop_stamp_variables(body: list[str]) -> list[str]:
+_STAMP_LINE = _stamp_line(_STAMPS_ATTR)
+
+
+def _drop_stamp_variables(body: list[str], stamps: str = _STAMPS_ATTR) -> list[str]:
     """Write each stamp as a bare call, so the stamps add no local variables to ``forward``.
 
     Why: a Python >= 3.11 frame lives in a 16 KiB "data stack" chunk. A forward
@@ -231,11 +239,13 @@ def _drop_stamp_variables(body: list[str]) -> list[str]:
     module it calls gets a fresh chunk, mmap'd and munmap'd per call (a page fault
     each: efficientnet_b5 took ~600 per forward). Without the stamps' variables the
     instrumented forward's frame is the plain GraphModule's. A line in another
-    shape is left as it is (still correct, only larger).
+    shape is left as it is (still correct, only larger). ``stamps`` is the stamps' list's name in the code
+    (another than ``_labkit_stamps`` where the model has a module of that name).
     """
+    pattern = _STAMP_LINE if stamps == _STAMPS_ATTR else _stamp_line(stamps)
     lines = "".join(body).split("\n")
     for index, line in enumerate(lines):
-        match = _STAMP_LINE.match(line)
+        match = pattern.match(line)
         if match is None:
             continue
         # a stamp's value is never used, so its name goes; the other names freed on this line stay freed
@@ -245,12 +255,22 @@ def _drop_stamp_variables(body: list[str]) -> list[str]:
 
 
 def _after_previous_transformer(
-    previous: Callable[[list[str]], list[str]] | None,
+    previous: Callable[[list[str]], list[str]] | None, stamps: str = _STAMPS_ATTR,
 ) -> Callable[[list[str]], list[str]]:
     """For ``Graph.on_generate_code``: drop the stamps' variables after any transformer the graph had."""
+    drop = _drop_stamp_variables if stamps == _STAMPS_ATTR else functools.partial(_drop_stamp_variables, stamps=stamps)
     if previous is None:
-        return _drop_stamp_variables
-    return lambda body: _drop_stamp_variables(previous(body))
+        return drop
+    return lambda body: drop(previous(body))
+
+
+def _free_attribute(graph_module: torch.fx.GraphModule) -> str:
+    """``_labkit_stamps``, or ``_labkit_stamps_2`` etc. where the graph module has an attribute of that name."""
+    name, number = _STAMPS_ATTR, 1
+    while hasattr(graph_module, name):
+        number += 1
+        name = f"{_STAMPS_ATTR}_{number}"
+    return name
 
 
 class InstrumentedModule:
@@ -279,31 +299,34 @@ class InstrumentedModule:
         self.timed_nodes: list[torch.fx.Node] = [
             n for n in graph_module.graph.nodes if n.op not in ("placeholder", "output")
         ]
-        self.module = self._instrument(graph_module, _stamp_function(self.device))
-        self.stamps: list[float] = getattr(self.module, _STAMPS_ATTR)
+        self._stamps_attr = _free_attribute(graph_module)
+        self.module = self._instrument(graph_module, _stamp_function(self.device), self._stamps_attr)
+        self.stamps: list[float] = getattr(self.module, self._stamps_attr)
 
     @staticmethod
-    def _instrument(graph_module: torch.fx.GraphModule, stamp: Callable[[list[float]], None]) -> torch.fx.GraphModule:
+    def _instrument(
+        graph_module: torch.fx.GraphModule, stamp: Callable[[list[float]], None], attribute: str = _STAMPS_ATTR,
+    ) -> torch.fx.GraphModule:
         instrumented = torch.fx.GraphModule(graph_module, copy.deepcopy(graph_module.graph))
-        setattr(instrumented, _STAMPS_ATTR, [])
+        setattr(instrumented, attribute, [])
         graph = instrumented.graph
         timed = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
         first = timed[0] if timed else next(n for n in graph.nodes if n.op == "output")
         with warnings.catch_warnings():  # a plain list attribute is fine for get_attr here
             warnings.filterwarnings("ignore", message="Attempted to insert a get_attr Node")
             with graph.inserting_before(first):
-                stamps = graph.get_attr(_STAMPS_ATTR)
+                stamps = graph.get_attr(attribute)
                 graph.call_function(stamp, (stamps,))
         for node in timed:
             with graph.inserting_after(node):
                 graph.call_function(stamp, (stamps,))
-        graph.on_generate_code(_after_previous_transformer)
+        graph.on_generate_code(lambda previous: _after_previous_transformer(previous, stamps.name))
         instrumented.recompile()
         return instrumented
 
     def __call__(self, *inputs: Any) -> Any:
         # a new list per run, so the last run's stamps stay as they were (the timeline keeps them); per run, not per node
-        self.stamps = self.module.__dict__[_STAMPS_ATTR] = []
+        self.stamps = self.module.__dict__[self._stamps_attr] = []
         return self.module(*inputs)
 
     def last_durations(self) -> list[float]:
@@ -401,7 +424,8 @@ def _target(node: torch.fx.Node) -> str:
         return str(node.target)  # "aten.add.Tensor": the operator and its overload
     if node.op == "call_function":
         return getattr(node.target, "__name__", str(node.target))
-    return str(node.target)
+    # a module's or parameter's own name where fx's code needed another (tracing.original_target, read here: per node)
+    return str(node.meta.get(ORIGINAL_TARGET, node.target))
 
 
 
@@ -730,11 +754,19 @@ def _fallback_warning(name: str, failures: Mapping[str, Exception], children: tu
         else:  # not tried, or not on this torch
             details.append(lines[0])
     cannot = " and ".join(said) or f"No graph of {name} could be captured"
-    suggestion = f" For node-level detail, profile a part that traces, e.g. model.{children[0][0]}." if children else ""
+    part = _submodule_code(children[0][0]) if children else ""
+    suggestion = f" For node-level detail, profile a part that traces, e.g. {part}." if children else ""
     return (
         f"{cannot}, so it is profiled module by module (mode='modules'). {' '.join(details)} "
         f"report.fallback_reason has the details.{suggestion}"
     )
+
+
+def _submodule_code(path: str) -> str:
+    """``model.backbone.body``, or ``model.get_submodule("it's")`` for a path Python cannot write as attributes."""
+    if all(part.isidentifier() and not keyword.iskeyword(part) for part in path.split(".")):
+        return f"model.{path}"
+    return f"model.get_submodule({path!r})"
 
 
 def require_profilable(

@@ -88,6 +88,17 @@ MODULE_SORT_KEYS = ("time", "memory")
 TOP_LEVEL = "(top level)"
 
 
+def shown_name(name: str) -> str:
+    """A module path or row name as a table cell shows it: a newline, tab or other unprintable character escaped.
+
+    Why: a module may be named anything (``model.add_module("a\\nb", ...)``); in a table a raw newline would
+    split one row in two. The report's values (``rows``, CSV, JSON, trace) keep the name as it is.
+    """
+    if name.isprintable():
+        return name
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in name)
+
+
 def format_bytes(count: int | None) -> str:
     """``"1.5 MiB"``, ``"640 B"``; ``"-"`` where the bytes are not known (a hooked call)."""
     if count is None:
@@ -217,7 +228,7 @@ class ModuleBreakdown(ShowsAsTable):
         memory = any(r.output_bytes is not None for r in self.rows)
         return Table(
             ["module", "nodes", "median per run", "spread (IQR)", "% total", *(["output bytes"] if memory else [])],
-            [[r.label, r.nodes, format_seconds(r.seconds), _spread_text(r.spread), f"{r.pct:.1f}",
+            [[shown_name(r.label), r.nodes, format_seconds(r.seconds), _spread_text(r.spread), f"{r.pct:.1f}",
               *([format_bytes(r.output_bytes)] if memory else [])] for r in self.rows],
             title=f"Time by module at depth {self.depth} (sums of node medians)",
         )
@@ -410,9 +421,9 @@ class ProfileReport(ShowsAsTable):
         rows: list[Sequence[Any]] = [
             [
                 r.op,
-                r.name,
+                shown_name(r.name),
                 _shown_type(r),
-                *([r.module or TOP_LEVEL] if exported else []),
+                *([shown_name(r.module) or TOP_LEVEL] if exported else []),
                 format_seconds(r.stats.mean),
                 format_seconds(r.stats.median),
                 format_seconds(r.stats.min),
@@ -468,7 +479,7 @@ class ProfileReport(ShowsAsTable):
         """The line under a hooked profile's table: its largest children by whole time ("" if it has none)."""
         if not self.largest_children:
             return ""
-        listed = ", ".join(f"{name} ({cls}) {format_seconds(seconds)} {pct:.1f}%"
+        listed = ", ".join(f"{shown_name(name)} ({cls}) {format_seconds(seconds)} {pct:.1f}%"
                            for name, cls, seconds, pct in self.largest_children)
         return f"Largest children of the model (whole time, median per run): {listed}"
 
@@ -585,6 +596,7 @@ __all__ = [
     "SUMMED_MEDIANS",
     "TOP_LEVEL",
     "format_bytes",
+    "shown_name",
     "ModuleBreakdown",
     "ModuleTime",
     "NodeTiming",

@@ -14,9 +14,12 @@ import copy
 import difflib
 import functools
 import inspect
+import keyword
 import linecache
 import os
+import re
 import traceback
+import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -331,9 +334,139 @@ def trace(
             f"It failed in {describe_failure_site(exc)}.\n" + _explain_trace_failure(exc, source)
         ) from exc
     name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "function")
-    graph_module = torch.fx.GraphModule(chosen.root, graph, name)
+    graph_module = graph_module_with_code_names(chosen.root, graph, name)
     _match_stand_ins(graph_module, chosen.root)
     return graph_module
+
+
+# ------------------------------------------------------------------- names fx cannot write as code
+
+#: ``node.meta`` key of a node whose target labkit renamed for fx's code: the model's own qualified name.
+ORIGINAL_TARGET = "labkit_original_target"
+
+
+def odd_name(segment: str) -> bool:
+    """Whether fx's generated code cannot name the attribute ``segment`` (one part of a qualified name).
+
+    Why: fx writes ``self.conv`` for an identifier and ``getattr(self, "it's")`` for anything else, with
+    the name pasted between double quotes unescaped; so a name with a double quote, a backslash, a newline or
+    a NUL, and a Python keyword (``self.class``), is a SyntaxError when the ``GraphModule`` compiles its
+    ``forward``. An identifier that NFKC normalisation changes (``"ﬁ"`` is read as ``fi``) names another
+    attribute. Every such name is odd; one with a space, a ``#`` or a leading digit is fine for fx (``getattr``),
+    and is odd only if it is one of the above.
+    """
+    if segment.isidentifier():
+        return keyword.iskeyword(segment) or unicodedata.normalize("NFKC", segment) != segment
+    return any(char in segment for char in '"\\\n\r\x00') or not segment.isprintable()
+
+
+def code_names(paths: Iterable[str], reserved: Iterable[str] = ()) -> dict[str, str]:
+    """``{qualified name: the name fx's code uses}`` for each of ``paths`` that has an :func:`odd_name` part.
+
+    Each odd part becomes ``_`` and its letters, digits and underscores (``it's`` -> ``_it_s``, ``class`` ->
+    ``_class``), numbered where that name is taken among its siblings (``reserved``, the other paths' parts) or
+    is an attribute every ``GraphModule`` has (``_code``); so is a top-level name a GraphModule uses itself (a
+    module called ``graph`` or ``code``). One part renamed is renamed the same in every path
+    under it, so a module and its parameters stay together.
+    """
+    paths = list(dict.fromkeys(paths))
+    taken: dict[str, set[str]] = {}
+    for path in [*paths, *reserved]:
+        parts = path.split(".")
+        for depth, part in enumerate(parts):
+            taken.setdefault(".".join(parts[:depth]), set()).add(part)
+    renamed: dict[str, str] = {}  # original prefix -> its code name
+
+    def code_name(prefix: str) -> str:
+        if prefix in renamed:
+            return renamed[prefix]
+        parent, _, part = prefix.rpartition(".")
+        new_parent = code_name(parent) if parent else ""
+        if _renamed_part(parent, part):
+            siblings = taken.setdefault(parent, set())
+            base = "_" + re.sub(r"[^A-Za-z0-9_]", "_", part)
+            new, number = base, 1
+            while new in siblings or new in _graph_module_attributes():
+                number += 1
+                new = f"{base}_{number}"
+            siblings.add(new)
+        else:
+            new = part
+        renamed[prefix] = f"{new_parent}.{new}" if new_parent else new
+        return renamed[prefix]
+
+    odd = [path for path in paths if any(_renamed_part(".".join(path.split(".")[:depth]), part)
+                                         for depth, part in enumerate(path.split(".")))]
+    return {path: code_name(path) for path in odd}
+
+
+def _renamed_part(parent: str, part: str) -> bool:
+    """An odd name, or one at the top that a GraphModule uses itself (``graph``, ``code``, ``_code``, ``meta``)."""
+    return odd_name(part) or (not parent and part in _graph_module_attributes())
+
+
+@functools.lru_cache(maxsize=1)
+def _graph_module_attributes() -> frozenset[str]:
+    """The names every GraphModule has, as class or instance attributes (``forward``, ``_code``, ``graph``)."""
+    empty = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+    return frozenset({*dir(torch.fx.GraphModule), *vars(empty)})
+
+
+def original_target(node: torch.fx.Node) -> str:
+    """A node's target as the model names it: a renamed module or parameter's own qualified name."""
+    return str(node.meta.get(ORIGINAL_TARGET, node.target))
+
+
+def _place(shim: torch.nn.Module, path: str, root: torch.nn.Module, target: str) -> None:
+    """Put ``root``'s attribute ``target`` at ``path`` in ``shim``, under new stand-in modules: nothing of ``root`` changes."""
+    owner: Any = root
+    *owners, field = target.split(".")
+    for part in owners:
+        owner = getattr(owner, part)
+    value = getattr(owner, field)
+    *parents, name = path.split(".")
+    place = shim
+    for part in parents:
+        if not isinstance(getattr(place, part, None), torch.nn.Module):
+            place.add_module(part, torch.nn.Module())
+        place = getattr(place, part)
+    if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+        persistent = field not in getattr(owner, "_non_persistent_buffers_set", ())
+        place.register_buffer(name, value, persistent=persistent)
+    else:
+        setattr(place, name, value)
+
+
+def graph_module_with_code_names(root: torch.nn.Module, graph: torch.fx.Graph, name: str) -> torch.fx.GraphModule:
+    """``torch.fx.GraphModule(root, graph, name)``, for a model whose module or parameter names fx cannot write.
+
+    Why: fx pastes each module's name into the code it compiles (see :func:`odd_name`), so
+    ``model.add_module('say "hi"', ...)`` made ``GraphModule`` raise a SyntaxError. Here each odd name gets a
+    name fx can write (:func:`code_names`) in the graph module only: the node keeps the model's own in
+    ``node.meta[ORIGINAL_TARGET]`` (:func:`original_target`; a profile reports that one), its recorded module
+    stack is the model's, and the model is not changed. A node named ``self`` (a module called ``self``) is
+    renamed too: fx's ``forward`` takes ``self`` and would lose it. Otherwise, exactly fx's GraphModule.
+    """
+    for node in graph.nodes:
+        if node.name == "self" and hasattr(node, "_rename"):  # torch without it: the graph fails its check, export is next
+            node._rename("self_")
+    targets = [str(node.target) for node in graph.nodes if node.op in ("call_module", "get_attr")]
+    renamed = code_names(targets)
+    if not renamed:
+        return torch.fx.GraphModule(root, graph, name)
+    shim = torch.nn.Module()  # the model's attributes under their code names: what fx copies into the graph module
+    placed: set[str] = set()
+    for target in sorted(dict.fromkeys(targets), key=lambda path: path.count(".")):
+        parts = target.split(".")
+        if not any(".".join(parts[:depth]) in placed for depth in range(1, len(parts))):  # not inside one placed
+            _place(shim, renamed.get(target, target), root, target)
+            placed.add(target)
+    for node in graph.nodes:
+        if node.op in ("call_module", "get_attr") and str(node.target) in renamed:
+            node.meta[ORIGINAL_TARGET] = str(node.target)
+            node.target = renamed[str(node.target)]
+    shim.training = root.training
+    return torch.fx.GraphModule(shim, graph, name)
 
 
 def _match_stand_ins(graph_module: torch.fx.GraphModule, root: torch.nn.Module) -> None:
