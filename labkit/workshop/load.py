@@ -173,6 +173,8 @@ class _LoopbackHTTPSConnection(http.client.HTTPSConnection):
 
 
 class _LoopbackHTTPSHandler(urllib.request.HTTPSHandler):
+    """urllib's HTTPS through :class:`_LoopbackHTTPSConnection`, the certificate checked with ``context``."""
+
     def __init__(self, context: ssl.SSLContext) -> None:
         super().__init__(context=context)
         self.tls = context
@@ -190,13 +192,11 @@ def request(url: str, method: str = "GET", body: object = None, token: str = "",
     headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
     if url.startswith("https://"):
         opener = urllib.request.build_opener(_LoopbackHTTPSHandler(tls or ssl.create_default_context()))
-        with opener.open(urllib.request.Request(url, data, headers, method=method), timeout=REQUEST_SECONDS) as reply:
-            text = reply.read()
     else:
         url, headers["Host"] = loopback(url)
-        with urllib.request.urlopen(urllib.request.Request(url, data, headers, method=method),
-                                    timeout=REQUEST_SECONDS) as reply:
-            text = reply.read()
+        opener = urllib.request.build_opener()
+    with opener.open(urllib.request.Request(url, data, headers, method=method), timeout=REQUEST_SECONDS) as reply:
+        text = reply.read()
     return json.loads(text) if text else None
 
 
@@ -504,11 +504,10 @@ def _kernel_socket(server_url: str, token: str, kernel_id: str, tls: ssl.SSLCont
     """
     url, host = loopback(f"{server_url}/api/kernels/{kernel_id}/channels")
     origin = server_url.split("/user/")[0]
-    sslopt: dict[str, object] = {"context": tls or ssl.create_default_context(),
-                                 "server_hostname": urllib.parse.urlsplit(server_url).hostname}
+    sslopt = ({"context": tls or ssl.create_default_context(), "server_hostname": urllib.parse.urlsplit(server_url).hostname}
+              if url.startswith("https://") else None)
     return websocket.create_connection(url.replace("http", "ws", 1), header=[f"Authorization: token {token}"],
-                                       host=host, origin=origin, timeout=CELL_SECONDS,
-                                       sslopt=sslopt if url.startswith("https://") else None)
+                                       host=host, origin=origin, timeout=CELL_SECONDS, sslopt=sslopt)
 
 
 def _execute(connection: websocket.WebSocket, code: str) -> CellReply:
