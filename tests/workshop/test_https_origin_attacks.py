@@ -7,8 +7,8 @@ protections are other ones, so they are tried again here, on the names a room ha
 by grace, a learner whose JupyterLab is open in the same browser. Its script tries:
 
 - cross-site reads of the hub with credentials, and simple (no-cors) POSTs that mint a token, change a password
-  and approve a sign-up: the hub's cookies are ``SameSite=Lax`` and ``Secure`` and never reach it (the hub's log
-  names no user for any of its requests), and the XSRF check refuses the rest;
+  and approve a sign-up: the hub's cookies are ``SameSite=Lax`` and never go with them (the hub's log names no
+  user for any of its requests), and the hub refuses each (no XSRF token, no JSON body);
 - same-site reads and a no-cors POST on grace's server (mallory's host and grace's share the learners' domain,
   so grace's cookies are sent): CORS keeps the reply from the page and the XSRF check refuses the write;
 - a websocket to grace's running kernel (wss, her cookies sent): refused by the server's origin check;
