@@ -10,7 +10,8 @@ by grace, a learner whose JupyterLab is open in the same browser. Its script tri
   and approve a sign-up: the hub's cookies are ``SameSite=Lax`` and never go with them (the hub's log names no
   user for any of its requests), and the hub refuses each (no XSRF token, no JSON body);
 - same-site reads and a no-cors POST on grace's server (mallory's host and grace's share the learners' domain,
-  so grace's cookies are sent): CORS keeps the reply from the page and the XSRF check refuses the write;
+  so grace's cookies are sent): CORS keeps the reply from the page; her server's origin check and the XSRF check
+  each refuse the write (an untitled file, made with both turned off);
 - a websocket to grace's running kernel (wss, her cookies sent): refused by the server's origin check;
 - framing the hub's approval and token pages, the board and grace's JupyterLab (clickjacking): each refuses to
   render in mallory's frame (``frame-ancestors``).
@@ -57,7 +58,7 @@ ATTACKER, VICTIM, PENDING = "mallory", "grace", "pat"
 LEARNERS = "learners.localhost"
 START_S = 90  # grace's JupyterLab, first load on two busy cores
 MARK = "labkit-attack"  # in every URL the page requests of the hub: its log lines are found by it
-FILE = "mallory-was-here.txt"  # what the page's no-cors POST would create in grace's workspace
+FILE = "mallory-was-here.txt"  # what the page's websocket would make grace's kernel write in her workspace
 PAGE = """<!doctype html><title>working</title><script>
 const HUB = %(hub)s, BOARD = %(board)s, SERVER = %(server)s, KERNEL = %(kernel)s, VICTIMS = %(victims)s,
   PENDING = %(pending)s, MARK = %(mark)s, FILE = %(file)s, FRAMES = %(frames)s;
@@ -115,7 +116,8 @@ async function attack() {
   await post(`${HUB}/hub/authorize/${PENDING}?${MARK}`, {_xsrf: xsrf});
   got["the board's grid"] = data(await reply(`${BOARD}/services/labkit-board/api/grid?${MARK}`), "rows");
   got[`the files of ${VICTIMS[1]}`] = data(await reply(`${SERVER}/api/contents`), "content");
-  await post(`${SERVER}/api/contents/${FILE}`, {type: "file", format: "text", content: "no-cors"});
+  await fetch(`${SERVER}/api/contents`, {method: "POST", mode: "no-cors", credentials: "include",  // a new untitled file
+    headers: {"Content-Type": "text/plain"}, body: JSON.stringify({type: "file", ext: ".txt"})}).catch(() => null);
   got[`the kernel of ${VICTIMS[1]}`] = await socket(`${SERVER.replace("https:", "wss:")}/api/kernels/${KERNEL}/channels`);
   await Promise.all(FRAMES.map(framed));
   return got;
@@ -135,8 +137,9 @@ class Victim:
         self.kernel = str(request(f"{self.server}/api/kernels", "POST", {"name": "python3"}, self.token, room.hub.tls)["id"])
 
     def files(self) -> list[str]:
+        """What her workspace's top folder holds, sorted."""
         listing = request(f"{self.server}/api/contents", token=self.token, tls=self.room.hub.tls)
-        return [item["name"] for item in listing["content"]]
+        return sorted(item["name"] for item in listing["content"])
 
 
 def _password_hashes(room: Room) -> dict[str, bytes]:
@@ -192,10 +195,11 @@ class Before:
     tokens: dict[str, list[str]]
     hashes: dict[str, bytes]
     log_lines: int
+    files: list[str]  # in grace's workspace
 
     @classmethod
-    def now(cls, room: Room) -> Before:
-        return cls(_tokens(room), _password_hashes(room), len(_hub_log_lines(room)))
+    def now(cls, room: Room, victim: Victim) -> Before:
+        return cls(_tokens(room), _password_hashes(room), len(_hub_log_lines(room)), victim.files())
 
 
 def _tokens(room: Room) -> dict[str, list[str]]:
@@ -221,7 +225,7 @@ def _open_the_page(room: Room, victim: Victim, who: str, password: str, tmp_path
             page.goto(f"{victim.server}/lab")
             page.locator(".jp-DirListing-item").first.wait_for()
             assert any(cookie["domain"].startswith(f"{VICTIM}.") for cookie in page.context.cookies()), "no cookie of her server"
-        before = Before.now(room)
+        before = Before.now(room, victim)
         page.goto(page_url)
         page.wait_for_function("document.title === 'done'", timeout=START_S * 1000)
         got: dict[str, Any] = page.evaluate("window.__got")
@@ -241,7 +245,7 @@ def test_in_chromium_over_https_a_learners_page_reaches_nothing_of_whoever_opens
     assert _tokens(room) == before.tokens, "a token was minted"
     assert _password_hashes(room) == before.hashes, "a password was changed"
     assert sign_ups(room)[PENDING] is False, "the pending sign-up was approved"
-    assert FILE not in victim.files(), "the page wrote in grace's workspace (no-cors POST or her kernel's websocket)"
+    assert victim.files() == before.files, "the page wrote in grace's workspace (no-cors POST or her kernel's websocket)"
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
