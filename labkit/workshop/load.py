@@ -41,12 +41,21 @@ mark (``VmHWM``), so a spike between two samples is not missed.
 
 ``tests/workshop/test_room.py`` starts the hub and runs notebooks with the same
 functions (:func:`workshop_hub`, :func:`run_notebook`).
+
+``--https`` drives the room as it runs: through Caddy in front of the hub's
+proxy (``LABKIT_WORKSHOP_CADDY=yes``, :mod:`labkit.workshop.front_proxy`), the
+hub at ``https://hub.localhost:PORT`` and learner NAME at
+``https://NAME.learners.localhost:PORT``. Every request and websocket (wss)
+connects to 127.0.0.1, names the room's host in SNI and ``Host``, and checks
+Caddy's certificate against its local root CA only; Caddy's CPU and peak RSS
+are reported beside the hub's proxy's.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import functools
+import http.client
 import json
 import os
 import re
@@ -54,6 +63,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -82,6 +92,7 @@ from labkit.i18n.messages import ENVIRONMENT, LANGUAGES, SOURCE_LANGUAGE, transl
 from labkit.labs import find_notebooks
 from labkit.learner.tracks import apply_track
 from labkit.workshop.accounts import remove_accounts
+from labkit.workshop.front_proxy import local_ca_certificate
 from labkit.workshop.hosts import learner_origin, service_origin
 from labkit.workshop.install import others_can_run
 from labkit.workshop.settings import PREFIX, ROOT, UNSAFE_CHECKOUT, UNSAFE_SHARED_ROOT, HubSettings
@@ -102,6 +113,8 @@ SWITCH_LANGUAGE = "import os\nos.environ[{variable!r}] = {language!r}"
 #: How a timing checker says it could not judge (labkit.core.checks.Status.NOT_JUDGED); reported as its own outcome.
 TOO_BUSY_STATUS = "not judged"
 SOLVED = "solved"
+#: The room's names with ``--https`` (every ``*.localhost`` name is loopback): the hub's, and the learners' domain.
+HTTPS_HOST, HTTPS_LEARNERS = "hub.localhost", "learners.localhost"
 
 HUB_CONFIG = """\
 c = get_config()  # noqa: F821
@@ -138,15 +151,51 @@ def loopback(url: str) -> tuple[str, str]:
     parts = urllib.parse.urlsplit(url)
     if not (parts.hostname or "").endswith(".localhost"):
         return url, parts.netloc
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"127.0.0.1:{parts.port or 80}")), parts.netloc
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}")), parts.netloc
 
 
-def request(url: str, method: str = "GET", body: object = None, token: str = "") -> Any:
-    """One REST call with a token; the JSON reply, or None for an empty one."""
+class _LoopbackHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to the URL's own host, but a ``*.localhost`` host reached at 127.0.0.1 (see :func:`loopback`).
+
+    Why not :func:`loopback`'s rewritten URL: the certificate must be checked for, and SNI must name, the
+    room's host (Caddy picks its site by SNI), not the address connected to.
+    """
+
+    def __init__(self, host: str, *, context: ssl.SSLContext, timeout: float) -> None:
+        super().__init__(host, context=context, timeout=timeout)
+        self.tls = context
+
+    def connect(self) -> None:
+        address = "127.0.0.1" if self.host.endswith(".localhost") else self.host
+        self.sock = self.tls.wrap_socket(socket.create_connection((address, self.port), self.timeout),
+                                         server_hostname=self.host)
+
+
+class _LoopbackHTTPSHandler(urllib.request.HTTPSHandler):
+    """urllib's HTTPS through :class:`_LoopbackHTTPSConnection`, the certificate checked with ``context``."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        super().__init__(context=context)
+        self.tls = context
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_LoopbackHTTPSConnection, req, context=self.tls)  # type: ignore[arg-type]
+
+
+def request(url: str, method: str = "GET", body: object = None, token: str = "", tls: ssl.SSLContext | None = None) -> Any:
+    """One REST call with a token; the JSON reply, or None for an empty one.
+
+    An ``https://`` URL is checked against ``tls`` (the room's CA; default: the system's).
+    """
     data = json.dumps(body).encode() if body is not None else None
-    url, host = loopback(url)
-    headers = {"Authorization": f"token {token}", "Content-Type": "application/json", "Host": host}
-    with urllib.request.urlopen(urllib.request.Request(url, data, headers, method=method), timeout=REQUEST_SECONDS) as reply:
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    if url.startswith("https://"):
+        opener = urllib.request.build_opener(_LoopbackHTTPSHandler(tls or ssl.create_default_context()))
+    else:
+        url, headers["Host"] = loopback(url)
+        opener = urllib.request.build_opener()
+    with opener.open(urllib.request.Request(url, data, headers, method=method), timeout=REQUEST_SECONDS) as reply:
         text = reply.read()
     return json.loads(text) if text else None
 
@@ -162,9 +211,10 @@ class Hub:
     settings: HubSettings  # as the hub read them
     seen: set[int] = field(default_factory=set)  # processes to check are gone once the hub stops
     removed_accounts: list[str] = field(default_factory=list)  # a room's learner accounts, removed once it stopped
+    tls: ssl.SSLContext | None = None  # behind Caddy: trusts its local CA; every https:// request of this hub uses it
 
     def api(self, path: str, method: str = "GET", body: object = None, token: str | None = None) -> Any:
-        return request(f"{self.url}/hub/api/{path}", method, body, token or self.token)
+        return request(f"{self.url}/hub/api/{path}", method, body, token or self.token, self.tls)
 
     def server_url(self, name: str) -> str:
         """Where learner ``name``'s server answers: on a subdomain of its own where the hub has them."""
@@ -233,6 +283,8 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
     account (a test machine), the hub is told so (``UNSAFE_READABLE_CHECKOUT``),
     and a ``shared-account`` hub run as root (the tests' machine) is told so
     (``UNSAFE_SHARED_ACCOUNT_AS_ROOT``): a real room refuses to start with either.
+    With ``CADDY=yes`` in ``settings`` the hub is reached through Caddy once it answers: ``url`` is
+    ``SUBDOMAIN_HOST``, over HTTPS, and ``tls`` trusts Caddy's local CA.
     """
     require_proxy()
     port, token = free_port(), secrets.token_hex(16)
@@ -274,6 +326,8 @@ def workshop_hub(folder: Path, *, real_log_in: bool = False, settings: dict[str,
         hub.pid = process.pid
         try:
             _wait_for_hub(hub, process)
+            if room.caddy:
+                _through_front_proxy(hub, process)
             yield hub
             hub.processes()
         finally:
@@ -295,6 +349,23 @@ def _wait_for_hub(hub: Hub, process: subprocess.Popen[bytes]) -> None:
         except (OSError, urllib.error.HTTPError):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise HubError(f"the workshop hub did not answer on {hub.url}/hub/api/:\n{hub.log()}") from None
+            time.sleep(1)
+
+
+def _through_front_proxy(hub: Hub, process: subprocess.Popen[bytes]) -> None:
+    """Point ``hub`` at Caddy once it answers over HTTPS: it makes its CA and certificates as it starts."""
+    ca = local_ca_certificate(hub.settings)
+    direct, hub.url = hub.url, hub.settings.subdomain_host
+    deadline = time.monotonic() + START_SECONDS
+    while True:
+        try:
+            hub.tls = ssl.create_default_context(cafile=None if hub.settings.tls_certificate else str(ca))
+            hub.api("")
+            return
+        except (OSError, urllib.error.HTTPError) as exc:  # ssl.SSLError and FileNotFoundError are OSErrors
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise HubError(f"Caddy did not answer on {hub.url}/hub/api/ (the hub's proxy: {direct}): {exc}\n"
+                               f"{hub.log()}") from None
             time.sleep(1)
 
 
@@ -371,23 +442,23 @@ KernelWatch = Callable[[str], contextlib.AbstractContextManager[object]]  # ente
 
 
 def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | None = None,
-                 language: str = SOURCE_LANGUAGE) -> NotebookRun:
+                 language: str = SOURCE_LANGUAGE, tls: ssl.SSLContext | None = None) -> NotebookRun:
     """Run every code cell of the notebook at ``path`` in a new kernel of that server, as JupyterLab does.
 
     Over the server's REST API (the notebook, a session) and the kernel's
     websocket. ``watch(kernel_id)``, if given, is a context manager held
     while the kernel runs (from its start to just before its shutdown).
-    Verdicts count only when printed in ``language``.
+    Verdicts count only when printed in ``language``. ``tls``: for an ``https://`` server (:func:`request`).
     """
     started = time.monotonic()
     run = NotebookRun(path)
-    notebook = request(f"{server_url}/api/contents/{path}?content=1", token=token)["content"]
+    notebook = request(f"{server_url}/api/contents/{path}?content=1", token=token, tls=tls)["content"]
     session = request(f"{server_url}/api/sessions", "POST",
-                      {"path": path, "type": "notebook", "kernel": {"name": "python3"}}, token)
+                      {"path": path, "type": "notebook", "kernel": {"name": "python3"}}, token, tls)
     kernel_id = session["kernel"]["id"]
     try:
         with watch(kernel_id) if watch else contextlib.nullcontext():
-            connection = _kernel_socket(server_url, token, kernel_id)
+            connection = _kernel_socket(server_url, token, kernel_id, tls)
             try:
                 for cell in notebook["cells"]:
                     if cell["cell_type"] == "code" and cell["source"].strip():
@@ -399,7 +470,7 @@ def run_notebook(server_url: str, token: str, path: str, watch: KernelWatch | No
             finally:
                 connection.close()
     finally:
-        request(f"{server_url}/api/sessions/{session['id']}", "DELETE", token=token)
+        request(f"{server_url}/api/sessions/{session['id']}", "DELETE", token=token, tls=tls)
     run.seconds = time.monotonic() - started
     return run
 
@@ -413,25 +484,30 @@ class CellReply:
     results: str = ""  # text/plain of each execute_result and display_data, one per line
 
 
-def run_code(server_url: str, token: str, code: str) -> CellReply:
+def run_code(server_url: str, token: str, code: str, tls: ssl.SSLContext | None = None) -> CellReply:
     """Run ``code`` in a new kernel of that server, as a learner's cell would, and shut the kernel down."""
-    kernel = request(f"{server_url}/api/kernels", "POST", {"name": "python3"}, token)
+    kernel = request(f"{server_url}/api/kernels", "POST", {"name": "python3"}, token, tls)
     try:
-        connection = _kernel_socket(server_url, token, kernel["id"])
+        connection = _kernel_socket(server_url, token, kernel["id"], tls)
         try:
             return _execute(connection, code)
         finally:
             connection.close()
     finally:
-        request(f"{server_url}/api/kernels/{kernel['id']}", "DELETE", token=token)
+        request(f"{server_url}/api/kernels/{kernel['id']}", "DELETE", token=token, tls=tls)
 
 
-def _kernel_socket(server_url: str, token: str, kernel_id: str) -> websocket.WebSocket:
-    """The kernel's websocket, as JupyterLab opens it (a ``NAME.localhost`` server's through 127.0.0.1: :func:`loopback`)."""
+def _kernel_socket(server_url: str, token: str, kernel_id: str, tls: ssl.SSLContext | None = None) -> websocket.WebSocket:
+    """The kernel's websocket, as JupyterLab opens it (a ``NAME.localhost`` server's through 127.0.0.1: :func:`loopback`).
+
+    Over ``https://``: wss, the certificate checked with ``tls`` for the server's own host, which SNI names.
+    """
     url, host = loopback(f"{server_url}/api/kernels/{kernel_id}/channels")
     origin = server_url.split("/user/")[0]
-    return websocket.create_connection(url.replace("http://", "ws://", 1), header=[f"Authorization: token {token}"],
-                                       host=host, origin=origin, timeout=CELL_SECONDS)
+    sslopt = ({"context": tls or ssl.create_default_context(), "server_hostname": urllib.parse.urlsplit(server_url).hostname}
+              if url.startswith("https://") else None)
+    return websocket.create_connection(url.replace("http", "ws", 1), header=[f"Authorization: token {token}"],
+                                       host=host, origin=origin, timeout=CELL_SECONDS, sslopt=sslopt)
 
 
 def _execute(connection: websocket.WebSocket, code: str) -> CellReply:
@@ -637,6 +713,9 @@ class LoadReport:
     hub_peak_rss_mib: float = 0.0
     proxy_cpu_s: float = 0.0
     proxy_peak_rss_mib: float = 0.0
+    https: bool = False  # driven through Caddy in front of the hub's proxy (--https)
+    front_proxy_cpu_s: float = 0.0  # Caddy's, during the load (https only)
+    front_proxy_peak_rss_mib: float = 0.0
     cpu_count: int = field(default_factory=lambda: os.cpu_count() or 1)
     memory_mib: float = field(default_factory=lambda: psutil.virtual_memory().total / MIB)
     machine_peak_mib: float = 0.0  # the machine's memory in use at its peak, above its use before the hub started
@@ -676,7 +755,10 @@ class LoadReport:
 
     def hub_table(self) -> Table:
         rows = [["hub", self.hub_cpu_s, self.hub_peak_rss_mib], ["proxy", self.proxy_cpu_s, self.proxy_peak_rss_mib]]
-        title = (f"total wall time {self.wall_s:.0f} s on {self.cpu_count} cores, {self.memory_mib / 1024:.1f} GiB; "
+        if self.https:
+            rows.append(["front proxy (Caddy)", self.front_proxy_cpu_s, self.front_proxy_peak_rss_mib])
+        route = "HTTPS through Caddy" if self.https else "HTTP to the hub's proxy"
+        title = (f"{route}: total wall time {self.wall_s:.0f} s on {self.cpu_count} cores, {self.memory_mib / 1024:.1f} GiB; "
                  f"peak memory in use {self.machine_peak_mib:.0f} MiB above before the hub "
                  f"({self.machine_peak_mib / max(len(self.learners), 1):.0f} MiB per learner)")
         return Table(["process", "CPU during the load (s)", "peak RSS (MiB)"], rows, title=title, floatfmt=".1f")
@@ -743,12 +825,13 @@ def server_process(hub: Hub, name: str) -> psutil.Process:
     raise HubError(f"found no jupyterhub-singleuser process of {name} among the hub's processes")
 
 
-def _proxy_process(hub: Hub) -> psutil.Process:
+def _proxy_process(hub: Hub, command: str = "configurable-http-proxy") -> psutil.Process:
+    """The hub's proxy, or (``command="caddy"``) the front proxy the hub started as a service."""
     for process in hub.processes():
         with contextlib.suppress(psutil.Error):
-            if "configurable-http-proxy" in " ".join(process.cmdline()):
+            if command in " ".join(process.cmdline()):
                 return process
-    raise HubError(f"found no configurable-http-proxy process among the hub's processes:\n{hub.log()}")
+    raise HubError(f"found no {command} process among the hub's processes:\n{hub.log()}")
 
 
 def _kernel_process(server: psutil.Process, kernel_id: str) -> psutil.Process:
@@ -798,14 +881,14 @@ def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], samp
         server = server_process(hub, name)
         sampler.watch(f"server {name}", server)
         url, token = hub.server_url(name), hub.learner_token(name)
-        request(f"{url}/api/contents/{UPLOAD_FOLDER}", "PUT", {"type": "directory"}, token)
+        request(f"{url}/api/contents/{UPLOAD_FOLDER}", "PUT", {"type": "directory"}, token, hub.tls)
         for notebook_name, content in notebooks.items():
             request(f"{url}/api/contents/{UPLOAD_FOLDER}/{notebook_name}", "PUT",
-                    {"type": "notebook", "format": "json", "content": in_language(content, language)}, token)
+                    {"type": "notebook", "format": "json", "content": in_language(content, language)}, token, hub.tls)
         for notebook_name in notebooks:
             kernel: dict[str, float] = {}
             run = run_notebook(url, token, f"{UPLOAD_FOLDER}/{notebook_name}",
-                               functools.partial(_measured_kernel, server, sampler, kernel), language)
+                               functools.partial(_measured_kernel, server, sampler, kernel), language, hub.tls)
             if figures.first_cell_s is None and run.first_reply_at is not None:
                 figures.first_cell_s = run.first_reply_at - asked
             figures.notebooks.append(NotebookFigures(notebook_name, run.seconds, kernel.get("cpu_s", 0.0),
@@ -820,24 +903,37 @@ def _run_learner(hub: Hub, name: str, notebooks: dict[str, dict[str, Any]], samp
     return figures
 
 
-def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
+def https_settings() -> dict[str, str]:
+    """The hub's settings for a room behind Caddy on loopback: its own host, the learners on their own domain."""
+    return {PREFIX + "CADDY": "yes", PREFIX + "SUBDOMAIN_HOST": f"https://{HTTPS_HOST}:{free_port()}",
+            PREFIX + "LEARNERS_DOMAIN": HTTPS_LEARNERS}
+
+
+def run_load_test(learners: int, folder: Path, notebooks: Path, *, https: bool = False,
+                  settings: dict[str, str] | None = None) -> LoadReport:
     """Start the hub in ``folder``, run the solved core track for ``learners`` learners at once, stop everything.
 
     Learner ``i`` works in ``LANGUAGES[i % 3]`` (en, zh, ru in turn): her checkers' verdicts must come back in it.
+    ``https``: through Caddy over HTTPS (:func:`https_settings`); ``settings``: more for the hub (a test's spawner).
     """
     require_count("learners", learners, 1, "give the number of learners, e.g. N=8")
     solved, expected = solved_core_track(notebooks)
     names = [f"learner{number:02d}" for number in range(1, learners + 1)]
-    report = LoadReport([], expected_verdicts=expected)
+    report = LoadReport([], expected_verdicts=expected, https=https)
     before = machine_memory_in_use()
     started = time.monotonic()
     try:
-        with workshop_hub(folder) as hub, PeakSampler() as sampler:
+        with workshop_hub(folder, settings={**(https_settings() if https else {}), **(settings or {})}) as hub, \
+                PeakSampler() as sampler:
             main = psutil.Process(hub.pid)
             proxy = _proxy_process(hub)
+            front = _proxy_process(hub, "caddy") if https else None
             sampler.watch("hub", main)
             sampler.watch("proxy", proxy)
+            if front is not None:
+                sampler.watch("front proxy", front)
             hub_cpu, proxy_cpu = cpu_seconds(main, tree=False), cpu_seconds(proxy, tree=False)
+            front_cpu = cpu_seconds(front, tree=False) if front is not None else 0.0
             hub.api("users", "POST", {"usernames": names})
             with ThreadPoolExecutor(learners) as pool:
                 report.learners = list(pool.map(
@@ -847,6 +943,9 @@ def run_load_test(learners: int, folder: Path, notebooks: Path) -> LoadReport:
             report.proxy_cpu_s = cpu_seconds(proxy, tree=False) - proxy_cpu
             report.hub_peak_rss_mib = sampler.forget("hub") / MIB
             report.proxy_peak_rss_mib = sampler.forget("proxy") / MIB
+            if front is not None:
+                report.front_proxy_cpu_s = cpu_seconds(front, tree=False) - front_cpu
+                report.front_proxy_peak_rss_mib = sampler.forget("front proxy") / MIB
             report.machine_peak_mib = (sampler.machine_peak - before) / MIB
         report.stopped_cleanly = True
     except HubError as exc:
@@ -863,10 +962,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=ROOT / "build" / "workshop-loadtest.json",
                         help="where to write the figures (default build/workshop-loadtest.json)")
     parser.add_argument("--notebooks", type=Path, default=ROOT / "notebooks", help="the solved reference notebooks")
+    parser.add_argument("--https", action="store_true",
+                        help=f"through Caddy over HTTPS, as a room runs: https://{HTTPS_HOST} (needs caddy)")
     args = parser.parse_args(argv)
     try:
         with tempfile.TemporaryDirectory(prefix="labkit-loadtest-") as folder:
-            report = run_load_test(args.learners, Path(folder), args.notebooks)
+            report = run_load_test(args.learners, Path(folder), args.notebooks, https=args.https)
     except LabkitError as exc:
         print(f"workshop-loadtest: {exc}", file=sys.stderr)
         return 2

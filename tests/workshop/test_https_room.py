@@ -6,114 +6,49 @@ Caddy as a service, with certificates from Caddy's local CA for ``hub.localhost`
 the board's ``labkit-board--service.hub.localhost`` and the learners'
 ``*.learners.localhost`` (``LABKIT_WORKSHOP_LEARNERS_DOMAIN``). Every request is curl's, which
 verifies the certificate against that CA only (``--cacert``) and sends each
-name to 127.0.0.1 (``--resolve``). Every wait is bounded.
+name to 127.0.0.1 (``--resolve``); the room, curl and Chromium are ``tests/workshop/https_room.py``'s.
+Every wait is bounded.
 """
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import shutil
-import sqlite3
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from labkit.workshop.front_proxy import HSTS, INSTALL, NOT_THE_HUB, local_ca_certificate
-from labkit.workshop.load import free_port, request
-from labkit.workshop.room import INSTRUCTOR_CODE
-from labkit.workshop.settings import PREFIX
-from tests.ui.support import skip_or_fail
-from tests.workshop.hub import Hub, require_proxy, workshop_hub
+from labkit.workshop.front_proxy import HSTS, NOT_THE_HUB
+from tests.workshop.https_room import (
+    BOARD,
+    HOST,
+    SECONDS,
+    Room,
+    chromium,
+    https_room,
+    learners_page,
+    logged_in,
+    open_board,
+    sign_up,
+    sign_ups,
+    xsrf,
+)
 from tests.workshop.test_log_in_attacks import ADMIN, ADMIN_PASSWORD
 
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
 
-SECONDS = 30
 START_S = 60
-HOST = "hub.localhost"
 # Each learner at NAME.LEARNERS, off the hub's domain. Set LEARNERS = HOST for the old layout (learners below the
 # hub's host): the test of alice's own tossed cookies then fails, the instructor's approval refused (403).
 LEARNERS = "learners.localhost"
 
 
-@dataclass
-class Reply:
-    status: int
-    headers: list[tuple[str, str]]
-    body: str
-
-    def header(self, name: str) -> list[str]:
-        return [value for key, value in self.headers if key.lower() == name.lower()]
-
-
-@dataclass
-class Room:
-    hub: Hub
-    port: int  # Caddy's HTTPS port
-    ca: Path
-
-    def origin(self, host: str = HOST) -> str:
-        return f"https://{host}:{self.port}"
-
-    def get(self, url: str, jar: Path | None = None, data: dict[str, str] | None = None) -> Reply:
-        """One request with curl, the certificate checked against the room's CA; redirects not followed."""
-        host = re.match(r"https://([^/:]+)", url).group(1)  # type: ignore[union-attr]
-        command = ["curl", "-sS", "--max-time", str(SECONDS), "--cacert", str(self.ca), "-D", "-", "-o", "-",
-                   "--resolve", f"{host}:{self.port}:127.0.0.1", url]
-        if jar is not None:
-            command += ["-b", str(jar), "-c", str(jar)]
-        for key, value in (data or {}).items():
-            command += ["--data-urlencode", f"{key}={value}"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=SECONDS + 5)
-        assert done.returncode == 0, f"curl {url}: {done.stderr}"
-        head, _, body = done.stdout.partition("\n\n")  # text mode: curl's CRLF read as LF
-        lines = head.splitlines()
-        status = int(lines[0].split()[1])
-        headers = [(key.strip(), value.strip()) for key, _, value in (line.partition(":") for line in lines[1:])]
-        return Reply(status, headers, body)
-
-
 @pytest.fixture(scope="module")
 def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
-    require_proxy()
-    if shutil.which("caddy") is None:
-        skip_or_fail(f"caddy is not installed ({INSTALL})")
-    folder = tmp_path_factory.mktemp("https-room")
-    port = free_port()
-    env = {PREFIX + "SPAWNER": "shared-account", PREFIX + "CADDY": "yes", PREFIX + "LOGIN_ATTEMPTS_PER_MINUTE": "1000",
-           PREFIX + "SUBDOMAIN_HOST": f"https://{HOST}:{port}",
-           **({PREFIX + "LEARNERS_DOMAIN": LEARNERS} if LEARNERS != HOST else {})}
-    with workshop_hub(folder, real_log_in=True, settings=env) as hub:
-        room = Room(hub, port, local_ca_certificate(hub.settings))
-        deadline = time.monotonic() + 60  # Caddy makes its CA and both certificates as it starts
-        while not room.ca.exists() or subprocess.run(
-                ["curl", "-s", "-o", "/dev/null", "--max-time", "5", "--cacert", str(room.ca), "--resolve",
-                 f"{HOST}:{port}:127.0.0.1", room.origin() + "/hub/api/"], timeout=10).returncode != 0:
-            assert time.monotonic() < deadline, f"Caddy did not answer over HTTPS:\n{hub.log()}"
-            time.sleep(1)
-        code = (folder / "state" / INSTRUCTOR_CODE).read_text().strip()
-        jar = folder / "sign-up-cookies"
-        form = room.get(room.origin() + "/hub/signup", jar=jar)
-        signed_up = room.get(room.origin() + "/hub/signup", jar=jar, data={
-            "_xsrf": _xsrf(form), "username": ADMIN, "signup_password": ADMIN_PASSWORD,
-            "signup_password_confirmation": ADMIN_PASSWORD, "instructor_code": code})
-        assert "successful" in signed_up.body, signed_up.body[-2000:]
+    with https_room(tmp_path_factory.mktemp("https-room"), LEARNERS) as room:
         yield room
-
-
-def _xsrf(form: Reply) -> str:
-    found = re.search(r'name="_xsrf" value="([^"]+)"', form.body)
-    assert found, f"{form.status} {form.headers} {form.body[:2000]}"
-    return found.group(1)
 
 
 def test_the_hub_answers_over_https_with_the_rooms_certificate_and_hsts(room: Room):
@@ -136,7 +71,7 @@ def test_the_log_in_cookies_are_secure_and_host_only(room: Room, tmp_path: Path)
     jar = tmp_path / "cookies"
     form = room.get(room.origin() + "/hub/login", jar=jar)
     reply = room.get(room.origin() + "/hub/login?next=%2Fhub%2Fhome", jar=jar,
-                     data={"_xsrf": _xsrf(form), "username": ADMIN, "password": ADMIN_PASSWORD})
+                     data={"_xsrf": xsrf(form), "username": ADMIN, "password": ADMIN_PASSWORD})
     assert reply.status == 302, reply.body[:2000]
     cookies = reply.header("Set-Cookie") + form.header("Set-Cookie")
     # The log-in cookie; JupyterHub's session id (jupyterhub-session-id) is on the parent domain by its design.
@@ -191,118 +126,17 @@ for (const path of ["/", "/hub/", "/services/labkit-board/"]) {
 }
 document.title = "done";
 </script>"""
-# What a learner's code can serve on her host: any page, with any Set-Cookie headers (a file of both, argv[2]).
-PAGE_SERVER = r"""
-import http.server, json, sys
-spec = json.load(open(sys.argv[2]))
-class Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = spec["body"].encode()
-        self.send_response(200)
-        for cookie in spec["cookies"]:
-            self.send_header("Set-Cookie", cookie)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Page).serve_forever()
-"""
 ALICE, ALICE_PASSWORD = "alice", "alice's own password"
 # Where a tossed cookie is sent before the instructor's own: on a longer path, the instructor's approval form's.
 # (Only these, so that every Set-Cookie header of her page fits in the 16 KB of headers the hub's proxy reads.)
 FORMS = {"_xsrf": ("/hub/authorize",), "jupyterhub-session-id": ("/hub/authorize",)}
-BOARD = "labkit-board"
-
-
-@contextlib.contextmanager
-def _learners_page(room: Room, name: str, body: str = TOSS % {"domain": HOST},
-                   cookies: list[str] | None = None) -> Iterator[str]:
-    """A page server for learner ``name``'s host, and the hub's proxy routing her host to it (as her code can); its URL.
-
-    ``cookies`` are Set-Cookie headers her page answers with (her server is hers: it may send any).
-    """
-    with tempfile.TemporaryDirectory(prefix="labkit-toss-") as pages:
-        spec = Path(pages) / "page.json"
-        spec.write_text(json.dumps({"body": body, "cookies": cookies or []}))
-        port = free_port()
-        server = subprocess.Popen([sys.executable, "-c", PAGE_SERVER, str(port), str(spec)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            proxy = next(process for process in room.hub.processes()
-                         if "configurable-http-proxy" in " ".join(process.cmdline()))
-            arguments = proxy.cmdline()
-            api = f"http://127.0.0.1:{arguments[arguments.index('--api-port') + 1]}/api/routes/{name}.{LEARNERS}/user/{name}"
-            request(api, "POST", {"target": f"http://127.0.0.1:{port}"}, token=proxy.environ()["CONFIGPROXY_AUTH_TOKEN"])
-            yield f"{room.origin(f'{name}.{LEARNERS}')}/user/{name}/"
-        finally:
-            server.kill()
-            server.wait(timeout=SECONDS)
 
 
 @pytest.fixture(scope="module")
 def alice(room: Room) -> str:
     """A learner of the room, signed up through the form and approved (in NativeAuthenticator's table)."""
-    jar = room.hub.folder / "alice-cookies"
-    form = room.get(room.origin() + "/hub/signup", jar=jar)
-    signed_up = room.get(room.origin() + "/hub/signup", jar=jar, data={
-        "_xsrf": _xsrf(form), "username": ALICE, "signup_password": ALICE_PASSWORD,
-        "signup_password_confirmation": ALICE_PASSWORD})
-    assert signed_up.status == 200, signed_up.body[-2000:]
-    database = room.hub.settings.state / "jupyterhub.sqlite"
-    with contextlib.closing(sqlite3.connect(database, timeout=SECONDS)) as db, db:
-        assert db.execute("UPDATE users_info SET is_authorized = 1 WHERE username = ?", (ALICE,)).rowcount == 1
+    sign_up(room, ALICE, ALICE_PASSWORD, room.hub.folder / "alice-cookies")
     return ALICE
-
-
-@contextlib.contextmanager
-def _chromium(room: Room, tmp_path: Path) -> Iterator[Any]:
-    """Chromium trusting the room's CA through an NSS database (as a learner's browser would after importing it)."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.ui.support import CHROMIUM, CHROMIUM_FLAGS
-
-    if shutil.which("certutil") is None:
-        skip_or_fail("certutil is not installed (Debian: apt-get install libnss3-tools)")
-    if not CHROMIUM.is_file():
-        skip_or_fail(f"{CHROMIUM} not found; install it with `apt-get update && apt-get install -y chromium`")
-    nssdb = tmp_path / ".pki" / "nssdb"
-    nssdb.mkdir(parents=True)
-    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, timeout=SECONDS)
-    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-n", "labkit room", "-t", "C,,", "-i",
-                    str(room.ca)], check=True, timeout=SECONDS)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True,
-                                             env={**os.environ, "HOME": str(tmp_path)})
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def _logged_in(browser: Any, room: Room, name: str, password: str) -> Any:
-    """A page of a fresh browser profile, logged in as ``name`` through the hub's log-in page, on /hub/home."""
-    page = browser.new_context().new_page()
-    page.set_default_timeout(SECONDS * 1000)
-    page.goto(f"{room.origin()}/hub/login?next=%2Fhub%2Fhome")
-    page.fill("#username_input", name)
-    page.fill("#password_input", password)
-    page.click("#login_submit")
-    page.wait_for_url(f"{room.origin()}/hub/home")
-    return page
-
-
-def _board(room: Room) -> str:
-    return f"{room.origin(f'{BOARD}--service.{HOST}')}/services/{BOARD}/"
-
-
-def _open_board(page: Any, room: Room) -> tuple[int, str]:
-    """The board's status and text for whoever ``page`` is logged in as (through the hub's OAuth on first use)."""
-    reply = page.goto(_board(room))
-    page.wait_for_url(re.compile(re.escape(_board(room)) + r"(\?.*)?$"))
-    assert reply is not None
-    return reply.status, page.locator("body").inner_text()
 
 
 def _parent_domain_cookies(page: Any) -> list[dict[str, Any]]:
@@ -312,20 +146,14 @@ def _parent_domain_cookies(page: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.ui
 def test_in_chromium_a_learners_page_cannot_toss_the_hubs_log_in_cookie(room: Room, tmp_path: Path):
-    with _learners_page(room, "ada") as learners_page, _chromium(room, tmp_path) as browser:
-        page = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
-        page.goto(learners_page)
+    with learners_page(room, "ada", TOSS % {"domain": HOST}) as page_url, chromium(room, tmp_path) as browser:
+        page = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+        page.goto(page_url)
         page.wait_for_function("document.title === 'done'")
         assert "tossed" in " ".join(cookie["value"] for cookie in page.context.cookies()), "the page set no cookie"
         home = page.goto(f"{room.origin()}/hub/home")
         assert home is not None and home.status == 200 and page.url == f"{room.origin()}/hub/home", page.url
         assert ADMIN in page.locator("body").inner_text(), "the instructor is no longer herself"
-
-
-def _sign_ups(room: Room) -> dict[str, bool]:
-    """NativeAuthenticator's table: each name that signed up, and whether the instructor approved it."""
-    with contextlib.closing(sqlite3.connect(room.hub.settings.state / "jupyterhub.sqlite", timeout=SECONDS)) as db:
-        return {name: bool(approved) for name, approved in db.execute("SELECT username, is_authorized FROM users_info")}
 
 
 @pytest.mark.ui
@@ -340,14 +168,11 @@ def test_in_chromium_a_learners_own_valid_cookies_tossed_for_every_domain_she_na
     name. With learners below the hub's host (``LEARNERS = HOST``) the tossed ones reach the hub, her ``_xsrf``
     sent before the instructor's own on the longer path, and JupyterHub refuses the approval (403).
     """
-    sign_up = room.get(room.origin() + "/hub/signup", jar=tmp_path / "carol")
-    room.get(room.origin() + "/hub/signup", jar=tmp_path / "carol", data={
-        "_xsrf": _xsrf(sign_up), "username": "carol", "signup_password": "carol's own password",
-        "signup_password_confirmation": "carol's own password"})
-    assert _sign_ups(room).get("carol") is False, "carol's sign-up is not waiting for approval"
-    with _chromium(room, tmp_path) as browser:
-        learner = _logged_in(browser, room, alice, ALICE_PASSWORD)
-        status, text = _open_board(learner, room)
+    sign_up(room, "carol", "carol's own password", tmp_path / "carol", approve=False)
+    assert sign_ups(room).get("carol") is False, "carol's sign-up is not waiting for approval"
+    with chromium(room, tmp_path) as browser:
+        learner = logged_in(browser, room, alice, ALICE_PASSWORD)
+        status, text = open_board(learner, room)
         assert status == 403 and f"logged in as {alice}" in text, (status, text)
         hers = learner.context.cookies()
         names = {cookie["name"] for cookie in hers}
@@ -358,10 +183,10 @@ def test_in_chromium_a_learners_own_valid_cookies_tossed_for_every_domain_she_na
                   for cookie in hers for name in {cookie["name"], cookie["name"].removeprefix("__Host-")}
                   for path in {cookie["path"], "/", *FORMS.get(cookie["name"], ())} for domain in domains]
         learner.context.close()
-        with _learners_page(room, alice, DONE, tossed) as learners_page:
-            victim = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
-            assert _open_board(victim, room)[0] == 200
-            victim.goto(learners_page)
+        with learners_page(room, alice, DONE, tossed) as page_url:
+            victim = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+            assert open_board(victim, room)[0] == 200
+            victim.goto(page_url)
             victim.wait_for_function("document.title === 'done'")
             held = {cookie["value"] for cookie in _parent_domain_cookies(victim)}
             assert {cookie["value"] for cookie in hers} <= held, "the browser did not keep every tossed cookie"
@@ -369,7 +194,7 @@ def test_in_chromium_a_learners_own_valid_cookies_tossed_for_every_domain_she_na
             assert home is not None and home.status == 200 and victim.url == f"{room.origin()}/hub/home", victim.url
             text = victim.locator("body").inner_text()
             assert ADMIN in text and alice not in text, f"the instructor is no longer herself on /hub/home:\n{text}"
-            status, text = _open_board(victim, room)
+            status, text = open_board(victim, room)
             assert status == 200 and f"Logged in as {ADMIN}." in text, f"not herself on the board:\n{text}"
             victim.goto(f"{room.origin()}/hub/authorize")
             # She reads the page before she clicks. (Were the page's _xsrf cookie not hers, JupyterHub would mint a
@@ -378,7 +203,7 @@ def test_in_chromium_a_learners_own_valid_cookies_tossed_for_every_domain_she_na
             with victim.expect_response(re.compile(r".*/hub/authorize/carol$")) as approval:
                 victim.locator("form[action$='/authorize/carol'] button").click()
             assert approval.value.status < 400, f"the approval was refused: {approval.value.status}"
-            assert _sign_ups(room)["carol"] is True, "carol is not approved"
+            assert sign_ups(room)["carol"] is True, "carol is not approved"
 
 
 @pytest.fixture(scope="module")
@@ -399,17 +224,17 @@ def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_
     URL: the hub's OAuth, then its file browser, which reads the contents API with the _xsrf cookie).
     Before, the hub's proxy answered 431 to each.
     """
-    with _learners_page(room, alice, BOMB % {"domain": LEARNERS}) as learners_page, _chromium(room, tmp_path) as browser:
-        victim = _logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
-        assert _open_board(victim, room)[0] == 200
-        victim.goto(learners_page)
+    with learners_page(room, alice, BOMB % {"domain": LEARNERS}) as page_url, chromium(room, tmp_path) as browser:
+        victim = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+        assert open_board(victim, room)[0] == 200
+        victim.goto(page_url)
         victim.wait_for_function("document.title === 'done'")
         bombed = sum(len(cookie["name"]) + len(cookie["value"]) for cookie in _parent_domain_cookies(victim))
         assert bombed > 45_000, f"the page set {bombed} bytes of cookies"
         for url in (f"{room.origin()}/hub/home", f"{room.origin()}/hub/admin"):
             reply = victim.goto(url)
             assert reply is not None and reply.status == 200, f"{url}: {reply and reply.status}"
-        status, text = _open_board(victim, room)
+        status, text = open_board(victim, room)
         assert status == 200 and f"Logged in as {ADMIN}." in text, f"the board: {status}\n{text}"
         victim.set_default_timeout(START_S * 1000)  # JupyterLab's first load on a busy machine
         failed: list[str] = []
