@@ -35,7 +35,7 @@ help:
 	@echo "make workshop-install  (root) the learner venv of a room under /opt/labkit: learners run it, never change it"
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
 	@echo "make workshop-remove-accounts  (root) after the workshop: remove every learner account and its home"
-	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/)"
+	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/; HTTPS=yes through Caddy)"
 	@echo "make workshop-board-loadtest LEARNERS=30 HOSTILE=6  the room board under load, HOSTILE learners flooding it: latency, CPU, memory (build/)"
 	@echo "make test       create the venv if missing, run every test (i18n-check first, unit, strict nbval, browser UI)"
 	@echo "make i18n-update  English notebooks -> the zh/ru catalogues (notebooks/i18n/; changed cells become fuzzy)"
@@ -101,10 +101,11 @@ workshop-solutions: $(WORKSHOP_STAMP)
 workshop-remove-accounts: $(WORKSHOP_STAMP)
 	$(PY) -m labkit workshop remove-accounts
 
-# a benchmark, not a test: the hub on loopback, N learners run the solved core track at once (workshop/README.md)
+# a benchmark, not a test: the hub on loopback, N learners run the solved core track at once (workshop/README.md);
+# HTTPS=yes: through Caddy over HTTPS, as a room runs (needs caddy)
 workshop-loadtest: $(WORKSHOP_STAMP) $(PROXY)
 	$(INSTALL_IF_ROOT)
-	$(PY) -m labkit.workshop.load --learners $(or $(N),8) --json build/workshop-loadtest.json
+	$(PY) -m labkit.workshop.load --learners $(or $(N),8) $(if $(filter yes,$(HTTPS)),--https) --json build/workshop-loadtest.json
 
 # the room board under load (a benchmark): LEARNERS simulated learners post an event every few seconds,
 # while HOSTILE more flood it as fast as it answers

@@ -120,6 +120,8 @@ c.Spawner.args = [*server_args(settings.learner_python.parent.parent if settings
                   "--MappingKernelManager.cull_interval=300"]
 if not settings.separated and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
     c.Spawner.args += ["--allow-root"]
+if settings.host_only_cookies:  # over HTTPS: a learner's JupyterLab sets its _xsrf cookie Secure too (tornado's kwargs)
+    c.Spawner.args += ['--ServerApp.tornado_settings={"xsrf_cookie_kwargs": {"secure": True}}']
 
 # Idle servers stop after LABKIT_WORKSHOP_CULL_AFTER_S seconds (their workspaces stay).
 # The room board (/services/labkit-board/): the instructor sees who solved what and who is stuck (workshop/README.md).

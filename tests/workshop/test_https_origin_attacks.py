@@ -248,9 +248,6 @@ def test_in_chromium_over_https_a_learners_page_reaches_nothing_of_whoever_opens
     assert victim.files() == before.files, "the page wrote in grace's workspace (no-cors POST or her kernel's websocket)"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="JupyterLab's own _xsrf cookie on a learner's host is not Secure over HTTPS: the learners' "
-                   "servers need xsrf_cookie_kwargs secure (workshop/jupyterhub_config.py)")
 def test_in_chromium_over_https_every_cookie_of_the_room_is_secure(room: Room, victim: Victim, tmp_path: Path):
     """Every cookie the hub, the board and a learner's JupyterLab set is ``Secure``: never sent over plain HTTP."""
     with chromium(room, tmp_path) as browser:
