@@ -20,7 +20,7 @@ from labkit.core.files import write_file, write_text
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.core.timing import RunStats, format_seconds
 from labkit.fx.timeline import RunTimeline
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _, ngettext
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,9 @@ SORT_KEYS = ("mean", "median", "min", "iqr", "pct", "name")
 #: The keys :meth:`ProfileReport.by_op_type` ranks op types by. A type's time is the sum of its nodes' medians, so
 #: every time key ("median", the share "pct", and "mean", kept for older code) gives that one order; "name" is A-Z.
 OP_TYPE_SORT_KEYS = ("median", "mean", "pct", "name")
-REPORT_HEADERS = ["op", "node", "type", "mean", "median", "min", "IQR", "% total"]
+REPORT_HEADERS = [N_("op"), N_("node"), N_("type"), N_("mean"), N_("median"), N_("min"), N_("IQR"), N_("% total")]
 #: The memory column of a graph profile's table: the bytes of tensors alive after each node.
-LIVE_AFTER = "live after"
+LIVE_AFTER = N_("live after")
 # Columns of to_csv and keys of NodeTiming.as_dict, fixed so an empty report still writes a header.
 # New columns go at the end, so readers of older files keep working.
 NODE_FIELDS = (
@@ -150,9 +150,9 @@ class OpTypeBreakdown(ShowsAsTable):
 
     def table(self) -> Table:
         return Table(
-            ["type", "nodes", "median per run", "spread (IQR)", "% total"],
+            [_("type"), _("nodes"), _("median per run"), _("spread (IQR)"), _("% total")],
             [[t, n, format_seconds(s), _spread_text(self.spread.get(t)), f"{p:.1f}"] for t, n, s, p in self.rows],
-            title=f"Time by op type (sums of node medians){_reads_text(self.parameter_reads, '; ')}",
+            title=_("Time by op type (sums of node medians)") + _reads_text(self.parameter_reads, "; "),
         )
 
 
@@ -161,10 +161,10 @@ def _reads_text(reads: tuple[int, float, float], lead: str) -> str:
     nodes, seconds, pct = reads
     if not nodes:
         return ""
-    return (
-        f"{lead}parameter reads ({nodes} get_attr node{'s' if nodes != 1 else ''}, {format_seconds(seconds)}, "
-        f"{pct:.1f}%) are the run's bookkeeping, not an op type"
-    )
+    return lead + ngettext(
+        "parameter reads ({nodes} get_attr node, {seconds}, {pct}%) are the run's bookkeeping, not an op type",
+        "parameter reads ({nodes} get_attr nodes, {seconds}, {pct}%) are the run's bookkeeping, not an op type", nodes,
+    ).format(nodes=nodes, seconds=format_seconds(seconds), pct=f"{pct:.1f}")
 
 
 def _spread_text(seconds: float | None) -> str:
@@ -227,10 +227,11 @@ class ModuleBreakdown(ShowsAsTable):
     def table(self) -> Table:
         memory = any(r.output_bytes is not None for r in self.rows)
         return Table(
-            ["module", "nodes", "median per run", "spread (IQR)", "% total", *(["output bytes"] if memory else [])],
+            [_("module"), _("nodes"), _("median per run"), _("spread (IQR)"), _("% total"),
+             *([_("output bytes")] if memory else [])],
             [[shown_name(r.label), r.nodes, format_seconds(r.seconds), _spread_text(r.spread), f"{r.pct:.1f}",
               *([format_bytes(r.output_bytes)] if memory else [])] for r in self.rows],
-            title=f"Time by module at depth {self.depth} (sums of node medians)",
+            title=_("Time by module at depth {depth} (sums of node medians)").format(depth=self.depth),
         )
 
 
@@ -434,16 +435,25 @@ class ProfileReport(ShowsAsTable):
             for r in self.rows
             if r.op != "get_attr"
         ]
-        unit = "module calls" if self.mode == "modules" else "nodes"
-        shown = f"{len(rows)} {unit}" if len(self.rows) == self.graph_nodes else (
-            f"top {len(rows)} of {self.graph_nodes} {unit}"
-        )
-        runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
-        title = f"{shown}, mode={self.mode}{self._capture_note()}, {runs} after {self.warmup} warm-up; total {self.total}"
-        headers = [*REPORT_HEADERS[:3], "module", *REPORT_HEADERS[3:]] if exported else list(REPORT_HEADERS)
+        shown = self._shown_rows(len(rows), complete=len(self.rows) == self.graph_nodes)
+        title = _("{shown}, mode={mode}{capture}, {runs}; total {total}").format(
+            shown=shown, mode=self.mode, capture=self._capture_note(),
+            runs=ngettext("{runs} run after {warmup} warm-up", "{runs} runs after {warmup} warm-up", self.runs).format(
+                runs=self.runs, warmup=self.warmup), total=self.total)
+        headers = [*REPORT_HEADERS[:3], N_("module"), *REPORT_HEADERS[3:]] if exported else list(REPORT_HEADERS)
         if self.memory is not None:
             headers.append(LIVE_AFTER)
-        return Table(headers, rows, title=title)
+        return Table([_(header) for header in headers], rows, title=title)
+
+    def _shown_rows(self, shown: int, complete: bool) -> str:
+        """How many rows the table shows: "71 nodes", or "top 10 of 71 nodes" ("module calls" for a hooked profile)."""
+        if self.mode == "modules":
+            if complete:
+                return ngettext("{count} module call", "{count} module calls", shown).format(count=shown)
+            return _("top {shown} of {total} module calls").format(shown=shown, total=self.graph_nodes)
+        if complete:
+            return ngettext("{count} node", "{count} nodes", shown).format(count=shown)
+        return _("top {shown} of {total} nodes").format(shown=shown, total=self.graph_nodes)
 
     def memory_table(self, k: int | None = None) -> Table:
         """The first ``k`` nodes (every node: ``None``) in execution order with their memory: the shapes each took,
@@ -469,11 +479,10 @@ class ProfileReport(ShowsAsTable):
         """The line under the table: the peak of live bytes, the node where it happens, what is counted apart."""
         if self.memory is None:
             return ""
-        return (
-            f"Memory: peak {format_bytes(self.memory['peak_bytes'])} of tensors alive, after node "
-            f"{self.memory['peak_node']}; parameters and buffers {format_bytes(self.memory['parameter_bytes'])} "
-            f"and inputs {format_bytes(self.memory['input_bytes'])} counted apart"
-        )
+        return _("Memory: peak {peak} of tensors alive, after node {node}; parameters and buffers {parameters} and "
+                 "inputs {inputs} counted apart").format(
+            peak=format_bytes(self.memory["peak_bytes"]), node=self.memory["peak_node"],
+            parameters=format_bytes(self.memory["parameter_bytes"]), inputs=format_bytes(self.memory["input_bytes"]))
 
     def children_note(self) -> str:
         """The line under a hooked profile's table: its largest children by whole time ("" if it has none)."""
