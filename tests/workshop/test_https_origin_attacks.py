@@ -439,10 +439,9 @@ def test_in_chromium_over_https_no_page_of_the_room_leaks_its_address_to_another
             page.wait_for_function("document.title === 'landed'")
             referrers[name] = page.evaluate("document.referrer")
     seen = {entry["path"]: entry["referer"] for entry in requests_seen(log)}
-    assert policies == dict.fromkeys(sources, REFERRER_POLICY), f"Referrer-Policy: {policies}"
     for name in sources:
         sent = seen.get(f"/user/{ATTACKER}/?from={quote(name)}")
         assert sent is not None, f"mallory's page was not asked from {name}: {seen}"
-        assert sent == "" and referrers[name] == "", f"{name} leaked to mallory: Referer {sent!r}, document.referrer " \
-                                                      f"{referrers[name]!r}"
-        assert secret not in sent + referrers[name] and victim.token not in sent + referrers[name]
+        assert sent == "" and referrers[name] == "", (
+            f"{name} told mallory where the instructor was: Referer {sent!r}, document.referrer {referrers[name]!r}")
+    assert policies == dict.fromkeys(sources, REFERRER_POLICY), f"Referrer-Policy: {policies}"
