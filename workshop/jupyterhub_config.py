@@ -83,11 +83,15 @@ for name, value in hub_host_settings(settings).items():
     setattr(c.JupyterHub, name, value)
 if layout_warning(settings):
     print(layout_warning(settings), file=sys.stderr)
+# No page of the hub's or of a learner's server sends its address (a token or a secret in its query) to another origin
+# as the Referer (the board sends the same).
+REFERRER_POLICY = {"Referrer-Policy": "same-origin"}
+c.JupyterHub.tornado_settings = {"headers": REFERRER_POLICY}
 if settings.host_only_cookies:
     # __Host- cookies (Secure, this host only): a learner's host can neither set nor overwrite the hub's log-in cookies
     # (cookie tossing), and the hub never reads a cookie a learner's page set for the parent domain.
     c.JupyterHub.cookie_host_prefix_enabled = True
-    c.JupyterHub.tornado_settings = {"cookie_options": {"secure": True}}  # every cookie of the hub's, _xsrf too
+    c.JupyterHub.tornado_settings["cookie_options"] = {"secure": True}  # every cookie of the hub's, _xsrf too
 
 # Each learner's server: JupyterLab in their own workspace, made on first log-in, kept after.
 if settings.separated:  # a room: learner NAME's server runs as the Unix account labkit-NAME, from the learner venv
@@ -120,8 +124,12 @@ c.Spawner.args = [*server_args(settings.learner_python.parent.parent if settings
                   "--MappingKernelManager.cull_interval=300"]
 if not settings.separated and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
     c.Spawner.args += ["--allow-root"]
-if settings.host_only_cookies:  # over HTTPS: a learner's JupyterLab sets its _xsrf cookie Secure too (tornado's kwargs)
-    c.Spawner.args += ['--ServerApp.tornado_settings={"xsrf_cookie_kwargs": {"secure": True}}']
+# Over HTTPS a learner's JupyterLab sets its _xsrf cookie Secure too (tornado's kwargs); and it sends the hub's
+# Referrer-Policy (jupyter_server's tornado_settings["headers"]).
+server_tornado: dict[str, object] = {"headers": REFERRER_POLICY}
+if settings.host_only_cookies:
+    server_tornado["xsrf_cookie_kwargs"] = {"secure": True}
+c.Spawner.args += [f"--ServerApp.tornado_settings={server_tornado!r}"]  # a Python literal, as traitlets reads it
 
 # Idle servers stop after LABKIT_WORKSHOP_CULL_AFTER_S seconds (their workspaces stay).
 # The room board (/services/labkit-board/): the instructor sees who solved what and who is stuck (workshop/README.md).

@@ -1,10 +1,10 @@
 """The room as it runs, for tests: HTTPS through Caddy in front of the hub's proxy, on ``hub.localhost`` names.
 
-Shared by ``test_https_room.py`` and ``test_https_origin_attacks.py`` (each starts one room per module): the
-hub with its real log-in and the shared account, Caddy with its local CA (``LABKIT_WORKSHOP_CADDY=yes``),
-curl that trusts that CA only and sends every name to 127.0.0.1 (``--resolve``), a learner's own page
-served at her host, and Chromium trusting the CA through an NSS database (as a learner's browser would after
-importing it). Every wait is bounded.
+Shared by ``test_https_room.py``, ``test_https_origin_attacks.py`` and ``test_board_room.py`` (each starts one
+room per module): the hub with its real log-in and the shared account (the board's: as root, ``system-users``),
+Caddy with its local CA (``LABKIT_WORKSHOP_CADDY=yes``), curl that trusts that CA only and sends every name to
+127.0.0.1 (``--resolve``), a learner's own page served at her host, and Chromium trusting the CA through an NSS
+database (as a learner's browser would after importing it). Every wait is bounded.
 """
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+import bcrypt
 
 from labkit.workshop.front_proxy import INSTALL, local_ca_certificate
 from labkit.workshop.load import free_port, request
@@ -80,8 +83,12 @@ class Room:
 
 
 @contextlib.contextmanager
-def https_room(folder: Path, learners: str) -> Iterator[Room]:
+def https_room(folder: Path, learners: str, settings: dict[str, str] | None = None, extra_config: str = "") -> Iterator[Room]:
     """The room in ``folder``, learners at ``NAME.learners`` (``HOST``: below the hub's host), the instructor signed up.
+
+    ``settings``: more ``LABKIT_WORKSHOP_*`` variables, over these (``SPAWNER=system-users`` as root: a room's accounts,
+    of a prefix of their own, removed with their homes when the hub stops, even after a failure); ``extra_config``:
+    Python the hub's config file runs last (the test's own, as :func:`labkit.workshop.load.workshop_hub` says).
 
     :func:`labkit.workshop.load.workshop_hub` waits for Caddy's HTTPS answer, so the CA exists once it yields.
     """
@@ -91,8 +98,8 @@ def https_room(folder: Path, learners: str) -> Iterator[Room]:
     port = free_port()
     env = {PREFIX + "SPAWNER": "shared-account", PREFIX + "CADDY": "yes", PREFIX + "LOGIN_ATTEMPTS_PER_MINUTE": "1000",
            PREFIX + "SUBDOMAIN_HOST": f"https://{HOST}:{port}",
-           **({PREFIX + "LEARNERS_DOMAIN": learners} if learners != HOST else {})}
-    with workshop_hub(folder, real_log_in=True, settings=env) as hub:
+           **({PREFIX + "LEARNERS_DOMAIN": learners} if learners != HOST else {}), **(settings or {})}
+    with workshop_hub(folder, real_log_in=True, settings=env, extra_config=extra_config) as hub:
         room = Room(hub, port, local_ca_certificate(hub.settings), learners)
         code = (folder / "state" / INSTRUCTOR_CODE).read_text().strip()
         jar = folder / "sign-up-cookies"
@@ -121,18 +128,39 @@ def sign_up(room: Room, name: str, password: str, jar: Path, approve: bool = Tru
             assert db.execute("UPDATE users_info SET is_authorized = 1 WHERE username = ?", (name,)).rowcount == 1
 
 
+def log_in(room: Room, name: str, password: str, jar: Path, next_path: str = "/hub/home") -> Reply:
+    """``name`` logs in through the log-in form with curl (cookies in ``jar``); refused: the test fails."""
+    form = room.get(room.origin() + "/hub/login", jar=jar)
+    logged = room.get(f"{room.origin()}/hub/login?next={quote(next_path, safe='')}", jar=jar,
+                      data={"_xsrf": xsrf(form), "username": name, "password": password})
+    assert logged.status == 302 and logged.header("Location") == [next_path], f"{name}: {logged.status} {logged.body[-2000:]}"
+    return logged
+
+
+def insert_sign_up(room: Room, name: str) -> None:
+    """A sign-up written straight into NativeAuthenticator's table, past every check the sign-up form makes."""
+    hashed = bcrypt.hashpw(b"unused password", bcrypt.gensalt(4))
+    with contextlib.closing(sqlite3.connect(room.database(), timeout=SECONDS)) as db, db:
+        db.execute("INSERT INTO users_info (username, password, is_authorized, login_email_sent, has_2fa, otp_secret) "
+                   "VALUES (?, ?, 0, 0, 0, 'AAAAAAAAAAAAAAAA')", (name, hashed))
+
+
 def sign_ups(room: Room) -> dict[str, bool]:
     """NativeAuthenticator's table: each name that signed up, and whether the instructor approved it."""
     with contextlib.closing(sqlite3.connect(room.database(), timeout=SECONDS)) as db:
         return {name: bool(approved) for name, approved in db.execute("SELECT username, is_authorized FROM users_info")}
 
 
-# What a learner's code can serve on her host: any page, with any Set-Cookie headers (a file of both, argv[2]).
+# What a learner's code can serve on her host: any page, with any Set-Cookie headers (a file of both, argv[2]); each
+# request's path and Referer appended to argv[3] (one JSON line each) where it names a file.
 PAGE_SERVER = r"""
 import http.server, json, sys
 spec = json.load(open(sys.argv[2]))
 class Page(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if sys.argv[3]:
+            with open(sys.argv[3], "a") as log:
+                log.write(json.dumps({"path": self.path, "referer": self.headers.get("Referer", "")}) + "\n")
         body = spec["body"].encode()
         self.send_response(200)
         for cookie in spec["cookies"]:
@@ -148,16 +176,18 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Page).serve_for
 
 
 @contextlib.contextmanager
-def learners_page(room: Room, name: str, body: str, cookies: list[str] | None = None) -> Iterator[str]:
+def learners_page(room: Room, name: str, body: str, cookies: list[str] | None = None,
+                  log: Path | None = None) -> Iterator[str]:
     """A page server for learner ``name``'s host, and the hub's proxy routing her host to it (as her code can); its URL.
 
-    ``cookies`` are Set-Cookie headers her page answers with (her server is hers: it may send any).
+    ``cookies`` are Set-Cookie headers her page answers with (her server is hers: it may send any); ``log``: a file
+    each request's path and ``Referer`` is appended to (:func:`requests_seen`).
     """
     with tempfile.TemporaryDirectory(prefix="labkit-toss-") as pages:
         spec = Path(pages) / "page.json"
         spec.write_text(json.dumps({"body": body, "cookies": cookies or []}))
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-c", PAGE_SERVER, str(port), str(spec)],
+        server = subprocess.Popen([sys.executable, "-c", PAGE_SERVER, str(port), str(spec), str(log or "")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             proxy = next(process for process in room.hub.processes()
@@ -170,6 +200,11 @@ def learners_page(room: Room, name: str, body: str, cookies: list[str] | None = 
         finally:
             server.kill()
             server.wait(timeout=SECONDS)
+
+
+def requests_seen(log: Path) -> list[dict[str, str]]:
+    """What a :func:`learners_page` with ``log`` was asked: each request's path and ``Referer`` (``""``: none)."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 @contextlib.contextmanager

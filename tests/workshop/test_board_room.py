@@ -1,11 +1,14 @@
 """The room board on the real hub: three learners' kernels post their verdicts, the instructor's Chromium shows them.
 
-One hub for the module, as root (``system-users``, the room's own spawner), the dummy authenticator of the
-test's config: ``solver`` solves exercise 2.1, ``stuck`` gets it wrong three times, ``starter`` only runs the
-preflight. Each runs its code in a kernel of its own server, as a notebook cell would; the kernel posts to
-the board with the server's own token. The instructor's page is opened once, before anyone works, and must
-show every verdict without a reload (a mark set on the page's window survives). Every wait is bounded
-generously (a busy two-core CI machine); how fast the board follows is a benchmark figure, not a test.
+One room for the module, as it runs (``https_room``): as root (``system-users``, the room's own spawner, accounts
+of a prefix of their own, removed with their homes when the hub stops), the real log-in, HTTPS through Caddy with
+the board on its own host (``labkit-board--service.hub.localhost``) and the learners on ``NAME.learners.localhost``.
+``solver`` solves exercise 2.1, ``stuck`` gets it wrong three times, ``starter`` only runs the preflight. Each runs
+its code in a kernel of its own server, reached through Caddy (wss), as a notebook cell would; the kernel posts to
+the board with the server's own token (on loopback, where the hub tells it). The instructor logs in through the
+hub's page in Chromium (trusting Caddy's CA) and opens the board once, before anyone works; it must show every
+verdict without a reload (a mark set on the page's window survives). Every wait is bounded generously (a busy
+two-core CI machine); how fast the board follows is a benchmark figure, not a test.
 """
 from __future__ import annotations
 
@@ -15,15 +18,20 @@ import urllib.error
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from labkit.progress.events import Event
 from labkit.workshop.board_service import PREFIX as BOARD
 from labkit.workshop.settings import PREFIX, HubSettings
-from tests.workshop.hub import Hub, learner_install, logged_in_page, request, require_proxy, run_code, workshop_hub
+from tests.workshop.https_room import Room as HttpsRoom
+from tests.workshop.https_room import board_url, chromium, https_room, logged_in
+from tests.workshop.hub import Hub, learner_install, request, run_code
+from tests.workshop.test_log_in_attacks import ADMIN_PASSWORD
 
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
+LEARNERS_DOMAIN = "learners.localhost"
 
 LEARNERS = ("solver", "stuck", "starter")
 INSTRUCTOR = HubSettings().admin
@@ -35,33 +43,44 @@ WRONG = "def predict_strides(shape, memory_format):\n    return tuple(shape)\n"
 
 @dataclass
 class Room:
-    hub: Hub
+    https: HttpsRoom
     tokens: dict[str, str]
 
+    @property
+    def hub(self) -> Hub:
+        return self.https.hub
+
     def board(self, path: str = "") -> str:
-        return f"{self.hub.service_origin('labkit-board')}{BOARD}{path}"  # its own subdomain in a room
+        return f"{self.hub.service_origin('labkit-board')}{BOARD}{path}"  # its own host, through Caddy
+
+    def request(self, path: str, method: str = "GET", body: object = None, token: str = "") -> Any:
+        """A request of the board's, through Caddy, its certificate checked against the room's CA."""
+        return request(self.board(path), method, body, token, self.hub.tls)
 
 
 @pytest.fixture(scope="module")
 def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
-    require_proxy()
     install = learner_install()
-    folder = tmp_path_factory.mktemp("board")
-    with workshop_hub(folder, settings={PREFIX + "INSTALL": str(install), PREFIX + "STUCK_ATTEMPTS": "3"}) as hub:
+    settings = {PREFIX + "SPAWNER": "system-users", PREFIX + "INSTALL": str(install), PREFIX + "STUCK_ATTEMPTS": "3"}
+    with https_room(tmp_path_factory.mktemp("board"), LEARNERS_DOMAIN, settings) as https:
+        hub = https.hub
+        assert hub.settings.separated and hub.settings.account_prefix.startswith("lt"), hub.settings.account_prefix
         hub.api("users", "POST", {"usernames": [*LEARNERS, INSTRUCTOR]})
         for name in LEARNERS:
             hub.start_server(name)
         for name in LEARNERS:
             hub.wait_until_ready(name)
-        yield Room(hub, {name: hub.learner_token(name) for name in (*LEARNERS, INSTRUCTOR)})
+        yield Room(https, {name: hub.learner_token(name) for name in (*LEARNERS, INSTRUCTOR)})
 
 
 @pytest.fixture(scope="module")
-def page(room: Room) -> Iterator[object]:
-    """The instructor's Chromium on the board, logged in through the hub's log-in page (dummy: any password)."""
-    with logged_in_page(room.hub, INSTRUCTOR, "any password: the test hub's dummy log-in", "/hub/home", UPDATE_SECONDS) as page:
-        page.wait_for_url(f"{room.hub.url}/hub/home")
-        page.goto(room.board())  # on its own subdomain in a room (JupyterHub's Services menu links it there)
+def page(room: Room, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The instructor's Chromium on the board, logged in through the hub's log-in page (the room's real one)."""
+    with chromium(room.https, tmp_path_factory.mktemp("instructor-chromium")) as browser:
+        page = logged_in(browser, room.https, INSTRUCTOR, ADMIN_PASSWORD)
+        page.set_default_timeout(UPDATE_SECONDS * 1000)
+        assert room.board() == board_url(room.https)
+        page.goto(room.board())  # on its own host (JupyterHub's Services menu links it there)
         page.wait_for_selector("#board-grid")
         page.evaluate("window.__not_reloaded = true")
         yield page
@@ -92,7 +111,7 @@ def wait_for(page: object, condition: object, what: str) -> float:
 
 
 def learner_cell(room: Room, name: str, code: str) -> str:
-    reply = run_code(room.hub.server_url(name), room.tokens[name], code)
+    reply = run_code(room.hub.server_url(name), room.tokens[name], code, room.hub.tls)
     assert not reply.errors, reply.errors
     return reply.stdout
 
@@ -130,21 +149,21 @@ def test_each_verdict_appears_without_a_reload_and_the_stuck_learner_is_flagged(
 def test_a_learner_is_refused_the_board_and_the_grid(room: Room):
     for path in ("", "api/grid", "export/grid.csv"):
         with pytest.raises(urllib.error.HTTPError) as refused:
-            request(room.board(path), token=room.tokens["stuck"])
+            room.request(path, token=room.tokens["stuck"])
         assert refused.value.code == 403, path
 
 
 def test_a_learner_cannot_post_for_another(room: Room):
     forged = Event("solver", "check", "2.2", "solved")
     with pytest.raises(urllib.error.HTTPError) as refused:
-        request(room.board("api/events"), "POST", {"events": [json.loads(forged.to_json())]}, room.tokens["stuck"])
+        room.request("api/events", "POST", {"events": [json.loads(forged.to_json())]}, room.tokens["stuck"])
     assert refused.value.code == 403
-    held = request(room.board("api/me"), token=room.tokens["solver"])
+    held = room.request("api/me", token=room.tokens["solver"])
     assert forged.id not in {event["id"] for event in held["events"]}
     assert "2.2" not in {event["exercise"] for event in held["events"]}
 
 
 def test_a_get_changes_nothing(room: Room):
     with pytest.raises(urllib.error.HTTPError) as refused:
-        request(room.board("api/events"), token=room.tokens["stuck"])
+        room.request("api/events", token=room.tokens["stuck"])
     assert refused.value.code == 405

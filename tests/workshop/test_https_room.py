@@ -7,6 +7,8 @@ the board's ``labkit-board--service.hub.localhost`` and the learners'
 ``*.learners.localhost`` (``LABKIT_WORKSHOP_LEARNERS_DOMAIN``). Every request is curl's, which
 verifies the certificate against that CA only (``--cacert``) and sends each
 name to 127.0.0.1 (``--resolve``); the room, curl and Chromium are ``tests/workshop/https_room.py``'s.
+The log-in's attacks a browser makes (``test_log_in_attacks.py`` says why) run here too, in the instructor's
+Chromium: a hostile name planted in the authorization table, a link or an image, the page's own buttons.
 Every wait is bounded.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -28,14 +31,16 @@ from tests.workshop.https_room import (
     Room,
     chromium,
     https_room,
+    insert_sign_up,
     learners_page,
+    log_in,
     logged_in,
     open_board,
     sign_up,
     sign_ups,
     xsrf,
 )
-from tests.workshop.test_log_in_attacks import ADMIN, ADMIN_PASSWORD
+from tests.workshop.test_log_in_attacks import ADMIN, ADMIN_PASSWORD, LEARNER_PASSWORD, XSS_NAMES, css_string
 
 pytestmark = [pytest.mark.workshop, pytest.mark.slow]
 
@@ -246,3 +251,88 @@ def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_
         except Exception:
             raise AssertionError(f"{victim.url}\n{failed}\n{victim.locator('body').inner_text()[:1500]}") from None
         assert victim.url.startswith(bobs_server), victim.url
+
+
+# --- the log-in's attacks a browser makes (moved here from test_log_in_attacks.py, which ran them over plain HTTP) -----
+
+
+def _instructors_tokens(room: Room) -> list[str]:
+    return sorted(token["id"] for token in room.hub.api(f"users/{ADMIN}/tokens")["api_tokens"])
+
+
+def _pending(room: Room, names: tuple[str, ...], folder: Path) -> None:
+    """Each of ``names`` signs up through the form and waits for the instructor's approval."""
+    for name in names:
+        sign_up(room, name, LEARNER_PASSWORD, folder / f"{name}-cookies", approve=False)
+        assert sign_ups(room)[name] is False, f"{name}'s sign-up is not waiting for approval"
+
+
+@pytest.mark.ui
+def test_a_link_or_an_image_in_the_instructors_browser_changes_nothing(room: Room, tmp_path: Path):
+    _pending(room, ("pending-link", "pending-image"), tmp_path)
+    with chromium(room, tmp_path) as browser:
+        page = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+        for action in ("authorize", "discard"):  # the instructor follows a link
+            assert page.goto(f"{room.origin()}/hub/{action}/pending-link").status == 405
+        page.goto(f"{room.origin()}/hub/authorize")
+        # What a markdown image in a learner's notebook does in the instructor's browser: same origin, the hub's cookies.
+        loaded = page.evaluate("""urls => Promise.all(urls.map(url => new Promise(done => {
+            const image = new Image();
+            image.onload = image.onerror = () => done(url);
+            image.src = url;
+            document.body.append(image);
+        })))""", ["/hub/authorize/pending-image", "/hub/discard/pending-link"])
+        assert len(loaded) == 2
+        status = page.evaluate("fetch('/hub/authorize/pending-image', {method: 'POST'}).then(reply => reply.status)")
+        assert status == 403, "a script's POST without the XSRF token"
+    assert {name: sign_ups(room).get(name) for name in ("pending-link", "pending-image")} == {
+        "pending-link": False, "pending-image": False}
+
+
+@pytest.mark.ui
+def test_the_page_buttons_approve_withdraw_and_discard(room: Room, tmp_path: Path):
+    _pending(room, ("ida", "hedy"), tmp_path)
+    with chromium(room, tmp_path) as browser:
+        page = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+        page.goto(f"{room.origin()}/hub/authorize")
+        page.locator('tr[id="ida"] button', has_text="Authorize").click()
+        page.wait_for_url(re.compile(r".*/hub/authorize#ida$"))
+        assert sign_ups(room)["ida"] is True
+        log_in(room, "ida", LEARNER_PASSWORD, tmp_path / "ida-log-in")
+        assert "ida" in {user["name"] for user in room.hub.api("users")}
+
+        page.locator('tr[id="ida"] button', has_text="Unauthorize").click()
+        page.wait_for_url(re.compile(r".*/hub/authorize#ida$"))
+        assert sign_ups(room)["ida"] is False
+
+        for name in ("hedy", "ida"):  # ida has logged in once: her JupyterHub account goes too, as with NativeAuthenticator's
+            page.locator(f'tr[id="{name}"] button', has_text="Discard").click()
+            page.wait_for_url(f"{room.origin()}/hub/authorize")
+            assert name not in sign_ups(room)
+    assert "ida" not in {user["name"] for user in room.hub.api("users")}
+
+
+@pytest.mark.ui
+def test_a_hostile_name_in_the_table_runs_no_script_on_the_authorization_area(room: Room, tmp_path: Path):
+    for name in XSS_NAMES:
+        insert_sign_up(room, name)
+    tokens = _instructors_tokens(room)
+    api_calls: list[str] = []
+    with chromium(room, tmp_path) as browser:
+        page = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
+        page.on("request", lambda asked: api_calls.append(asked.url) if "/hub/api/" in asked.url else None)
+        page.goto(f"{room.origin()}/hub/authorize", wait_until="networkidle")
+        for row in page.locator("tbody tr").all():  # the instructor points at each row and tabs through the page
+            row.hover()
+            page.keyboard.press("Tab")
+        assert page.evaluate("window.__pwned === undefined"), f"a name ran a script: {page.evaluate('window.__pwned')}"
+        assert api_calls == [], "a script on the page called the hub's API"
+        assert _instructors_tokens(room) == tokens, "a script on the page minted a token"
+        for name in XSS_NAMES:
+            assert page.locator(f"tr[id={css_string(name)}]").count() == 1, f"{name!r} broke out of its attribute"
+        shown = {" ".join(text.split()) for text in page.locator("tbody td:first-child").all_inner_texts()}
+        assert {" ".join(name.split()) for name in XSS_NAMES} <= shown, "each name shows as its text"
+        for name in (name for name in XSS_NAMES if name == name.lower()):  # NativeAuthenticator finds lowercase names only
+            page.goto(f"{room.origin()}/hub/change-password/{quote(name, safe='')}", wait_until="networkidle")
+            assert page.locator("h1").inner_text() == f"Change password for {name}"
+        assert page.evaluate("window.__pwned === undefined"), f"a name ran a script: {page.evaluate('window.__pwned')}"
