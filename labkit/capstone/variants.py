@@ -269,8 +269,9 @@ class VariantComparison(ShowsAsTable):
 
     def correctness_table(self) -> Table:
         """Only the facts that repeat run after run (for stored, compared notebook output)."""
-        rows: list[Row] = [(r.name, "yes" if r.allclose else "NO") for r in self.results]
-        return Table(["variant", f"allclose to eager (rtol={self.rtol:g})"], rows, title="Same outputs?")
+        rows: list[Row] = [(r.name, _("yes") if r.allclose else _("NO")) for r in self.results]
+        return Table([_("variant"), _("allclose to eager (rtol={rtol})").format(rtol=f"{self.rtol:g}")], rows,
+                     title=_("Same outputs?"))
 
     def table(self) -> Table:
         timings = self.timings

@@ -50,6 +50,7 @@ from PIL import ImageDraw
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.tables import Table
+from labkit.i18n.messages import N_, _
 
 #: CSS pixels per figure inch: the size a figure is shown at.
 SCREEN_DPI = 90
@@ -118,7 +119,7 @@ _BISECTIONS = 30
 def _in_gamut(lightness: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Linear sRGB of OKLab (lightness, a, b) with its chroma scaled down as little as keeps it displayable."""
     low, high = np.zeros_like(lightness), np.ones_like(lightness)
-    for _ in range(_BISECTIONS):
+    for _step in range(_BISECTIONS):
         scale = (low + high) / 2
         linear = (np.stack([lightness, a * scale, b * scale], axis=1) @ _FROM_OKLAB.T) ** 3 @ _FROM_LMS.T
         fits = np.all((linear >= -1e-7) & (linear <= 1 + 1e-7), axis=1)
@@ -135,7 +136,7 @@ def with_luminance(colours: np.ndarray, luminance: np.ndarray | float) -> list[s
     lab = np.cbrt(_linear(np.asarray(colours, dtype=float)[:, :3]) @ _TO_LMS.T) @ _TO_OKLAB.T
     target = np.broadcast_to(np.asarray(luminance, dtype=float), lab.shape[:1])
     low, high = np.zeros_like(target), np.ones_like(target)
-    for _ in range(_BISECTIONS):  # luminance grows with OKLab lightness: halve the interval around the target
+    for _step in range(_BISECTIONS):  # luminance grows with OKLab lightness: halve the interval around the target
         middle = (low + high) / 2
         darker = _in_gamut(middle, lab[:, 1], lab[:, 2]) @ _LUMA > target
         low, high = np.where(darker, low, middle), np.where(darker, middle, high)
@@ -234,7 +235,7 @@ THEME_STYLE = (
     'body[data-jp-theme-light="false"] img.labkit-picture{color-scheme:dark}</style>'
 )
 #: The label of the fold under a picture that holds its numbers as a table, and what its alt text then adds.
-NUMBERS_SUMMARY = "The numbers in this picture, as a table"
+NUMBERS_SUMMARY = N_("The numbers in this picture, as a table")
 NUMBERS_NOTE = " Its numbers are in the table under it."
 
 
@@ -273,7 +274,8 @@ def picture_html(picture: bytes, alt: str, width_px: float | None = None, number
     image = (f'<img class="labkit-picture" src="{source}" alt="{html.escape(alt)}"{width} '
              'style="display:block;max-width:100%;height:auto">')
     fold = "" if numbers is None else (
-        f'<details class="labkit-picture-numbers"><summary>{NUMBERS_SUMMARY}</summary>{numbers.to_html()}</details>'
+        f'<details class="labkit-picture-numbers"><summary>{html.escape(_(NUMBERS_SUMMARY))}</summary>'
+        f'{numbers.to_html()}</details>'
     )
     return (THEME_STYLE if mime == "image/svg+xml" else "") + image + fold
 

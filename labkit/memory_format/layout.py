@@ -25,6 +25,7 @@ import torch
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.tables import Row, ShowsAsTable, Table
+from labkit.i18n.messages import _
 
 #: The three memory formats a dense tensor can be asked for, by name.
 FORMATS: dict[str, torch.memory_format] = {
@@ -185,25 +186,23 @@ class LayoutDescription:
         """A sentence explaining the ambiguity, or ``""``."""
         if not self.ambiguous:
             return ""
-        return (
-            f"Ambiguous: these strides satisfy {' and '.join(self.formats)} at once, because a "
-            f"size-1 dimension can have any stride. torch may treat the tensor as either format."
-        )
+        return _("Ambiguous: these strides satisfy {formats} at once, because a size-1 dimension can have any stride. "
+                 "torch may treat the tensor as either format.").format(formats=" and ".join(self.formats))
 
     def rows(self) -> list[Row]:
         return [
-            ["shape", str(self.shape)],
-            ["strides", str(self.strides)],
-            ["memory order", f"{self.memory_order} (outermost to innermost)"],
-            ["formats", self.format],
+            [_("shape"), str(self.shape)],
+            [_("strides"), str(self.strides)],
+            [_("memory order"), _("{order} (outermost to innermost)").format(order=self.memory_order)],
+            [_("formats"), self.format],
         ]
 
     def to_text(self) -> str:
-        text = Table(["property", "value"], self.rows()).to_text()
+        text = Table([_("property"), _("value")], self.rows()).to_text()
         return f"{text}\n{self.warning}" if self.warning else text
 
     def to_html(self) -> str:
-        body = Table(["property", "value"], self.rows()).to_html()
+        body = Table([_("property"), _("value")], self.rows()).to_html()
         if self.warning:
             body += f'\n<p class="labkit-warning">⚠ {html.escape(self.warning)}</p>'
         return body
@@ -331,7 +330,7 @@ def explain_conversion(tensor: torch.Tensor, memory_format: FormatLike) -> Conve
     tensor = _require_tensor(tensor)
     name = check_rank(tensor, memory_format)
     rows = []
-    for method, (code, _) in CONVERSION_METHODS.items():
+    for method, (code, _convert) in CONVERSION_METHODS.items():
         result = convert(tensor, name, method)
         rows.append(ConversionRow(method, code, describe(result), result.data_ptr() != tensor.data_ptr()))
     return ConversionComparison(describe(tensor), name, tuple(rows))
