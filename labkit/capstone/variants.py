@@ -34,7 +34,7 @@ from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.noise import filtered_native_stderr, silence_known_warnings
 from labkit.core.notebook import seeded
 from labkit.core.tables import Row, ShowsAsTable, Table
-from labkit.core.timing import RunStats, SideBySide, compare, format_seconds
+from labkit.core.timing import RunStats, SideBySide, compare, format_seconds, shown_headers
 from labkit.core.untouched import left_as_found
 from labkit.fx.fusion import compare_outputs, fuse_safely, validate_tolerance
 from labkit.fx.profile import TraceFailedError
@@ -281,7 +281,7 @@ class VariantComparison(ShowsAsTable):
             for r in self.results
         ]
         headers = [*timings.headers[:-1], "allclose", "setup", "note"]
-        return Table(headers, rows, title="Variants side by side")
+        return Table(shown_headers(headers), rows, title=_("Variants side by side"))
 
 
 def _require_unique_names(variants: Sequence[Variant]) -> None:

@@ -24,11 +24,23 @@ from labkit.core.device import pick_device, synchronize
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.noise import import_benchmark
 from labkit.core.tables import ShowsAsTable, Table
+from labkit.i18n.messages import N_, _
 
 #: A timing is flagged noisy when its IQR is at least this fraction of its median: the
 #: threshold at which ``torch.utils.benchmark`` warns about a Measurement and
 #: ``Compare.highlight_warnings()`` marks its cell with ``(! XX%)``.
 NOISY_IQR_FRACTION = 0.1
+
+
+#: The words a timing table's headers are made of (row labels, columns, ratios), marked for translation: the
+#: headers stay English in code (``Table.column`` looks them up) and are shown translated by :func:`shown_headers`.
+HEADER_WORDS = (N_("variant"), N_("mode"), N_("layout"), N_("path"), N_("precision"), N_("median"), N_("IQR"),
+                N_("speedup"), N_("slowdown"), N_("note"), N_("allclose"), N_("setup"))
+
+
+def shown_headers(headers: Sequence[str]) -> list[str]:
+    """``headers`` in the learner's language, for display only."""
+    return [_(header) for header in headers]
 
 
 @dataclass(frozen=True)
@@ -189,15 +201,17 @@ class SideBySide(ShowsAsTable):
         return [name, format_seconds(stats.median), format_seconds(stats.iqr), f"{ratio:.2f}x"]
 
     def note(self, name: str) -> str:
-        """``baseline`` and/or ``noisy (IQR xx% of median)``; empty otherwise."""
-        notes = ["baseline"] if name == self.baseline else []
+        """``baseline`` and/or ``noisy (IQR xx% of median)`` in the learner's language; empty otherwise."""
+        notes = [_("baseline")] if name == self.baseline else []
         if self.noisy(name):
             stats = self._stats(name)
-            notes.append(f"noisy (IQR {stats.iqr / stats.median:.0%} of median)")
+            notes.append(_("noisy (IQR {share} of median)").format(share=f"{stats.iqr / stats.median:.0%}"))
         return ", ".join(notes)
 
     def table(self) -> Table:
-        return Table(self.headers, [[*self.row(name), self.note(name)] for name in self.stats], title=self.title)
+        """The headers are shown in the learner's language; :attr:`headers` stays English (code looks columns up)."""
+        return Table(shown_headers(self.headers), [[*self.row(name), self.note(name)] for name in self.stats],
+                     title=self.title)
 
 
 class SyncTimer:
@@ -271,10 +285,10 @@ def measure(
 ) -> RunStats:
     """Call ``fn`` ``warmup`` times untimed, then ``runs`` times timed one by one."""
     _check_counts(warmup, runs)
-    for _ in range(warmup):
+    for _round in range(warmup):
         fn()
     samples = []
-    for _ in range(runs):
+    for _round in range(runs):
         with SyncTimer(device) as timer:
             fn()
         samples.append(timer.elapsed)
@@ -366,7 +380,7 @@ def compare_autorange(
     per_round = min_run_time / rounds
     blocks = {name: max(1, round(per_round / max(timer.timeit(1).median, 1e-9)) - 2)
               for name, timer in timers.items() if fixed_blocks}
-    for _ in range(rounds):
+    for _round in range(rounds):
         for name, timer in timers.items():
             measurement = timer.timeit(blocks[name]) if fixed_blocks else timer.blocked_autorange(min_run_time=per_round)
             samples[name].extend(measurement.times)
@@ -398,13 +412,13 @@ def compare(
     if not candidates:
         raise LabkitValueError("compare() needs at least one candidate, e.g. {'eager': fn}.")
     for fn in candidates.values():
-        for _ in range(warmup):
+        for _round in range(warmup):
             fn()
     samples: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(rounds):
+    for _round in range(rounds):
         for name, fn in candidates.items():
             with SyncTimer(device) as timer:
-                for _ in range(number):
+                for _round in range(number):
                     fn()
             samples[name].append(timer.elapsed / number)
     return {name: RunStats.from_samples(values) for name, values in samples.items()}

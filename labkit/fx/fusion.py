@@ -640,7 +640,8 @@ class FusionTimings(SideBySide):
         """
         notes = [note] if (note := super().note(name)) else []
         if name != self.baseline and abs(self.speedup(name) - 1.0) < self.spread(name):
-            notes.append(f"no clear change (speedup {self.speedup(name):.2f}x ±{self.spread(name):.2f})")
+            notes.append(_("no clear change (speedup {speedup}x ±{spread})").format(
+                speedup=f"{self.speedup(name):.2f}", spread=f"{self.spread(name):.2f}"))
         return ", ".join(notes)
 
 

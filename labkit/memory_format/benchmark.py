@@ -34,6 +34,7 @@ from labkit.core.timing import (
     _check_num_threads,
     _require_whole,
     compare_autorange,
+    shown_headers,
 )
 from labkit.memory_format.conversion import convert_model_per_layer
 
@@ -108,7 +109,7 @@ class FormatBenchmark(ShowsAsTable):
         ]
         headers = ["precision", *SideBySide.headers_for("layout")]
         title = f"input {self.input_shape} on {self.device}, {self.num_threads} thread(s)"
-        return Table(headers, rows, title=title)
+        return Table(shown_headers(headers), rows, title=title)
 
     def across_precisions(self) -> list[str]:
         """How each lower precision compares with fp32 in the same layout, one line each.
