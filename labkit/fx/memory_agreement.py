@@ -9,7 +9,6 @@ bytes themselves: the same on every run, so a notebook can print it.
 """
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+from labkit.core.copies import private_copy
 from labkit.core.errors import LabkitValueError
 from labkit.core.untouched import left_as_found
 from labkit.fx.memory import graph_memory, measured_live_bytes
@@ -108,7 +108,9 @@ def _on_cpu(model: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     if all(tensor.device.type == "cpu" for tensor in tensors):
         return model, inputs, kwargs
     moved = tree_map(lambda leaf: leaf.cpu() if isinstance(leaf, torch.Tensor) else leaf, (inputs, kwargs))
-    return (copy.deepcopy(model).cpu() if isinstance(model, torch.nn.Module) else model), *moved
+    # a private copy with parameters of its own (hooks and parametrizations kept): moving it moves nothing of the user's
+    cpu_model = private_copy(model, share_parameters=False).cpu() if isinstance(model, torch.nn.Module) else model
+    return cpu_model, *moved
 
 
 __all__ = ["MemoryAgreement", "TOLERANCE_BYTES", "TOLERANCE_FRACTION", "compare_memory_with_allocator", "tolerance"]

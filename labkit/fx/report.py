@@ -467,7 +467,7 @@ class ProfileReport(ShowsAsTable):
         peak = self.memory["peak_node"]
         return Table(
             [_("node"), _("type"), _("input shapes"), _("output bytes"), _("alive after"), _("peak")],
-            [[r.name, _shown_type(r), " ".join("x".join(map(str, shape)) for shape in r.input_shapes),
+            [[shown_name(r.name), _shown_type(r), " ".join("x".join(map(str, shape)) for shape in r.input_shapes),
               format_bytes(r.output_bytes), format_bytes(r.live_bytes), "<-" if r.name == peak else ""] for r in rows],
             title=_("Memory per node of {model}, in execution order (parameters {parameters} and inputs {inputs} "
                     "counted apart)").format(model=self.model or "model",
