@@ -6,12 +6,18 @@ markdown, every stored text/plain, text/html with its tags stripped, stream text
 returns each run of two or more Latin words that is not code: fenced and inline code, math, link targets and
 tags are removed first, a word with a digit, ``_`` or ``.`` inside is an identifier, and a phrase made only of
 :data:`ALLOWED` words (names, units, Python literals) is no English sentence.
+
+A code cell's own string literals are code: its tokens are byte-identical in every edition (the learner reads and
+runs the same code), so an output phrase made only of words the cell's string literals hold is the code's echo,
+not labkit's English. Keep such literals few and short in the English source; labkit's own words go through ``_()``.
 """
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,13 +100,31 @@ def widget_texts(notebook: dict[str, Any]) -> Iterator[tuple[str, str]]:
                     yield model_id, text
 
 
+def literal_words(cell: dict[str, Any]) -> frozenset[str]:
+    """The words of a code cell's string literals (all its text when it is not plain Python, e.g. a magic)."""
+    if cell.get("cell_type") != "code":
+        return frozenset()
+    source = _joined(cell.get("source"))
+    try:
+        literals = [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if token.type in (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING))]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        literals = [source]
+    return frozenset(word for literal in literals for word in re.findall(_WORD, literal))
+
+
+def _not_echoed(phrase: str, echoed: frozenset[str]) -> bool:
+    return not all(word in echoed or word in ALLOWED for word in re.findall(_WORD, phrase))
+
+
 def scan(path: Path) -> list[Finding]:
-    """Every English phrase a learner reads in the notebook at ``path``, in cell order."""
+    """Every English phrase a learner reads in the notebook at ``path``, in cell order (see the module's rules)."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     name = f"{path.parent.name}/{path.name}"
     found = [Finding(name, str(cell.get("id", index)), part, phrase)
              for index, cell in enumerate(notebook.get("cells", []))
-             for part, text in readable(cell) for phrase in phrases(text)]
+             for echoed in [literal_words(cell)]
+             for part, text in readable(cell) for phrase in phrases(text) if _not_echoed(phrase, echoed)]
     found += [Finding(name, f"widget {model_id[:8]}", "widget", phrase)
               for model_id, text in widget_texts(notebook) for phrase in phrases(text)]
     return found

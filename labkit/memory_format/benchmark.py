@@ -36,6 +36,7 @@ from labkit.core.timing import (
     compare_autorange,
     shown_headers,
 )
+from labkit.i18n.messages import _, ngettext
 from labkit.memory_format.conversion import convert_model_per_layer
 
 
@@ -108,7 +109,8 @@ class FormatBenchmark(ShowsAsTable):
             for layout in LAYOUTS
         ]
         headers = ["precision", *SideBySide.headers_for("layout")]
-        title = f"input {self.input_shape} on {self.device}, {self.num_threads} thread(s)"
+        title = ngettext("input {shape} on {device}, {threads} thread", "input {shape} on {device}, {threads} threads",
+                         self.num_threads).format(shape=self.input_shape, device=self.device, threads=self.num_threads)
         return Table(shown_headers(headers), rows, title=title)
 
     def across_precisions(self) -> list[str]:
@@ -126,13 +128,14 @@ class FormatBenchmark(ShowsAsTable):
             ratios = ", ".join(
                 f"{getattr(fp32, layout).median / getattr(timing, layout).median:.2f}x ({layout})" for layout in LAYOUTS
             )
-            faster = f"above 1 means {timing.precision} is faster"
-            lines.append(f"{timing.precision} against fp32 in the same layout: {ratios}; {faster}.")
+            lines.append(_("{precision} against fp32 in the same layout: {ratios}; above 1 means {precision} is faster.")
+                         .format(precision=timing.precision, ratios=ratios))
         return lines
 
     def _footer_lines(self) -> list[str]:
-        notes = ["Each speedup compares the two layouts of one precision."] if len(self.timings) > 1 else []
-        return [*notes, *self.across_precisions(), *(f"{name} skipped: {reason}" for name, reason in self.skipped.items())]
+        notes = [_("Each speedup compares the two layouts of one precision.")] if len(self.timings) > 1 else []
+        skipped = (_("{name} skipped: {reason}").format(name=name, reason=reason) for name, reason in self.skipped.items())
+        return [*notes, *self.across_precisions(), *skipped]
 
     def to_text(self) -> str:
         return "\n".join([self.table().to_text(), *self._footer_lines()])

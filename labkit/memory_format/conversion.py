@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import html
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from labkit.core.copies import refuse_unrun_lazy_modules
 from labkit.core.errors import LabkitTypeError
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.core.untouched import left_as_found
+from labkit.i18n.messages import N_, _
 from labkit.memory_format.layout import describe
 
 _FORMAT_FOR_RANK = {4: torch.channels_last, 5: torch.channels_last_3d}
@@ -77,13 +79,21 @@ class ConversionReport(ShowsAsTable):
     errors: dict[str, str] = field(default_factory=dict)
 
     def table(self) -> Table:
-        return Table(self.headers, self.rows, title="Weight memory order after each conversion")
+        """The report in the learner's language (its ``headers`` and ``rows`` stay English, for :meth:`column`)."""
+        return Table(
+            [_(header) for header in self.headers],
+            [[_shown_cell(cell) for cell in row] for row in self.rows],
+            title=_("Weight memory order after each conversion"),
+        )
 
     def column(self, header: str) -> list[str]:
-        return self.table().column(header)
+        """One column's English values, by its English header (the same in every language)."""
+        index = self.headers.index(header)
+        return [row[index] for row in self.rows]
 
     def _error_lines(self) -> list[str]:
-        return [f"{method} failed: {message}" for method, message in self.errors.items()]
+        return [_("{method} failed: {message}").format(method=method, message=message)
+                for method, message in self.errors.items()]
 
     def to_text(self) -> str:
         return "\n".join([self.table().to_text(), *self._error_lines()])
@@ -91,6 +101,18 @@ class ConversionReport(ShowsAsTable):
     def _repr_html_(self) -> str:
         lines = "".join(f"<p>⚠ {html.escape(line)}</p>" for line in self._error_lines())
         return self.table().to_html() + lines
+
+
+_HEADERS = (N_("layer"), N_("type"), N_("weight shape"), N_("before"))
+_UNCHANGED = re.compile(r"(\d+)-D, unchanged")
+
+
+def _shown_cell(cell: str) -> str:
+    """A report cell in the learner's language: the words ``failed`` and ``N-D, unchanged``; names stay."""
+    if cell == "failed":
+        return _("failed")
+    unchanged = _UNCHANGED.fullmatch(cell)
+    return _("{rank}-D, unchanged").format(rank=unchanged.group(1)) if unchanged else cell
 
 
 def _weight_label(weight: torch.Tensor) -> str:
@@ -112,7 +134,7 @@ def conversion_report(model: nn.Module) -> ConversionReport:
         layers = [
             (name, module) for name, module in model.named_modules() if isinstance(getattr(module, "weight", None), torch.Tensor)
         ]
-        headers = ["layer", "type", "weight shape", "before", *CONVERSIONS]
+        headers = [*_HEADERS, *CONVERSIONS]
         columns: dict[str, list[str]] = {}
         errors: dict[str, str] = {}
         for method, conversion in CONVERSIONS.items():

@@ -25,7 +25,7 @@ import torch
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.tables import Row, ShowsAsTable, Table
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _
 
 #: The three memory formats a dense tensor can be asked for, by name.
 FORMATS: dict[str, torch.memory_format] = {
@@ -164,6 +164,13 @@ class LayoutDescription:
         return " or ".join(self.formats) if self.formats else "none"
 
     @property
+    def shown_format(self) -> str:
+        """:attr:`format` in the learner's language, for tables (``format`` itself stays a name code can compare)."""
+        if not self.formats:
+            return _("none")
+        return _(" or ").join(self.formats)
+
+    @property
     def numel(self) -> int:
         """How many elements the tensor has."""
         return math.prod(self.shape)
@@ -194,7 +201,7 @@ class LayoutDescription:
             [_("shape"), str(self.shape)],
             [_("strides"), str(self.strides)],
             [_("memory order"), _("{order} (outermost to innermost)").format(order=self.memory_order)],
-            [_("formats"), self.format],
+            [_("formats"), self.shown_format],
         ]
 
     def to_text(self) -> str:
@@ -260,7 +267,7 @@ def permute_to_format(tensor: torch.Tensor, memory_format: FormatLike) -> torch.
 CONVERSION_METHODS: dict[str, tuple[str, Callable[[torch.Tensor, torch.memory_format], torch.Tensor]]] = {
     "to": ("x.to(memory_format=fmt)", lambda x, fmt: x.to(memory_format=fmt)),
     "contiguous": ("x.contiguous(memory_format=fmt)", lambda x, fmt: x.contiguous(memory_format=fmt)),
-    "permute": ("permute, .contiguous(), permute back", permute_to_format),
+    "permute": (N_("permute, .contiguous(), permute back"), permute_to_format),
 }
 
 
@@ -302,21 +309,23 @@ class ConversionComparison(ShowsAsTable):
 
     def table(self) -> Table:
         return Table(
-            ["method", "code", "strides", "formats", "new copy"],
-            [[r.method, r.code, str(r.layout.strides), r.layout.format, "yes" if r.copied else "no"] for r in self.rows],
-            title=f"{self.source.shape} with strides {self.source.strides} -> {self.target}",
+            [_("method"), _("code"), _("strides"), _("formats"), _("new copy")],
+            [[r.method, _(r.code), str(r.layout.strides), r.layout.shown_format, _("yes") if r.copied else _("no")]
+             for r in self.rows],
+            title=_("{shape} with strides {strides} -> {target}").format(
+                shape=self.source.shape, strides=self.source.strides, target=self.target),
         )
 
     @property
     def verdict(self) -> str:
         if not self.differ:
-            return "All three methods give the same strides."
+            return _("All three methods give the same strides.")
         if self.source.ambiguous:
-            return (
+            return _(
                 "The methods disagree: with a size-1 dimension the source already satisfies the "
                 "target format, so some methods return it unchanged while others re-stride it."
             )
-        return "The methods disagree; compare their strides above."
+        return _("The methods disagree; compare their strides above.")
 
     def to_text(self) -> str:
         return f"{self.table().to_text()}\n{self.verdict}"

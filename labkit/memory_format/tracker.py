@@ -51,6 +51,7 @@ from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack,
 
 from labkit.core.errors import LabkitError
 from labkit.core.tables import Table
+from labkit.i18n.messages import N_, _, ngettext
 
 
 class FormatTrackerError(LabkitError):
@@ -61,16 +62,16 @@ _FORMAT_FOR_RANK = {4: torch.channels_last, 5: torch.channels_last_3d}
 
 RecordKind = Literal["kept", "layout op", "dropped"]
 
-_REORDERS = "reorders the dimensions"
-_RESHAPES = "asks for a new shape"
-_SPLITS = "splits into views"
-_ASKS_FORMAT = "asks for a memory format"
-_VIEW = "returns a view of its input"
-MIXED_INPUTS = "mixed-format inputs"
+_REORDERS = N_("reorders the dimensions")
+_RESHAPES = N_("asks for a new shape")
+_SPLITS = N_("splits into views")
+_ASKS_FORMAT = N_("asks for a memory format")
+_VIEW = N_("returns a view of its input")
+MIXED_INPUTS = N_("mixed-format inputs")
 #: The reason recorded for a write into a caller's ``out=`` tensor: it keeps the layout the caller gave it.
-WRITES_OUT = "writes into the caller's out= tensor"
+WRITES_OUT = N_("writes into the caller's out= tensor")
 #: The reason recorded for ``copy_`` or an in-place op into the caller's tensor: it keeps that tensor's layout.
-WRITES_INTO = "writes into the caller's tensor"
+WRITES_INTO = N_("writes into the caller's tensor")
 
 #: Why each torch operator (by the short name it has on ``torch`` and ``torch.Tensor``) is a deliberate layout op.
 #: - permute, transpose, swapaxes, swapdims, movedim, moveaxis: the caller names a new dimension order; the result's
@@ -280,7 +281,7 @@ def _record(operator: str, args: tuple[Any, ...], kwargs: dict[str, Any], inputs
 
 #: Report order: the real drops first, then the deliberate changes, then what kept the format.
 _REPORT_ORDER: dict[RecordKind, int] = {"dropped": 0, "layout op": 1, "kept": 2}
-_VERDICT: dict[RecordKind, str] = {"dropped": "DROPPED", "layout op": "layout op", "kept": "kept"}
+_VERDICT: dict[RecordKind, str] = {"dropped": N_("DROPPED"), "layout op": N_("layout op"), "kept": N_("kept")}
 
 
 class FormatTracker:
@@ -369,12 +370,17 @@ class FormatTracker:
         self._require_used("report")
         numbered = sorted(enumerate(self.records, start=1), key=lambda item: (_REPORT_ORDER[item[1].kind], item[0]))
         rows = [
-            [number, r.operator, str(r.input_strides), str(r.output_strides), _VERDICT[r.kind], r.reason]
+            [number, r.operator, str(r.input_strides), str(r.output_strides), _(_VERDICT[r.kind]),
+             _(r.reason) if r.reason else ""]
             for number, r in numbered
         ]
         dropped, layout = len(self.dropped()), len(self.layout_ops())
-        title = (
-            f"{len(self.records)} calls with a channels_last input: {dropped} dropped the format, "
-            f"{layout} changed the layout on purpose, {len(self.records) - dropped - layout} kept it"
-        )
-        return Table(["#", "operator", "input strides", "output strides", "channels_last", "why"], rows, title=title)
+        title = ngettext(
+            "{calls} call with a channels_last input: {dropped} dropped the format, "
+            "{layout} changed the layout on purpose, {kept} kept it",
+            "{calls} calls with a channels_last input: {dropped} dropped the format, "
+            "{layout} changed the layout on purpose, {kept} kept it",
+            len(self.records),
+        ).format(calls=len(self.records), dropped=dropped, layout=layout, kept=len(self.records) - dropped - layout)
+        headers = ["#", _("operator"), _("input strides"), _("output strides"), "channels_last", _("why")]
+        return Table(headers, rows, title=title)

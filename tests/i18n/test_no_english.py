@@ -7,6 +7,7 @@ wrap in ``_()`` and translate, or a notebook not yet rebuilt): the test fails on
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,16 @@ def test_the_scan_finds_english_prose_and_passes_code(text: str, english: list[s
 def test_a_finding_names_notebook_cell_and_phrase() -> None:
     assert str(Finding("zh/02_memory_format.ipynb", "4c47a404", "text/html", "permute back")) == \
         "zh/02_memory_format.ipynb cell 4c47a404 (text/html): 'permute back'"
+
+
+def test_an_output_echoing_the_cells_own_string_literals_is_code_but_labkits_words_are_not(tmp_path: Path) -> None:
+    def code(source: str, printed: str) -> dict:
+        return {"cell_type": "code", "id": source[:6], "source": source, "metadata": {}, "execution_count": 1,
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": printed}]}
+    notebook = {"cells": [code('print(n, "calls with a channels_last input")', "67 calls with a channels_last input"),
+                          code("print(report)", "67 calls with a channels_last input")],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "zh" / "01.ipynb"
+    path.parent.mkdir()
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    assert [(finding.cell, finding.phrase) for finding in scan(path)] == [("print(", "calls with a")]
