@@ -15,6 +15,7 @@ import torch
 
 from labkit.core.device import pick_device
 from labkit.core.noise import silence_known_warnings
+from labkit.i18n.messages import _
 
 DEFAULT_SEED = 0
 
@@ -43,5 +44,5 @@ def setup_notebook(seed: int = DEFAULT_SEED, *, quiet: bool = False) -> torch.de
     silence_known_warnings()
     device = pick_device()
     if not quiet:
-        print(f"labkit ready: seed {seed}, device type {device.type}")
+        print(_("labkit ready: seed {seed}, device type {device}").format(seed=seed, device=device.type))
     return device

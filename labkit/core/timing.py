@@ -210,8 +210,12 @@ class SideBySide(ShowsAsTable):
 
     def table(self) -> Table:
         """The headers are shown in the learner's language; :attr:`headers` stays English (code looks columns up)."""
-        return Table(shown_headers(self.headers), [[*self.row(name), self.note(name)] for name in self.stats],
-                     title=self.title)
+        rows = [[self.shown_name(name), *self.row(name)[1:], self.note(name)] for name in self.stats]
+        return Table(shown_headers(self.headers), rows, title=self.title)
+
+    def shown_name(self, name: str) -> str:
+        """A row's name as the table shows it: the name itself; a subclass whose names are labkit's words translates them."""
+        return name
 
 
 class SyncTimer:

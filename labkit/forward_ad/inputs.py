@@ -14,6 +14,7 @@ from typing import Any, Union
 import torch
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.i18n.messages import _
 
 Tensors = Union[torch.Tensor, Sequence[torch.Tensor]]
 def _as_tuple(value: Tensors, what: str, argument: str | None = None) -> tuple[torch.Tensor, ...]:
@@ -38,33 +39,40 @@ def _as_tuple(value: Tensors, what: str, argument: str | None = None) -> tuple[t
 def _validate_pairs(primals: tuple[torch.Tensor, ...], tangents: tuple[torch.Tensor, ...]) -> None:
     if len(primals) != len(tangents):
         raise LabkitValueError(
-            f"Got {len(primals)} primal(s) but {len(tangents)} tangent(s); give exactly one tangent per primal."
+            _("Got {primals} primal(s) but {tangents} tangent(s); give exactly one tangent per primal.").format(
+                primals=len(primals), tangents=len(tangents))
         )
     for index, (primal, tangent) in enumerate(zip(primals, tangents)):
-        for what, tensor in (("Primal", primal), ("Tangent", tangent)):
+        for what, tensor in ((_("Primal"), primal), (_("Tangent"), tangent)):
             if tensor.layout != torch.strided:
                 raise LabkitTypeError(
-                    f"{what} {index} is a sparse or other non-strided tensor ({tensor.layout}); forward-mode AD "
-                    f"(make_dual) needs dense tensors. Convert it first with .to_dense()."
+                    _("{what} {index} is a sparse or other non-strided tensor ({layout}); forward-mode AD "
+                      "(make_dual) needs dense tensors. Convert it first with .to_dense().").format(
+                        what=what, index=index, layout=tensor.layout)
                 )
         if not (primal.is_floating_point() or primal.is_complex()):
             raise LabkitTypeError(
-                f"Primal {index} has dtype {primal.dtype}; forward-mode AD needs a floating-point "
-                f"(or complex) primal, because an integer has no derivative. Convert it first, "
-                f"e.g. x.float() or x.double()."
+                _("Primal {index} has dtype {dtype}; forward-mode AD needs a floating-point "
+                  "(or complex) primal, because an integer has no derivative. Convert it first, "
+                  "e.g. x.float() or x.double().").format(index=index, dtype=primal.dtype)
             )
         if tangent.shape != primal.shape:
             raise LabkitValueError(
-                f"Tangent {index} has shape {tuple(tangent.shape)} but its primal has shape "
-                f"{tuple(primal.shape)}; a tangent must have exactly its primal's shape."
+                _("Tangent {index} has shape {shape} but its primal has shape "
+                  "{primal_shape}; a tangent must have exactly its primal's shape.").format(
+                    index=index, shape=tuple(tangent.shape), primal_shape=tuple(primal.shape))
             )
         if tangent.dtype != primal.dtype:
             raise LabkitValueError(
-                f"Tangent {index} has dtype {tangent.dtype} (shape {tuple(tangent.shape)}) but its primal "
-                f"has dtype {primal.dtype} (shape {tuple(primal.shape)}); torch would keep both precisions side by side "
-                f"(a {primal.dtype} value with a {tangent.dtype} tangent), and a matrix multiply would then fail "
-                "on the mix. Use tangent.to(primal.dtype)."
+                _("Tangent {index} has dtype {dtype} (shape {shape}) but its primal "
+                  "has dtype {primal_dtype} (shape {primal_shape}); torch would keep both precisions side by side "
+                  "(a {primal_dtype} value with a {dtype} tangent), and a matrix multiply would then fail "
+                  "on the mix. Use tangent.to(primal.dtype).").format(
+                    index=index, dtype=tangent.dtype, shape=tuple(tangent.shape), primal_dtype=primal.dtype,
+                    primal_shape=tuple(primal.shape))
             )
+
+
 def _tensors_in(value: Any) -> Iterator[torch.Tensor]:
     """Every tensor in nested tuples, lists and dicts (a torch function's arguments or result)."""
     if isinstance(value, torch.Tensor):

@@ -30,6 +30,7 @@ from labkit.core.errors import LabkitTypeError, LabkitValueError
 from labkit.core.tables import Row, ShowsAsTable, Table
 from labkit.core.timing import RunStats, SideBySide, compare, compare_autorange, format_seconds
 from labkit.forward_ad.derivatives import jvp
+from labkit.i18n.messages import N_, _
 
 DEFAULT_HIDDEN = 64
 
@@ -144,10 +145,10 @@ class JacobianCost(ShowsAsTable):
 
     def summary(self) -> str:
         """The verdict with its spread; a gap inside the spread is no winner (:attr:`clear_winner`)."""
-        batch = "" if self.batch is None else f", batch {self.batch}"
-        by, spread = f"{self.faster_by:.2f}x", f"±{self.faster_by_spread:.2f}"
-        verdict = (f"{self.faster} is {by} faster {spread}" if self.clear_winner is not None
-                   else f"no clear winner ({self.faster} ahead by {by} {spread}, inside the spread)")
+        batch = "" if self.batch is None else _(", batch {batch}").format(batch=self.batch)
+        words = {"faster": self.faster, "by": f"{self.faster_by:.2f}x", "spread": f"±{self.faster_by_spread:.2f}"}
+        verdict = (_("{faster} is {by} faster {spread}") if self.clear_winner is not None
+                   else _("no clear winner ({faster} ahead by {by} {spread}, inside the spread)")).format(**words)
         return (
             f"R^{self.in_features} -> R^{self.out_features}{batch}: {verdict} "
             f"(jacfwd {format_seconds(self.jacfwd.median)}, jacrev {format_seconds(self.jacrev.median)})"
@@ -257,37 +258,37 @@ class JacobianSweep(ShowsAsTable):
         return math.exp(math.log(a) + -la / (lb - la) * (math.log(b) - math.log(a)))
 
     def summary(self) -> str:
-        batch = "" if self.batch is None else f", batch {self.batch}"
+        batch = "" if self.batch is None else _(", batch {batch}").format(batch=self.batch)
         return f"in = {self.in_features}{batch}: {self._where()}"
 
     def _where(self) -> str:
         """Where jacfwd overtakes jacrev, worded so that no row of :meth:`table` contradicts it."""
         if not self.points:
-            return "no points measured yet"
+            return _("no points measured yet")
         stable = self._stable_from
         if stable == 0:
-            return "jacfwd overtakes jacrev not inside the sweep (jacfwd is faster at every output size)"
+            return _("jacfwd overtakes jacrev not inside the sweep (jacfwd is faster at every output size)")
         ties = self._ties_from(stable)
         if stable == len(self.points):
             if ties < stable:
-                return f"no stable crossover in the sweep (ties from out = {self.points[ties].out_features})"
+                return _("no stable crossover in the sweep (ties from out = {out})").format(
+                    out=self.points[ties].out_features)
             if all(p.clear_winner == "jacrev" for p in self.points):
-                return "jacfwd overtakes jacrev not inside the sweep (jacrev is faster at every output size)"
-            return f"no stable crossover in the sweep (jacrev is faster at out = {self.points[-1].out_features})"
+                return _("jacfwd overtakes jacrev not inside the sweep (jacrev is faster at every output size)")
+            return _("no stable crossover in the sweep (jacrev is faster at out = {out})").format(
+                out=self.points[-1].out_features)
         if ties < stable:
-            return (
-                f"jacfwd stays faster from out = {self.points[stable].out_features} "
-                f"(ties from out = {self.points[ties].out_features})"
-            )
-        return f"jacfwd overtakes jacrev at out ≈ {self.crossover:.0f} and stays faster"
+            return _("jacfwd stays faster from out = {stable} (ties from out = {ties})").format(
+                stable=self.points[stable].out_features, ties=self.points[ties].out_features)
+        return _("jacfwd overtakes jacrev at out ≈ {out} and stays faster").format(out=f"{self.crossover:.0f}")
 
     def table(self) -> Table:
         rows: list[Row] = [
-            [p.out_features, format_seconds(p.jacfwd.median), format_seconds(p.jacrev.median), p.clear_winner or "tie",
+            [p.out_features, format_seconds(p.jacfwd.median), format_seconds(p.jacrev.median), p.clear_winner or _("tie"),
              f"{p.faster_by:.2f}x"]
             for p in self.points
         ]
-        return Table(["out", "jacfwd", "jacrev", "faster", "by"], rows, title=self.summary())
+        return Table(["out", "jacfwd", "jacrev", _("faster"), _("by")], rows, title=self.summary())
 
 
 def jacobian_sweep(
@@ -332,8 +333,8 @@ class JvpOverhead(SideBySide):
     raw dual API takes; the table shows that column.
     """
 
-    FORWARD = "forward pass"
-    RAW = "raw dual API"
+    FORWARD = N_("forward pass")
+    RAW = N_("raw dual API")
     LABKIT = "labkit.jvp"
     FUNC = "torch.func.jvp"
 
@@ -347,8 +348,12 @@ class JvpOverhead(SideBySide):
         return self.rebased(self.RAW).slowdown(self.LABKIT)
 
     def table(self) -> Table:
-        title = f"JVP cost (theory: about 2x a forward pass); labkit.jvp / raw dual = {self.labkit_over_raw:.3f}"
+        title = _("JVP cost (theory: about 2x a forward pass); labkit.jvp / raw dual = {ratio}").format(
+            ratio=f"{self.labkit_over_raw:.3f}")
         return replace(super().table(), title=title)
+
+    def shown_name(self, name: str) -> str:
+        return _(name) if name in (self.FORWARD, self.RAW) else name
 
 
 def jvp_overhead(

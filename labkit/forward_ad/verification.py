@@ -39,12 +39,12 @@ from labkit.forward_ad.inputs import (
     _tensors_in,
     _validate_pairs,
 )
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _
 
-DUAL_API = "dual API"
+DUAL_API = N_("dual API")
 FUNC_JVP = "torch.func.jvp"
-REVERSE_MODE = "reverse mode (jacrev @ tangent)"
-FINITE_DIFFERENCES = "central finite differences"
+REVERSE_MODE = N_("reverse mode (jacrev @ tangent)")
+FINITE_DIFFERENCES = N_("central finite differences")
 _FORWARD_MODE = (DUAL_API, FUNC_JVP)  # share the same jvp formulas: one piece of evidence, not two
 
 
@@ -89,23 +89,25 @@ class JvpVerification(ShowsAsTable):
         rows: list[list[Any]] = []
         for name in (FUNC_JVP, REVERSE_MODE, FINITE_DIFFERENCES):
             if name in self.unavailable:
-                rows.append([name, None, "unavailable"])
+                rows.append([_(name), None, _("unavailable")])
             elif self.compared.get(name) == 0:
-                rows.append([name, None, "not compared"])
+                rows.append([_(name), None, _("not compared")])
             elif name in self.errors:
-                verdict = "NO" if name in self.disagreeing else "yes"
-                rows.append([name, self.errors[name], verdict + (" (not counted)" if name in self.uncounted else "")])
+                verdict = _("NO") if name in self.disagreeing else _("yes")
+                rows.append([_(name), self.errors[name], verdict + (_(" (not counted)") if name in self.uncounted else "")])
         return Table(
-            ["method", "max |error| vs dual API", "agrees"],
+            [_("method"), _("max |error| vs dual API"), _("agrees")],
             rows,
-            title=f"JVP verification in float64 (|jvp| up to {self.scale:.3g})",
+            title=_("JVP verification in float64 (|jvp| up to {scale})").format(scale=f"{self.scale:.3g}"),
             floatfmt=".1e",
         )
 
     def explanations(self) -> list[str]:
         """One line per method that could not run or does not count, then the notes."""
-        lines = [f"{name}: unavailable, because {why}" for name, why in self.unavailable.items()]
-        lines += [f"{name}: not counted, because {why}" for name, why in self.uncounted.items()]
+        lines = [_("{method}: unavailable, because {why}").format(method=_(name), why=why)
+                 for name, why in self.unavailable.items()]
+        lines += [_("{method}: not counted, because {why}").format(method=_(name), why=why)
+                  for name, why in self.uncounted.items()]
         return lines + list(self.notes)
 
     def to_text(self) -> str:
@@ -156,23 +158,24 @@ def _odd_one_out(names: Sequence[str], agree: Callable[[str, str], bool]) -> tup
 
 
 _WHY_ODD = {
-    _FORWARD_MODE: "the forward-mode rule is the odd one out: the dual API and torch.func.jvp use the same jvp "
-    "formula and agree with each other, not with reverse mode and finite differences, so a jvp formula (a custom "
-    "Function's jvp, or an operator's forward formula) is likely wrong",
-    (DUAL_API,): "the dual API is the odd one out (a bug in how fn treats dual tensors, e.g. .data or a detach)",
-    (FUNC_JVP,): "torch.func.jvp is the odd one out (fn behaves differently under torch.func transforms)",
-    (REVERSE_MODE,): "reverse mode is the odd one out: a backward formula (e.g. a custom Function's backward) is "
-    "likely wrong",
-    (FINITE_DIFFERENCES,): "finite differences are the odd one out: truncation or rounding error, or a kink "
-    "near x; try another eps",
+    _FORWARD_MODE: N_("the forward-mode rule is the odd one out: the dual API and torch.func.jvp use the same jvp "
+                      "formula and agree with each other, not with reverse mode and finite differences, so a jvp "
+                      "formula (a custom Function's jvp, or an operator's forward formula) is likely wrong"),
+    (DUAL_API,): N_("the dual API is the odd one out (a bug in how fn treats dual tensors, e.g. .data or a detach)"),
+    (FUNC_JVP,): N_("torch.func.jvp is the odd one out (fn behaves differently under torch.func transforms)"),
+    (REVERSE_MODE,): N_("reverse mode is the odd one out: a backward formula (e.g. a custom Function's backward) is "
+                        "likely wrong"),
+    (FINITE_DIFFERENCES,): N_("finite differences are the odd one out: truncation or rounding error, or a kink "
+                              "near x; try another eps"),
 }
 
 
 def _odd_note(odd: tuple[str, ...] | None) -> str:
     """The note that names the odd method out (or says that none can be named)."""
     if odd is None:
-        return "the methods disagree, and it cannot be told which is wrong"
-    return _WHY_ODD.get(odd, f"odd one out: {', '.join(odd)}")
+        return _("the methods disagree, and it cannot be told which is wrong")
+    return _(_WHY_ODD[odd]) if odd in _WHY_ODD else _("odd one out: {methods}").format(
+        methods=", ".join(_(name) for name in odd))
 
 
 def _positive_finite(name: str, value: float, *, zero_ok: bool = False) -> None:
@@ -275,7 +278,8 @@ def verify_jvp(
                     "verify_jvp cannot verify fn here: its floating-point outputs are empty, so there is no JVP entry to "
                     "compare and every method would trivially agree. Verify it at an input where fn's output has elements."
                 )
-            notes = [f"output {i} is {out.dtype}: not differentiable, skipped" for i, out in enumerate(first) if i not in keep]
+            notes = [_("output {index} is {dtype}: not differentiable, skipped").format(index=i, dtype=out.dtype)
+                     for i, out in enumerate(first) if i not in keep]
             report = _compare(outputs_of, xs, ts, eps, exact_tolerance, fd_tolerance, in_training, notes)
             square = [
                 i for i, (x, t) in enumerate(zip(xs, ts))
@@ -358,7 +362,7 @@ def _compare(
         )
 
     try:
-        _, reference = jvp(outputs_of, xs, ts)
+        _outputs, reference = jvp(outputs_of, xs, ts)
     except LabkitError:
         raise
     except Exception as exc:
@@ -406,10 +410,10 @@ def _compare(
             raise
         except Exception as exc:  # noqa: BLE001 - a method that cannot run is reported, the others compare
             _raise_if_fn_now_fails(outputs_of, xs, name, exc)
-            unavailable[name] = f"torch says: {_first_line(exc)}"
+            unavailable[name] = _("torch says: {message}").format(message=_first_line(exc))
             continue
         if [r.shape for r in result] != [r.shape for r in reference]:
-            unavailable[name] = "its result has other shapes than fn's outputs"
+            unavailable[name] = _("its result has other shapes than fn's outputs")
             continue
         results[name] = result
 
@@ -438,9 +442,10 @@ def _compare(
         if not agrees:
             disagreeing.append(name)
         if 0 < compared < size:
-            notes.append(f"{name}: {size - compared} of {size} positions not finite here or in the dual API, not compared")
+            notes.append(_("{method}: {left} of {size} positions not finite here or in the dual API, not compared")
+                         .format(method=_(name), left=size - compared, size=size))
         if size and not compared:
-            uncounted.setdefault(name, "it has no finite position in common with the dual API")
+            uncounted.setdefault(name, _("it has no finite position in common with the dual API"))
     counted = [DUAL_API, *(n for n in errors if n not in uncounted)]
     odd = None
     if any(name in counted for name in disagreeing):

@@ -236,7 +236,7 @@ def _warm_up(runners: dict[str, Callable[[], object]], name: str, warmup: int) -
     """
     for layout, run in runners.items():
         try:
-            for _ in range(warmup):
+            for _warmup in range(warmup):
                 run()
         except Exception as exc:
             if _unsupported_dtype(exc, PRECISIONS[name]):
