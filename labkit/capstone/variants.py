@@ -116,14 +116,14 @@ def build_variants(model: nn.Module, *inputs: torch.Tensor, include_compiled: bo
         note = f"; {unfused}" if unfused else ""
         inputs = tuple(x.detach().clone() for x in inputs)  # a forward that writes its input writes these
         eager = Variant(EAGER, private_copy(model, share_parameters=False), inputs,
-                        "the model as written, contiguous (NCHW) tensors")
+                        _("the model as written, contiguous (NCHW) tensors"))
         cl_model, cl_inputs = _to_channels_last(private_copy(model, share_parameters=False), inputs)
         fused_cl_model, _cl_inputs = _to_channels_last(copy.deepcopy(fused_model), inputs)
         variants = [
             eager,
-            Variant(CHANNELS_LAST, cl_model, cl_inputs, "model and input converted to channels_last (NHWC in memory)"),
-            Variant(FUSED, fused_model, tuple(inputs), "Conv2d+BatchNorm2d folded into one Conv2d with torch.fx" + note),
-            Variant(FUSED_CHANNELS_LAST, fused_cl_model, cl_inputs, "both" + note),
+            Variant(CHANNELS_LAST, cl_model, cl_inputs, _("model and input converted to channels_last (NHWC in memory)")),
+            Variant(FUSED, fused_model, tuple(inputs), _("Conv2d+BatchNorm2d folded into one Conv2d with torch.fx") + note),
+            Variant(FUSED_CHANNELS_LAST, fused_cl_model, cl_inputs, _("both") + note),
         ]
         if include_compiled:
             variants.append(compile_variant(variants[-1]))
@@ -227,7 +227,7 @@ def compile_variant(base: Variant, empty_cache: bool = False) -> Variant:
             start = time.perf_counter()
             compiled(*base.inputs)
             setup_seconds = time.perf_counter() - start
-        return Variant(COMPILED, compiled, base.inputs, "torch.compile (inductor) of fused + channels_last",
+        return Variant(COMPILED, compiled, base.inputs, _("torch.compile (inductor) of fused + channels_last"),
                        setup_seconds=setup_seconds)
 
 
@@ -396,7 +396,7 @@ def op_type_table(reports: dict[str, ProfileReport], op_types: Sequence[str] | N
         first = next(iter(breakdowns.values()))
         op_types = list(first)
     rows: list[Row] = [[t, *(format_seconds(b[t]) if t in b else "-" for b in breakdowns.values())] for t in op_types]
-    return Table(["op type", *breakdowns], rows, title="Time per op type, per variant (sums of node medians, warm runs)")
+    return Table([_("op type"), *breakdowns], rows, title=_("Time per op type, per variant (sums of node medians, warm runs)"))
 
 
 @dataclass(frozen=True)
@@ -447,19 +447,21 @@ class TimeSaved(ShowsAsTable):
         """One line: the share of the time saved per op type, largest first, as measured in these profiles."""
         total = self.total_saved_seconds
         if total <= 0:
-            return (f"{self.variant} saved no time over {self.baseline} in these profiles "
-                    f"({format_seconds(-total)} more per forward pass).")
+            return _("{variant} saved no time over {baseline} in these profiles ({more} more per forward pass).").format(
+                variant=self.variant, baseline=self.baseline, more=format_seconds(-total))
         shown = [r for r in self.rows if r.saved_seconds / total >= 0.005]  # what rounds to 1% or more
         rest = [r for r in self.rows if r.saved_seconds > 0 and r not in shown]
         gained = ", ".join(f"{r.op_type} {r.saved_seconds / total:.0%}" for r in shown)
         if rest:
-            gained += f", {len(rest)} more under 1% each"
+            gained += ", " + _("{count} more under {share} each").format(count=len(rest), share="1%")
         lost = [r for r in self.rows if r.saved_seconds < 0]
-        line = (f"{self.baseline} -> {self.variant}: {format_seconds(total)} saved per forward pass; "
-                f"share of the time saved, by op type, largest first: {gained}")
+        line = _("{baseline} -> {variant}: {saved} saved per forward pass; "
+                 "share of the time saved, by op type, largest first: {gained}").format(
+            baseline=self.baseline, variant=self.variant, saved=format_seconds(total), gained=gained)
         if lost:
-            line += "; slower: " + ", ".join(f"{r.op_type} (by {format_seconds(-r.saved_seconds)})" for r in lost)
-        return line + f". Largest share: {self.ranking[0]}."
+            line += "; " + _("slower: {names}").format(names=", ".join(
+                _("{op_type} (by {time})").format(op_type=r.op_type, time=format_seconds(-r.saved_seconds)) for r in lost))
+        return line + ". " + _("Largest share: {op_type}.").format(op_type=self.ranking[0])
 
     def table(self) -> Table:
         total = self.total_saved_seconds
@@ -469,8 +471,9 @@ class TimeSaved(ShowsAsTable):
              f"{r.saved_seconds / total:.0%}" if total > 0 else "-"]
             for r in self.rows
         ]
-        return Table(["op type", self.baseline, self.variant, "saved", "share of saved"], rows,
-                     title=f"Time saved per forward pass by op type, {self.baseline} -> {self.variant} (largest first)")
+        return Table([_("op type"), self.baseline, self.variant, _("saved"), _("share of saved")], rows,
+                     title=_("Time saved per forward pass by op type, {baseline} -> {variant} (largest first)").format(
+                         baseline=self.baseline, variant=self.variant))
 
 
 def time_saved_by_op_type(reports: dict[str, ProfileReport], variant: str, baseline: str = EAGER) -> TimeSaved:
@@ -518,8 +521,12 @@ class GoalVerdict:
         return self.outcome == "met"
 
     def __str__(self) -> str:
-        return (f"{self.variant}: {self.speedup:.2f}x over {self.baseline}, spread ±{self.spread:.2f} (from both "
-                f"timings' IQRs); the lab's goal, set on a 2-core CPU, is {self.goal:g}x: {self.outcome}")
+        outcome = {"met": _("met"), "not met on this machine": _("not met on this machine")}.get(
+            self.outcome, _("too close to call in this run (the goal is within the spread): run the comparison again"))
+        return _("{variant}: {speedup}x over {baseline}, spread ±{spread} (from both timings' IQRs); the lab's goal, "
+                 "set on a 2-core CPU, is {goal}x: {outcome}").format(
+            variant=self.variant, speedup=f"{self.speedup:.2f}", baseline=self.baseline, spread=f"{self.spread:.2f}",
+            goal=f"{self.goal:g}", outcome=outcome)
 
     def __repr__(self) -> str:
         return str(self)

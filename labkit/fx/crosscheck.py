@@ -142,6 +142,7 @@ from labkit.fx.report import ProfileReport
 from labkit.fx.runs import run_series
 from labkit.fx.trace_beside import clock_offset_ns
 from labkit.fx.tracing import LeafModules
+from labkit.i18n.messages import N_, _
 
 # (aten operators without "aten::", the labkit op types whose nodes issue them: torch.nn classes first, then
 # function and method names as fx records them: x + y and x += y -> "add", torch.cat -> "cat", x.add_(y) -> "add_").
@@ -418,61 +419,71 @@ class CrossCheck(ShowsAsTable):
 
     def _compared_words(self) -> str:
         labkit, profiler = self.compared_pct
-        operators = (f" ({self.operator_compared_pct:.1f}% of its time in nodes that issue operators)"
-                     if self.no_operator_pct >= 0.05 else "")
-        return f"{labkit:.1f}% of labkit's time{operators} and {profiler:.1f}% of torch.profiler's"
+        words = {"labkit": f"{labkit:.1f}%", "profiler": f"{profiler:.1f}%",
+                 "operators": f"{self.operator_compared_pct:.1f}%"}
+        if self.no_operator_pct >= 0.05:
+            return _("{labkit} of labkit's time ({operators} of its time in nodes that issue operators) and "
+                     "{profiler} of torch.profiler's").format(**words)
+        return _("{labkit} of labkit's time and {profiler} of torch.profiler's").format(**words)
 
     def _too_little(self) -> str:
-        return (
-            f"Compared only {self._compared_words()}; a verdict needs {MIN_COMPARED_PCT:.0f}% of each, because "
+        return _(
+            "Compared only {compared}; a verdict needs {needed} of each, because "
             "shares that agree over a small part say nothing about the rest."
-        )
+        ).format(compared=self._compared_words(), needed=f"{MIN_COMPARED_PCT:.0f}%")
 
     def _what_to_do(self) -> str:
-        unmapped = f" Not mapped to operators: {_listed(self.unmapped)}." if self.unmapped else ""
+        unmapped = " " + _("Not mapped to operators: {names}.").format(names=_listed(self.unmapped)) if self.unmapped else ""
         if self.capture == "hooks":
-            hint = ("A hooked profile times modules, and its blocks and its outside row issue operators no table maps: "
-                    "for a verdict, cross-check a graph of the model (capture='export', or a part of it that traces).")
+            hint = _("A hooked profile times modules, and its blocks and its outside row issue operators no table maps: "
+                     "for a verdict, cross-check a graph of the model (capture='export', or a part of it that traces).")
         elif self.capture == "symbolic_trace":
-            hint = ("For a verdict, cross-check with capture='export' (each node is one ATen operator, matched by name), "
-                    "or a part of the model whose op types map to operators.")
+            hint = _("For a verdict, cross-check with capture='export' (each node is one ATen operator, matched by "
+                     "name), or a part of the model whose op types map to operators.")
         else:
-            hint = "For a verdict, cross-check a part of the model whose operators labkit's graph names."
-        return f"{hint}{unmapped} The rows and difference(op_type) remain, for the part that was compared."
+            hint = _("For a verdict, cross-check a part of the model whose operators labkit's graph names.")
+        remain = _("The rows and difference(op_type) remain, for the part that was compared.")
+        return f"{hint}{unmapped} {remain}"
 
     def verdict(self) -> str:
         """One sentence: how much was compared, and whether the shares agree within :data:`AGREEMENT_POINTS`."""
         if not self.rows:
-            return "No verdict: no op type is named by both labkit and torch.profiler."
+            return _("No verdict: no op type is named by both labkit and torch.profiler.")
         if not self.comparable:
-            return f"No verdict. {self._too_little()}"
+            return _("No verdict.") + " " + self._too_little()
         name, points = self._largest()
-        agreed = "agree" if points <= AGREEMENT_POINTS else "do not agree"
-        return (f"Compared {self._compared_words()}: the shares {agreed} within {AGREEMENT_POINTS:g} points "
-                f"(largest difference {points:.1f}, {name}).")
+        words = {"compared": self._compared_words(), "points": f"{AGREEMENT_POINTS:g}", "largest": f"{points:.1f}",
+                 "name": name}
+        if points <= AGREEMENT_POINTS:
+            return _("Compared {compared}: the shares agree within {points} points "
+                     "(largest difference {largest}, {name}).").format(**words)
+        return _("Compared {compared}: the shares do not agree within {points} points "
+                 "(largest difference {largest}, {name}).").format(**words)
 
     def table(self) -> Table:
-        headers = ["op type", "labkit %", "torch.profiler %", "difference (points)"]
+        headers = [_("op type"), _("labkit %"), _("torch.profiler %"), _("difference (points)")]
         rows = [[t, f"{a:.1f}", f"{b:.1f}", f"{abs(a - b):.1f}"] for t, a, b in self.rows]
         if self.calls:
-            headers.append("calls (labkit / profiler)")
+            headers.append(_("calls (labkit / profiler)"))
             for row in rows:
                 nodes, operators = self.calls.get(row[0], (0, 0.0))
                 row.append(f"{nodes} / {operators:g}")
-        title = (f"Share of forward time per op type (labkit: {self.capture}, mode {self.mode}; torch.profiler: "
-                 f"{_BASIS_WORDS[self.basis]})")
+        title = _("Share of forward time per op type (labkit: {capture}, mode {mode}; torch.profiler: {basis})").format(
+            capture=self.capture, mode=self.mode, basis=_(_BASIS_WORDS[self.basis]))
         return Table(headers, rows, title=title)
 
     def note(self) -> str:
         """The verdict, then what the table leaves out: the op types only one side names, with their share of that side's time."""
         unmapped = self.unmapped
         others = {t: pct for t, pct in self.only_labkit.items() if t not in unmapped}
-        lines = [self.verdict(), "The shares above are of the compared part on each side: the op types both name."]
+        lines = [self.verdict(), _("The shares above are of the compared part on each side: the op types both name.")]
         if unmapped:
-            lines.append(f"Could not map to operators: {_listed(unmapped)}")
-        lines += [f"Only in labkit: {_listed(others)}", f"Only in torch.profiler: {_listed(self.only_profiler)}"]
+            lines.append(_("Could not map to operators: {names}").format(names=_listed(unmapped)))
+        lines += [_("Only in labkit: {names}").format(names=_listed(others)),
+                  _("Only in torch.profiler: {names}").format(names=_listed(self.only_profiler))]
         if self.calls_differ:
-            lines.append(f"Calls differ, so these rows are not like for like: {', '.join(self.calls_differ)}")
+            lines.append(_("Calls differ, so these rows are not like for like: {names}").format(
+                names=", ".join(self.calls_differ)))
         return "\n".join(lines)
 
     def to_text(self) -> str:
@@ -484,15 +495,15 @@ class CrossCheck(ShowsAsTable):
 
 
 _BASIS_WORDS = {
-    "wall": "wall time from the previous operator's end",
-    "kernel": "kernel time",
-    "operator": "operator CPU time",
+    "wall": N_("wall time from the previous operator's end"),
+    "kernel": N_("kernel time"),
+    "operator": N_("operator CPU time"),
 }
 
 
 def _listed(shares: Mapping[str, float]) -> str:
     if not shares:
-        return "none"
+        return _("none")
     ranked = sorted(shares.items(), key=lambda item: (-item[1], item[0]))
     return ", ".join(f"{name} {pct:.1f}%" for name, pct in ranked)
 

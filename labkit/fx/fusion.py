@@ -17,7 +17,7 @@ import inspect
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import torch
@@ -28,12 +28,13 @@ from torch.utils._pytree import keystr, tree_flatten_with_path
 
 from labkit.core.copies import fresh_call, private_copy, warn_hooks_reaching_out
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
+from labkit.core.tables import Table
 from labkit.core.timing import SideBySide, compare
 from labkit.core.untouched import left_as_found, replayed_random_state
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
 from labkit.fx.profile import trace
 from labkit.fx.tracing import TraceFailedError
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _
 
 # The (layer, BatchNorm) pairs torch.fx.experimental.optimization.fuse folds, exact types as it matches them.
 TORCH_FUSE_PATTERNS = (
@@ -460,20 +461,20 @@ class FusionVerification:
     both_not_finite: int = 0
 
     def to_text(self) -> str:
-        verdict = "same outputs" if self.allclose else f"DIFFERENT outputs: {self.differs_at} differs by {self.max_abs_diff:.3g}"
+        verdict = _("same outputs") if self.allclose else _("DIFFERENT outputs: {where} differs by {diff}").format(
+            where=self.differs_at, diff=f"{self.max_abs_diff:.3g}")
         text = (
             f"{verdict} (max|fused - original| <= rtol * max|original| + atol, rtol={self.rtol:g}, atol={self.atol:g})"
         )
         if self.nodes_before is not None and self.nodes_after is not None:
-            text += f"; nodes {self.nodes_before} -> {self.nodes_after}, BatchNorm2d left: {self.batchnorms_left}"
+            text += "; " + _("nodes {before} -> {after}, BatchNorm2d left: {left}").format(
+                before=self.nodes_before, after=self.nodes_after, left=self.batchnorms_left)
         if self.both_not_finite:
             text += "; " + _("{count} positions are NaN or infinite in both outputs, alike: counted as equal").format(
                 count=self.both_not_finite)
         if not self.allclose and self.hooked:
-            text += (
-                f"; the original runs with hooks or parametrizations on {', '.join(self.hooked)}: "
-                "a fused model built without them computes something else"
-            )
+            text += "; " + _("the original runs with hooks or parametrizations on {names}: "
+                             "a fused model built without them computes something else").format(names=", ".join(self.hooked))
         return text
 
     def __str__(self) -> str:
@@ -630,7 +631,13 @@ class FusionTimings(SideBySide):
     """
 
     baseline: str = "original"
-    title: str = "Forward pass before and after Conv-BN fusion"
+    title: str = N_("Forward pass before and after Conv-BN fusion")
+
+    def table(self) -> Table:
+        return replace(super().table(), title=_(self.title))
+
+    def shown_name(self, name: str) -> str:
+        return _(name) if name in ("original", "teaching pass") else name
 
     def note(self, name: str) -> str:
         """SideBySide's notes, plus "no clear change" where a speedup is closer to 1 than its spread.
@@ -660,8 +667,8 @@ def fusion_timings(
         keywords = keyword_inputs("fusion_timings", kwargs, stray, ("kwargs", "rounds", "warmup"))
         refuse_unknown_keywords(model, keywords, inputs)
         variants = {
-            "original": private_copy(model, share_parameters=False),
-            "teaching pass": fuse_conv_bn_teaching(model),
+            N_("original"): private_copy(model, share_parameters=False),
+            N_("teaching pass"): fuse_conv_bn_teaching(model),
             "torch.fx fuse": fuse_conv_bn_library(model),
         }
         device = next((p.device for p in model.parameters()), torch.device("cpu"))

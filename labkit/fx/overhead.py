@@ -15,6 +15,7 @@ from labkit.core.errors import LabkitValueError
 from labkit.core.tables import ShowsAsTable, Table
 from labkit.core.timing import RunStats, SideBySide, compare
 from labkit.fx.profile import InstrumentedModule, ProfilingInterpreter, trace
+from labkit.i18n.messages import N_, _
 
 
 class TinyOpsChain(torch.nn.Module):
@@ -25,12 +26,12 @@ class TinyOpsChain(torch.nn.Module):
         self.num_ops = num_ops
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for _ in range(self.num_ops):
+        for _op in range(self.num_ops):
             x = x + 1.0
         return x
 
 
-PLAIN, INTERPRETER, FAST = "plain GraphModule", "interpreter mode", "fast mode"
+PLAIN, INTERPRETER, FAST = N_("plain GraphModule"), N_("interpreter mode"), N_("fast mode")
 
 
 @dataclass(frozen=True, repr=False)
@@ -93,27 +94,31 @@ class OverheadResult(ShowsAsTable):
         a measurement of this machine, so the notebook prints it, never states it.
         """
         op = self.plain_us_per_node
-        lines = [f"One node of the plain graph costs {op:.2f} µs here."]
+        lines = [_("One node of the plain graph costs {cost} µs here.").format(cost=f"{op:.2f}")]
         for name, added, spread in ((INTERPRETER, self.interpreter_us_per_node, self.interpreter_spread_us),
                                     (FAST, self.fast_us_per_node, self.fast_spread_us)):
+            ratio = f"{added / op:.1f}x"
             if abs(added - op) <= spread:
-                compared = "about as much as a node costs (within the spread)"
+                compared = _("about as much as a node costs (within the spread)")
+            elif added > op:
+                compared = _("more than a node costs ({ratio} its cost)").format(ratio=ratio)
             else:
-                compared = f"{'more' if added > op else 'less'} than a node costs ({added / op:.1f}x its cost)"
-            lines.append(f"{name} adds {added:.2f} ± {spread:.2f} µs per node: {compared}.")
+                compared = _("less than a node costs ({ratio} its cost)").format(ratio=ratio)
+            lines.append(_("{mode} adds {added} ± {spread} µs per node: {compared}.").format(
+                mode=_(name), added=f"{added:.2f}", spread=f"{spread:.2f}", compared=compared))
         return "\n".join(lines)
 
     def table(self) -> Table:
         return Table(
-            ["variant", "µs per node", "added µs per node", "± (IQR)"],
+            [_("variant"), _("µs per node"), _("added µs per node"), "± (IQR)"],
             [
-                [PLAIN, f"{self.plain_us_per_node:.2f}", "-", "-"],
-                [INTERPRETER, f"{self.plain_us_per_node + self.interpreter_us_per_node:.2f}",
+                [_(PLAIN), f"{self.plain_us_per_node:.2f}", "-", "-"],
+                [_(INTERPRETER), f"{self.plain_us_per_node + self.interpreter_us_per_node:.2f}",
                  f"{self.interpreter_us_per_node:.2f}", f"{self.interpreter_spread_us:.2f}"],
-                [FAST, f"{self.plain_us_per_node + self.fast_us_per_node:.2f}",
+                [_(FAST), f"{self.plain_us_per_node + self.fast_us_per_node:.2f}",
                  f"{self.fast_us_per_node:.2f}", f"{self.fast_spread_us:.2f}"],
             ],
-            title=f"Profiling overhead on {self.num_nodes} tiny ops (fastest of interleaved rounds)",
+            title=_("Profiling overhead on {nodes} tiny ops (fastest of interleaved rounds)").format(nodes=self.num_nodes),
         )
 
 
