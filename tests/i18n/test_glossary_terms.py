@@ -96,3 +96,22 @@ def test_no_catalogue_of_the_notebooks_or_of_labkit_uses_a_forbidden_variant():
              if "forbidden term" in problem.reason]
     found += [line for line in problems(source_dir=None, glossary_path=GLOSSARY) if "forbidden term" in line]
     assert found == []
+
+
+def _shown_texts(cell: dict) -> list[str]:
+    """What the learner reads of a generated cell: its markdown and every stored output, text and HTML."""
+    texts = [cell["source"]] if cell["cell_type"] == "markdown" else []
+    for output in cell.get("outputs", []):
+        texts += [output.get("text", ""), *(output.get("data", {}).get(kind, "") for kind in ("text/plain", "text/html"))]
+    return texts
+
+
+@pytest.mark.parametrize("lang", ["zh", "ru"])
+def test_no_generated_notebook_shows_a_forbidden_variant_in_its_prose_or_stored_outputs(lang: str):
+    """The catalogues are checked above; this reads the notebooks as built, labkit's printed messages included, so a
+    notebook built from an older catalogue or run with older messages is found too."""
+    terms = list(TERMS.values())
+    found = [(path.name, cell.get("id"), problem) for path in sorted((NOTEBOOKS / lang).glob("0*.ipynb"))
+             for cell in read_notebook(path, write=False).cells for text in _shown_texts(cell)
+             for problem in glossary.violations(terms, lang, text)]
+    assert found == []
