@@ -54,8 +54,8 @@ class Status(str, Enum):
     NOT_JUDGED = N_("not judged")  # a timing check on a machine too busy to tell: neither right nor wrong, run it again
 
 
-# Each icon only decorates the verdict word beside it: where the machine has no emoji font it shows as an empty box and
-# the line still reads (the HTML hides it from screen readers). ⚠ without U+FE0F: the text glyph ordinary fonts carry.
+# Each icon only decorates the verdict words beside it: where the machine has no emoji font it shows as an empty box and
+# the line still reads. ⚠ without U+FE0F: the text glyph ordinary fonts carry.
 ICONS = {Status.SOLVED: "✅", Status.NOT_YET: "⏳", Status.WRONG: "❌", Status.CHECKER_ERROR: "⚠", Status.NOT_JUDGED: "🔁"}
 
 
@@ -73,18 +73,14 @@ class CheckResult:
         return self.status is Status.SOLVED
 
     def __str__(self) -> str:
-        return f"{ICONS[self.status]} {self._words()}"
-
-    def _words(self) -> str:
-        """The verdict without its icon: what the line says on a machine that cannot draw the icon."""
         verdict = _("Exercise {exercise}: {status}.").format(exercise=self.exercise, status=_(self.status.value))
-        return f"{verdict} {self.message}"
+        return f"{ICONS[self.status]} {verdict} {self.message}"
 
     def __repr__(self) -> str:
         return str(self)
 
     def _repr_html_(self) -> str:
-        return f'<p><span aria-hidden="true">{ICONS[self.status]}</span> {html.escape(self._words())}</p>'
+        return f"<p>{html.escape(str(self))}</p>"
 
 
 class CheckFailed(Exception):
