@@ -54,7 +54,9 @@ class Status(str, Enum):
     NOT_JUDGED = N_("not judged")  # a timing check on a machine too busy to tell: neither right nor wrong, run it again
 
 
-_ICONS = {Status.SOLVED: "✅", Status.NOT_YET: "⏳", Status.WRONG: "❌", Status.CHECKER_ERROR: "⚠️", Status.NOT_JUDGED: "🔁"}
+# Each icon only decorates the verdict words beside it: where the machine has no emoji font it shows as an empty box and
+# the line still reads. ⚠ without U+FE0F: the text glyph ordinary fonts carry.
+ICONS = {Status.SOLVED: "✅", Status.NOT_YET: "⏳", Status.WRONG: "❌", Status.CHECKER_ERROR: "⚠", Status.NOT_JUDGED: "🔁"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class CheckResult:
 
     def __str__(self) -> str:
         verdict = _("Exercise {exercise}: {status}.").format(exercise=self.exercise, status=_(self.status.value))
-        return f"{_ICONS[self.status]} {verdict} {self.message}"
+        return f"{ICONS[self.status]} {verdict} {self.message}"
 
     def __repr__(self) -> str:
         return str(self)

@@ -243,7 +243,7 @@ def check(root: Path, langs: Iterable[str] = LANGS) -> list[Problem]:
         english = read_notebook(path, write=False)
         for lang in langs:
             problems += check_catalogue(root, lang, path, english, terms)
-            problems += check_generated(root, lang, path, english)
+            problems += check_generated(root, lang, path, english, terms)
     return problems
 
 
@@ -278,8 +278,10 @@ def check_catalogue(root: Path, lang: str, path: Path, english: nbformat.Noteboo
     return problems
 
 
-def check_generated(root: Path, lang: str, path: Path, english: nbformat.NotebookNode) -> list[Problem]:
-    """The generated notebook exists, was built from today's English and catalogue, and keeps every code cell."""
+def check_generated(root: Path, lang: str, path: Path, english: nbformat.NotebookNode,
+                    terms: list[glossary.Term]) -> list[Problem]:
+    """The generated notebook exists, was built from today's English and catalogue, keeps every code cell, and its
+    stored outputs (labkit's messages as the build printed them) use no word the glossary forbids."""
     target = translated_path(root, lang, path)
     po_path = catalogue_path(root, lang, path)
     name = str(target)
@@ -303,7 +305,19 @@ def check_generated(root: Path, lang: str, path: Path, english: nbformat.Noteboo
     for source, cell in zip(english.cells, translated.cells):
         if source.cell_type == "code" and cell.source != source.source:
             problems.append(Problem(name, cell.id, excerpt(source.source), "code cell differs from English"))
+        for text in _stored_texts(cell):
+            for reason in glossary.violations(terms, lang, text):
+                problems.append(Problem(name, cell.id, excerpt(source.source), f"stored output: {reason}; run make "
+                                                                               "i18n-build"))
     return problems
+
+
+def _stored_texts(cell: nbformat.NotebookNode) -> list[str]:
+    """What a learner reads of a cell's stored outputs: streams, and plain text and HTML results."""
+    texts = []
+    for output in cell.get("outputs", []):
+        texts += [output.get("text", ""), *(output.get("data", {}).get(kind, "") for kind in ("text/plain", "text/html"))]
+    return [text for text in texts if text]
 
 
 def _entries(po: polib.POFile) -> list[tuple[object, ...]]:

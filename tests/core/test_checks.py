@@ -105,7 +105,7 @@ def test_a_bug_in_the_checker_is_never_blamed_on_the_learner():
     assert result.status is Status.CHECKER_ERROR and not result.solved
     assert "bug in labkit's checker" in result.message and "please report" in result.message
     assert "TypeError" in result.message and "Your code" not in result.message
-    assert str(result).startswith("⚠️ Exercise 1.3: checker error.")
+    assert str(result).startswith("⚠ Exercise 1.3: checker error.")
     # An AssertionError is no protocol any more: it would vanish under -O.
     assert run_check("1.3", lambda: (_ for _ in ()).throw(AssertionError("x"))).status is Status.CHECKER_ERROR
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import nbformat
 import polib
 import pytest
 from babel.messages.pofile import read_po, write_po
@@ -96,3 +97,32 @@ def test_no_catalogue_of_the_notebooks_or_of_labkit_uses_a_forbidden_variant():
              if "forbidden term" in problem.reason]
     found += [line for line in problems(source_dir=None, glossary_path=GLOSSARY) if "forbidden term" in line]
     assert found == []
+
+
+
+def test_no_generated_notebook_shows_a_forbidden_variant_in_its_prose_or_stored_outputs():
+    """The catalogues are checked above; this reads the notebooks as built (their markdown, and labkit's messages as
+    the build printed them), so a notebook built from an older catalogue or run with older messages is found too."""
+    terms = list(TERMS.values())
+    found = [problem for path in notebooks.english_notebooks(NOTEBOOKS) for lang in ("zh", "ru")
+             for problem in notebooks.check_generated(NOTEBOOKS, lang, path, read_notebook(path, write=False), terms)]
+    found += [(path.name, cell.get("id"), problem) for lang in ("zh", "ru")
+              for path in sorted((NOTEBOOKS / lang).glob("0*.ipynb")) for cell in read_notebook(path, write=False).cells
+              if cell.cell_type == "markdown" for problem in glossary.violations(terms, lang, cell.source)]
+    assert found == []
+
+
+def test_i18n_check_finds_a_forbidden_variant_in_a_stored_output(tmp_path: Path):
+    """A zh notebook whose stored doctor report still says 探针 (a build before glossary v3) fails the check."""
+    root = tmp_path / "notebooks"
+    for name in ("00_start_here.ipynb", "i18n/glossary.csv", "i18n/zh/00_start_here.po", "zh/00_start_here.ipynb"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(NOTEBOOKS / name, root / name)
+    assert [str(problem) for problem in notebooks.check(root, ("zh",))] == []
+    built = read_notebook(root / "zh" / "00_start_here.ipynb", write=False)
+    stream = next(output for cell in built.cells for output in cell.get("outputs", [])
+                  if output.output_type == "stream")
+    stream.text = "所以这里的探针直接在内核里运行\n"
+    nbformat.write(built, root / "zh" / "00_start_here.ipynb")
+    found = [str(problem) for problem in notebooks.check(root, ("zh",))]
+    assert len(found) == 1 and "stored output: forbidden term '探针' for 'probe'" in found[0], found

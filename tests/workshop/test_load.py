@@ -94,7 +94,7 @@ def test_every_checker_verdict_line_is_read_with_its_status():
             "some other output\n"
             "⏳ Exercise 2.1: not yet solved. Replace the stub ...\n"
             "❌ Exercise 3.4: not solved. Your code raised TypeError: ...\n"
-            "⚠️ Exercise 2.3: checker error. This is a bug in labkit's checker ...\n"
+            "⚠ Exercise 2.3: checker error. This is a bug in labkit's checker ...\n"
             "🔁 Exercise 4.1: not judged. The machine is too busy to judge the speed-up; run the check again. ...\n"
             "the words Exercise 9.9: solved. inside a sentence are no verdict\n")
     assert parse_verdicts(text) == {"1.2": "solved", "2.1": "not yet solved", "3.4": "not solved",
