@@ -82,7 +82,13 @@ html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]
 html_favicon = "_static/labkit-icon.svg"  # else every browser asks for /favicon.ico, a 404 in the console
 html_css_files = ["labkit.css", "labkit-languages.css"]
-html_js_files = [("widgets-mathjax.js", {"defer": "defer"})]  # after MathJax, which Sphinx also defers
+html_js_files = [
+    ("widgets-mathjax.js", {"defer": "defer"}),  # after MathJax, which Sphinx also defers
+    ("search-snippets.js", {"defer": "defer"}),  # a search result's snippet starts with the page's text, not its buttons
+]
+# One search control on every page: the header's button (it stays when the sidebar is collapsed or on a phone);
+# the theme's default sidebar adds a second, search-button-field.html, which is left out here.
+html_sidebars = {"**": ["navbar-logo.html", "icon-links.html", "sbt-sidebar-nav.html"]}
 html_sourcelink_suffix = ""  # the download button offers the .ipynb itself
 html_theme_options = {
     "use_download_button": True,

@@ -107,6 +107,19 @@ def test_a_page_shows_no_nbval_marker_and_keeps_the_comment_under_it(built_site:
     assert "NBVAL" not in downloaded and "a timing: not the same twice" in downloaded
 
 
+def test_no_sidebar_holds_a_second_search_box_and_every_page_loads_the_snippet_fix(built_site: Path) -> None:
+    """The theme's sidebar field and its header button were two search boxes on one page: the header's stays.
+
+    (tests/ui/test_docs_ui.py counts the visible ones in Chromium.)
+    """
+    for page in [built_site / "index.html", *(built_site / "notebooks").glob("*.html")]:
+        text = page.read_text()
+        sidebar = text[text.index('class="bd-sidebar-primary'):text.index('class="bd-main"')]
+        assert "search-button" not in sidebar and "search-button__button" in text, page.name
+        assert "search-snippets.js" in text, page.name
+    assert (built_site / "_static" / "search-snippets.js").is_file()
+
+
 def test_no_page_loads_a_script_or_style_from_the_network(built_site: Path) -> None:
     for page in built_site.rglob("*.html"):
         text = page.read_text()

@@ -137,3 +137,18 @@ def test_describe_notebook_reads_the_goals_in_each_language(tmp_path: Path, head
     notebook = nbformat.read(path, as_version=4)
     notebook.cells[0].source = f"# 00 · X\n\n**{heading}**\n- one\n- two\n"
     assert docs.describe_notebook(path, notebook).goals_markdown == "- one\n- two"
+
+
+#: The theme's words the theme catalogues leave English in zh or ru (docs/locale/<language>/LC_MESSAGES/sphinx.po).
+THEME_WORDS = ("Toggle primary sidebar", "Toggle secondary sidebar", "Color mode", "System Settings", "Back to top",
+               "Expand Sidebar", "Collapse Sidebar")
+
+
+def test_a_translated_edition_shows_the_themes_own_words_in_its_language(site: Path) -> None:
+    for code in ("zh", "ru"):
+        for page in (site / code / "index.html", site / code / "notebooks" / "00_intro.html"):
+            text = page.read_text()
+            left = [word for word in THEME_WORDS if word in text]
+            assert not left, f"{code}/{page.name} shows the theme's English: {left}"
+    english = (site / "notebooks" / "00_intro.html").read_text()
+    assert "Toggle primary sidebar" in english and "Color mode" in english, "the English edition keeps them"

@@ -161,12 +161,18 @@ def test_notebook_page_has_toc_prev_next_and_ipynb_download(page, site_url: str)
 
 def test_search_for_channels_last_reaches_notebook_02(page, site_url: str) -> None:
     open_page(page, site_url, "index")
+    assert page.locator(".search-button__button:visible").count() == 1, "one search control on the page"
     page.locator("button.search-button__button:visible").first.click()
     query = page.locator("input[name='q']:visible").first
     query.fill("channels_last")
     query.press("Enter")
     result = page.locator("#search-results a[href*='02_memory_format']").first
     result.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
+    snippet = page.locator("#search-results li:has(a[href*='02_memory_format']) p.context").first
+    snippet.wait_for(state="visible", timeout=RENDER_TIMEOUT_MS)
+    words = snippet.inner_text().split()
+    theme_words = {"Light", "Dark", "System", "Settings", ".ipynb", ".pdf", "English", "中文", "Русский"}
+    assert words and not theme_words & set(words[:8]), f"the snippet starts with the theme's words: {words[:12]}"
     result.click()
     page.wait_for_url("**/notebooks/02_memory_format.html*")
     assert "channels_last" in page.locator("h1").first.inner_text()
