@@ -97,3 +97,33 @@ def test_the_program_is_named_as_the_user_typed_it():
     if script.is_file():
         shown = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120).stdout
         assert shown.startswith("usage: labkit ")
+
+
+def _help_in(language: str, *command: str) -> str:
+    """``labkit [command] --help`` as a learner whose labkit speaks ``language`` sees it, 80 columns wide."""
+    env = {**os.environ, "LABKIT_LANG": language, "COLUMNS": "80"}
+    result = subprocess.run([sys.executable, "-m", "labkit", *command, "--help"], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize(("language", "usage", "options", "learning", "progress_help"), [
+    ("zh", "用法：python -m labkit ", "\n选项:\n", "\n用这些实验学习:\n", "你自己的进度"),
+    ("ru", "использование: python -m labkit ", "\nпараметры:\n", "\nучёба по лабораторным работам:\n",
+     "ваш собственный прогресс"),
+])
+def test_help_speaks_the_learners_language_and_fits_her_terminal(language, usage, options, learning, progress_help):
+    from labkit.core.columns import columns
+
+    main_help = _help_in(language)
+    assert main_help.startswith(usage + "[-h] [--version] COMMAND ...")
+    assert options in main_help and learning in main_help and progress_help in main_help
+    for command in ("lab", "progress", "doctor"):
+        shown = _help_in(language, command)
+        assert shown.startswith(usage + command) and options in shown
+        # every option's help translated: no line of the options but the option names is English prose
+        english = [line for line in shown.splitlines() if re.search(r"\b(the|your|default|of|and)\b", line)]
+        assert english == [], english
+    wide = [line for line in main_help.splitlines() if columns(line) > 80]
+    assert wide == [], wide  # a Chinese line wrapped by characters would run past the edge
