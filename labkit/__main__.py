@@ -125,7 +125,14 @@ def build_parser(selected: str | None = None, prog: str | None = None) -> argpar
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # the reader left early (labkit progress | head): stop quietly, as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would raise again
+        return 1
+
+
+def _run(argv: list[str]) -> int:
     selected = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(selected if selected in COMMANDS else None).parse_args(argv)
     try:

@@ -127,3 +127,15 @@ def test_help_speaks_the_learners_language_and_fits_her_terminal(language, usage
         assert english == [], english
     wide = [line for line in main_help.splitlines() if columns(line) > 80]
     assert wide == [], wide  # a Chinese line wrapped by characters would run past the edge
+
+
+@pytest.mark.parametrize(("command", "status"), [(["--help"], 0), (["progress"], 1)])  # argparse's help ignores it
+def test_a_reader_that_leaves_early_gets_no_traceback(command, status, tmp_path):
+    reader, writer = os.pipe()
+    os.close(reader)  # as `labkit progress | head -1` once head has its line: every write finds the pipe closed
+    try:
+        done = subprocess.run([sys.executable, "-m", "labkit", *command], stdout=writer, stderr=subprocess.PIPE,
+                              text=True, timeout=120, cwd=tmp_path, env={**os.environ, "LABKIT_PROGRESS": "off"})
+    finally:
+        os.close(writer)
+    assert done.stderr == "" and done.returncode == status
