@@ -78,12 +78,16 @@ def _width() -> int:
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's layout with its own words ("usage:") in the learner's language: argparse looks them up in
-    Python's default gettext domain, where labkit's catalogues are not."""
+    """argparse's layout with its own words ("usage:") in the learner's language (argparse looks them up in
+    Python's default gettext domain, where labkit's catalogues are not), and options' help wrapped by columns
+    (argparse counts characters: a Chinese line would run past the terminal's edge)."""
 
     def add_usage(self, usage: str | None, actions: Iterable[argparse.Action],
                   groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None = None) -> None:
         super().add_usage(usage, actions, groups, _("usage: ") if prefix is None else prefix)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return fill(" ".join(text.split()), width).splitlines()
 
 
 def in_the_learners_words(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -116,7 +120,7 @@ def build_parser(selected: str | None = None, prog: str | None = None) -> argpar
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = in_the_learners_words(sub.add_parser(  # listed in the epilog, by group
-            name, description=_(help_text), formatter_class=HelpFormatter, add_help=False))
+            name, description=fill(_(help_text), _width()), formatter_class=HelpFormatter, add_help=False))
         if name == selected:
             module = importlib.import_module(module_name)
             module.add_arguments(command_parser)

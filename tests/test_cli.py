@@ -119,13 +119,13 @@ def test_help_speaks_the_learners_language_and_fits_her_terminal(language, usage
     main_help = _help_in(language)
     assert main_help.startswith(usage + "[-h] [--version] COMMAND ...")
     assert options in main_help and learning in main_help and progress_help in main_help
-    for command in ("lab", "progress", "doctor"):
-        shown = _help_in(language, command)
-        assert shown.startswith(usage + command) and options in shown
+    shown = {command: _help_in(language, command) for command in ("lab", "progress", "doctor", "workspace")}
+    for command, text in shown.items():
+        assert text.startswith(usage + command) and options in text
         # every option's help translated: no line of the options but the option names is English prose
-        english = [line for line in shown.splitlines() if re.search(r"\b(the|your|default|of|and)\b", line)]
+        english = [line for line in text.splitlines() if re.search(r"\b(the|your|default|of|and)\b", line)]
         assert english == [], english
-    wide = [line for line in main_help.splitlines() if columns(line) > 80]
+    wide = [line for text in (main_help, *shown.values()) for line in text.splitlines() if columns(line) > 80]
     assert wide == [], wide  # a Chinese line wrapped by characters would run past the edge
 
 

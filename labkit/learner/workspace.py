@@ -670,27 +670,27 @@ def language_argument(value: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "folder", type=Path, nargs="?", default=None,
-        help=f"the workspace folder, created on first use (default: {DEFAULT_FOLDER})",
+        help=_("the workspace folder, created on first use (default: {folder})").format(folder=DEFAULT_FOLDER),
     )
     parser.add_argument("--notebooks", type=Path, default=None, help=_(NOTEBOOKS_HELP))
     parser.add_argument(
         "--track", choices=TRACKS, default=None,
-        help="core: a workshop's shorter path, without the sections tagged 'extra'; all: every section "
-        "(default: the track the workspace holds, all for a new one; an edition's own track)",
+        help=_("core: a workshop's shorter path, without the sections tagged 'extra'; all: every section "
+               "(default: the track the workspace holds, all for a new one; an edition's own track)"),
     )
     parser.add_argument("--lang", type=language_argument, default=None, metavar="LANG", help=lang_help())
     parser.add_argument(
         "--edition", type=Path, default=None, metavar="DIR",
-        help="make the workspace from this prebuilt learner edition (see --write-edition) instead of --notebooks",
+        help=_("make the workspace from this prebuilt learner edition (see --write-edition) instead of --notebooks"),
     )
     parser.add_argument(
         "--room", action="store_true",
-        help="a workshop room's README: the solutions appear in solutions/ here once the instructor hands them out",
+        help=_("a workshop room's README: the solutions appear in solutions/ here once the instructor hands them out"),
     )
     parser.add_argument(
         "--write-edition", type=Path, default=None, metavar="DIR",
-        help="instead of a workspace, build the learner edition of --notebooks into DIR (what a workspace gets, "
-        "nothing else), for workspaces made with --edition DIR",
+        help=_("instead of a workspace, build the learner edition of --notebooks into DIR (what a workspace gets, "
+               "nothing else), for workspaces made with --edition DIR"),
     )
 
 
