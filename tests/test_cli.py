@@ -119,7 +119,7 @@ def test_help_speaks_the_learners_language_and_fits_her_terminal(language, usage
     main_help = _help_in(language)
     assert main_help.startswith(usage + "[-h] [--version] COMMAND ...")
     assert options in main_help and learning in main_help and progress_help in main_help
-    shown = {command: _help_in(language, command) for command in ("lab", "progress", "doctor", "workspace")}
+    shown = {command: _help_in(language, command) for command in ("lab", "progress", "doctor", "workspace", "profile")}
     for command, text in shown.items():
         assert text.startswith(usage + command) and options in text
         # every option's help translated: no line of the options but the option names is English prose
