@@ -97,3 +97,47 @@ def test_the_program_is_named_as_the_user_typed_it():
     if script.is_file():
         shown = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120).stdout
         assert shown.startswith("usage: labkit ")
+
+
+def _help_in(language: str, *command: str) -> str:
+    """``labkit [command] --help`` as a learner whose labkit speaks ``language`` sees it, 80 columns wide."""
+    env = {**os.environ, "LABKIT_LANG": language, "COLUMNS": "80"}
+    result = subprocess.run([sys.executable, "-m", "labkit", *command, "--help"], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize(("language", "usage", "options", "learning", "progress_help"), [
+    ("zh", "用法：python -m labkit ", "\n选项:\n", "\n用这些实验学习:\n", "你自己的进度"),
+    ("ru", "использование: python -m labkit ", "\nпараметры:\n", "\nучёба по лабораторным работам:\n",
+     "ваш собственный прогресс"),
+])
+def test_help_speaks_the_learners_language_and_fits_her_terminal(language, usage, options, learning, progress_help):
+    from labkit.core.columns import columns
+
+    main_help = _help_in(language)
+    assert main_help.startswith(usage + "[-h] [--version] COMMAND ...")
+    assert options in main_help and learning in main_help and progress_help in main_help
+    shown = {command: _help_in(language, command) for command in ("lab", "progress", "doctor", "workspace", "profile", "zoo")}
+    for command, text in shown.items():
+        assert text.startswith(usage + command) and options in text
+        # every option's help translated: no line of the options but the option names is English prose
+        english = [line for line in text.splitlines() if re.search(r"\b(the|your|default|of|and)\b", line)]
+        assert english == [], english
+    # past the usage lines (argparse's own: a {choice,list} is one token it cannot break, in English too)
+    wide = [line for text in (main_help, *shown.values()) for line in text.split("\n\n", 1)[1].splitlines()
+            if columns(line) > 80]
+    assert wide == [], wide  # a Chinese line wrapped by characters would run past the edge
+
+
+@pytest.mark.parametrize(("command", "status"), [(["--help"], 0), (["progress"], 1)])  # argparse's help ignores it
+def test_a_reader_that_leaves_early_gets_no_traceback(command, status, tmp_path):
+    reader, writer = os.pipe()
+    os.close(reader)  # as `labkit progress | head -1` once head has its line: every write finds the pipe closed
+    try:
+        done = subprocess.run([sys.executable, "-m", "labkit", *command], stdout=writer, stderr=subprocess.PIPE,
+                              text=True, timeout=120, cwd=tmp_path, env={**os.environ, "LABKIT_PROGRESS": "off"})
+    finally:
+        os.close(writer)
+    assert done.stderr == "" and done.returncode == status

@@ -44,12 +44,12 @@ import sys
 import tempfile
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from labkit.core.columns import columns
 from labkit.i18n.messages import N_, _
 
 # distribution name -> module name; the labs import each of these.
@@ -161,21 +161,11 @@ class DoctorReport:
         return self.to_text()
 
 
-def _columns(text: str) -> int:
-    """How many terminal columns ``text`` takes: a wide (East Asian) character two, a combining mark none.
-
-    Why not ``len``: a Chinese table head such as 状态 is two characters but four columns, and the rows under it
-    would not line up. The standard library's data, as wcwidth (tabulate's) would, which the doctor cannot rely on.
-    """
-    return sum(0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1
-               for char in text)
-
-
 def _plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """The layout of tabulate's ``simple`` format, without needing tabulate to work."""
-    widths = [max(_columns(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    widths = [max(columns(str(cell)) for cell in column) for column in zip(headers, *rows)]
     lines = [headers, ["-" * w for w in widths], *rows]
-    return "\n".join("  ".join(str(c) + " " * (w - _columns(str(c))) for c, w in zip(line, widths)).rstrip()
+    return "\n".join("  ".join(str(c) + " " * (w - columns(str(c))) for c, w in zip(line, widths)).rstrip()
                      for line in lines)
 
 
@@ -653,13 +643,12 @@ def _positive_seconds(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Probe this machine: is it ready for the labs?"
     parser.add_argument("--timeout", type=_positive_seconds, default=None, metavar="SECONDS",
-                        help=f"how long one probe may take before it counts as hanging "
-                             f"(default: ${TIMEOUT_ENV}, else {DEFAULT_TIMEOUT_S:g})")
+                        help=_("how long one probe may take before it counts as hanging (default: ${variable}, "
+                               "else {seconds})").format(variable=TIMEOUT_ENV, seconds=f"{DEFAULT_TIMEOUT_S:g}"))
     parser.add_argument("--json", action="store_true",
-                        help="print the report as JSON (keys: format, ready, verdict, problems, warnings, note, probes), "
-                             "for provisioning scripts; the exit code is the same")
+                        help=_("print the report as JSON (keys: format, ready, verdict, problems, warnings, note, "
+                               "probes), for provisioning scripts; the exit code is the same"))
 
 
 def _failed(verdict: str, as_json: bool) -> None:

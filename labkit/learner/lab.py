@@ -16,8 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from labkit.i18n.messages import _
 from labkit.learner.tracks import TRACKS
-from labkit.learner.workspace import DEFAULT_FOLDER, LANG_HELP, NOTEBOOKS_HELP, language_argument
+from labkit.learner.workspace import DEFAULT_FOLDER, NOTEBOOKS_HELP, lang_help, language_argument
 from labkit.learner.workspace import run as update_workspace
 
 # JupyterLab's defaults for every labkit server (labkit lab, make lab-reference, a hub's learners): an app settings
@@ -54,16 +55,19 @@ def jupyter_lab_command(args: argparse.Namespace) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "folder", type=Path, nargs="?", default=DEFAULT_FOLDER,
-        help=f"your workspace, created on first use (default: {DEFAULT_FOLDER})",
+        help=_("your workspace, created on first use (default: {folder})").format(folder=DEFAULT_FOLDER),
     )
-    parser.add_argument("--notebooks", type=Path, default=None, help=NOTEBOOKS_HELP)
+    parser.add_argument("--notebooks", type=Path, default=None, help=_(NOTEBOOKS_HELP))
     parser.add_argument("--track", choices=TRACKS, default=None,
-                        help="core: the workshop's shorter path; all: every section (default: the track the workspace holds)")
-    parser.add_argument("--lang", type=language_argument, default=None, metavar="LANG", help=LANG_HELP)
-    parser.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default: 8888)")
-    parser.add_argument("--ip", default="127.0.0.1", help="the address JupyterLab listens on (default: 127.0.0.1)")
+                        help=_("core: the workshop's shorter path; all: every section (default: the track the workspace "
+                               "holds)"))
+    parser.add_argument("--lang", type=language_argument, default=None, metavar="LANG", help=lang_help())
+    parser.add_argument("--port", type=int, default=8888, help=_("JupyterLab's port (default: {port})").format(port=8888))
+    parser.add_argument("--ip", default="127.0.0.1", help=_("the address JupyterLab listens on (default: {address})").format(
+                            address="127.0.0.1"))
     parser.add_argument("--lab-args", default="", metavar="OPTIONS",
-                        help="more options for jupyter lab, in one quoted string, e.g. --lab-args='--ServerApp.token=secret'")
+                        help=_("more options for jupyter lab, in one quoted string, e.g. "
+                               "--lab-args='--ServerApp.token=secret'"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -31,34 +31,36 @@ from typing import Any
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import writable_target
 from labkit.fx.profile import MODES
+from labkit.i18n.messages import _
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", nargs="?",
-                        help="a torchvision model name, any case, e.g. resnet18, ViT_B_16, ssdlite320_mobilenet_v3_large")
-    parser.add_argument("--hf", metavar="TYPE", help="a Hugging Face model type instead, e.g. bert, gpt2, llama, whisper: "
-                                                     "small config, random weights, no download (pip install 'torch-labkit[hf]')")
-    parser.add_argument("--list", action="store_true", help="list every model by kind, with its default input, and exit")
-    parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    parser.add_argument("--size", type=int, default=None, help="image height and width (default: the model's, see --list)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed warm-up runs (default 2)")
-    parser.add_argument("--runs", type=int, default=5, help="timed runs (default 5)")
+    parser.add_argument("model", nargs="?", help=_(
+        "a torchvision model name, any case, e.g. resnet18, ViT_B_16, ssdlite320_mobilenet_v3_large"))
+    parser.add_argument("--hf", metavar="TYPE", help=_(
+        "a Hugging Face model type instead, e.g. bert, gpt2, llama, whisper: small config, random weights, no download "
+        "(pip install 'torch-labkit[hf]')"))
+    parser.add_argument("--list", action="store_true", help=_("list every model by kind, with its default input, and exit"))
+    parser.add_argument("--batch", type=int, default=1, help=_("batch size (default {batch})").format(batch=1))
+    parser.add_argument("--size", type=int, default=None, help=_("image height and width (default: the model's, see --list)"))
+    parser.add_argument("--warmup", type=int, default=2, help=_("untimed warm-up runs (default {runs})").format(runs=2))
+    parser.add_argument("--runs", type=int, default=5, help=_("timed runs (default {runs})").format(runs=5))
     parser.add_argument("--mode", choices=MODES, default="fast",
-                        help="fast (instrumented graph), interpreter, or modules (hooks on layers, no tracing)")
-    parser.add_argument("--concrete-args", action="append", default=[], metavar="NAME=VALUE",
-                        help="fix a forward argument while tracing, VALUE a Python literal (repeatable), e.g. flip=True")
-    parser.add_argument("--leaf-module", action="append", default=[], metavar="NAME",
-                        help="keep a submodule as one node: a qualified name (backbone.body) or a class name "
-                             "(MultiScaleRoIAlign) (repeatable)")
+                        help=_("fast (instrumented graph), interpreter, or modules (hooks on layers, no tracing)"))
+    parser.add_argument("--concrete-args", action="append", default=[], metavar="NAME=VALUE", help=_(
+        "fix a forward argument while tracing, VALUE a Python literal (repeatable), e.g. flip=True"))
+    parser.add_argument("--leaf-module", action="append", default=[], metavar="NAME", help=_(
+        "keep a submodule as one node: a qualified name (backbone.body) or a class name (MultiScaleRoIAlign) (repeatable)"))
     parser.add_argument("--tracer", metavar="MODULE:CLASS",
-                        help="trace with your own torch.fx.Tracer subclass, e.g. mytracers:LeafyTracer")
-    parser.add_argument("--top", type=int, default=10, help="show the K slowest nodes (default 10)")
-    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available, or $LABKIT_DEVICE)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for weights and input (default 0)")
-    parser.add_argument("--csv", metavar="PATH", help="write every node's timings as CSV")
-    parser.add_argument("--json", metavar="PATH", help="write every node's timings as JSON")
-    parser.add_argument("--trace", metavar="PATH",
-                        help="write the timed runs as trace-event JSON (modules holding nodes), for Perfetto or speedscope")
+                        help=_("trace with your own torch.fx.Tracer subclass, e.g. mytracers:LeafyTracer"))
+    parser.add_argument("--top", type=int, default=10, help=_("show the TOP slowest nodes (default {top})").format(top=10))
+    parser.add_argument("--device", default=None, help=_("cpu, cuda, mps (default: best available, or ${variable})").format(
+        variable="LABKIT_DEVICE"))
+    parser.add_argument("--seed", type=int, default=0, help=_("seed for weights and input (default {seed})").format(seed=0))
+    parser.add_argument("--csv", metavar="PATH", help=_("write every node's timings as CSV"))
+    parser.add_argument("--json", metavar="PATH", help=_("write every node's timings as JSON"))
+    parser.add_argument("--trace", metavar="PATH", help=_(
+        "write the timed runs as trace-event JSON (modules holding nodes), for Perfetto or speedscope"))
 
 
 def _validate_arguments(args: argparse.Namespace) -> None:

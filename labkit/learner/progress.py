@@ -17,9 +17,9 @@ from labkit.progress.table import my_progress
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", type=Path, default=None,
-                        help="the progress file to read (default: the journal of the workspace you are in, "
-                             "or of the workspace/ that labkit lab made here)")
-    parser.add_argument("--local", action="store_true", help="on a hub: show your own file, do not ask the board")
+                        help=_("the progress file to read (default: the journal of the workspace you are in, "
+                               "or of the workspace/ that labkit lab made here)"))
+    parser.add_argument("--local", action="store_true", help=_("on a hub: show your own file, do not ask the board"))
 
 
 def journal_line(file: Path | None = None) -> str:

@@ -95,7 +95,7 @@ from labkit.authoring.hosted import repository_link
 from labkit.authoring.output_folder import MANIFEST, STAGING_PREFIX, OutputFolder, new_version_name
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import write_text
-from labkit.i18n.messages import LANGUAGES, N_, SOURCE_LANGUAGE, known, translation
+from labkit.i18n.messages import LANGUAGES, N_, SOURCE_LANGUAGE, _, known, translation
 from labkit.labs import NOTEBOOKS_DIR, find_notebooks
 from labkit.learner.edition import RECORD, Edition, read_edition, write_edition
 from labkit.learner.tracks import DEFAULT_TRACK, TRACKS, exercise_ids, require_track
@@ -650,9 +650,14 @@ class _Update:
         write_text(self.folder / MANIFEST, self._manifest_text(done))
 
 
-NOTEBOOKS_HELP = "the labs' notebooks folder (default: this checkout's notebooks/, or the labs an installed labkit carries)"
-LANG_HELP = (f"the labs' language, one of {', '.join(LANGUAGES)} (the notebooks in NOTEBOOKS/<lang>/, and labkit's messages "
-             "there); default: the workspace's, English for a new one. A workspace keeps its language")
+NOTEBOOKS_HELP = N_("the labs' notebooks folder (default: this checkout's notebooks/, or the labs an installed labkit carries)")
+LANG_HELP = N_("the labs' language, one of {languages} (the notebooks in NOTEBOOKS/<lang>/, and labkit's messages "
+               "there); default: the workspace's, English for a new one. A workspace keeps its language")
+
+
+def lang_help() -> str:
+    """--lang's help, in the learner's language."""
+    return _(LANG_HELP).format(languages=", ".join(LANGUAGES))
 
 
 def language_argument(value: str) -> str:
@@ -665,27 +670,27 @@ def language_argument(value: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "folder", type=Path, nargs="?", default=None,
-        help=f"the workspace folder, created on first use (default: {DEFAULT_FOLDER})",
+        help=_("the workspace folder, created on first use (default: {folder})").format(folder=DEFAULT_FOLDER),
     )
-    parser.add_argument("--notebooks", type=Path, default=None, help=NOTEBOOKS_HELP)
+    parser.add_argument("--notebooks", type=Path, default=None, help=_(NOTEBOOKS_HELP))
     parser.add_argument(
         "--track", choices=TRACKS, default=None,
-        help="core: a workshop's shorter path, without the sections tagged 'extra'; all: every section "
-        "(default: the track the workspace holds, all for a new one; an edition's own track)",
+        help=_("core: a workshop's shorter path, without the sections tagged 'extra'; all: every section "
+               "(default: the track the workspace holds, all for a new one; an edition's own track)"),
     )
-    parser.add_argument("--lang", type=language_argument, default=None, metavar="LANG", help=LANG_HELP)
+    parser.add_argument("--lang", type=language_argument, default=None, metavar="LANG", help=lang_help())
     parser.add_argument(
         "--edition", type=Path, default=None, metavar="DIR",
-        help="make the workspace from this prebuilt learner edition (see --write-edition) instead of --notebooks",
+        help=_("make the workspace from this prebuilt learner edition (see --write-edition) instead of --notebooks"),
     )
     parser.add_argument(
         "--room", action="store_true",
-        help="a workshop room's README: the solutions appear in solutions/ here once the instructor hands them out",
+        help=_("a workshop room's README: the solutions appear in solutions/ here once the instructor hands them out"),
     )
     parser.add_argument(
         "--write-edition", type=Path, default=None, metavar="DIR",
-        help="instead of a workspace, build the learner edition of --notebooks into DIR (what a workspace gets, "
-        "nothing else), for workspaces made with --edition DIR",
+        help=_("instead of a workspace, build the learner edition of --notebooks into DIR (what a workspace gets, "
+               "nothing else), for workspaces made with --edition DIR"),
     )
 
 

@@ -57,6 +57,7 @@ from typing import Any, TextIO
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import writable_target, write_file, write_text
 from labkit.core.tables import ShowsAsTable, Table
+from labkit.i18n.messages import _
 
 ROW_MARKER = "labkit-zoo-row: "  # the child's one line of result on stdout
 RTOL, ATOL = 1e-4, 1e-5  # verify_fusion's defaults: max|a - b| <= RTOL * max|a| + ATOL
@@ -523,25 +524,28 @@ def _title(names: Sequence[str]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from labkit.fx.model_zoo import KINDS
 
-    parser.add_argument("models", nargs="*", metavar="MODEL", help="torchvision model names (any case); see --list")
-    parser.add_argument("--all", action="store_true", help="every torchvision model labkit knows (about a hundred: hours "
-                                                           "on a laptop CPU)")
-    parser.add_argument("--kind", action="append", choices=KINDS, default=[], help="only torchvision models of this kind "
-                                                                                   "(repeatable)")
-    parser.add_argument("--hf", action="append", default=[], metavar="TYPE",
-                        help="a Hugging Face model type from a small config, random weights, no download, e.g. bert; "
-                             "repeatable or a comma list (bert,gpt2); 'all' for every type "
-                             "(needs pip install 'torch-labkit[hf]')")
-    parser.add_argument("--list", action="store_true", help="list every torchvision model and Hugging Face type, and exit")
-    parser.add_argument("--size", type=int, default=None, help="image side for every torchvision model (default: each "
-                                                               "model's own); a Hugging Face type's inputs are its config's")
-    parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    parser.add_argument("--warmup", type=int, default=1, help="untimed profile runs per model (default 1)")
-    parser.add_argument("--runs", type=int, default=3, help="timed profile runs per model (default 3)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model before it is stopped (default 300)")
-    parser.add_argument("--device", default=None, help="cpu, cuda, mps (default: best available, or $LABKIT_DEVICE)")
-    parser.add_argument("--csv", metavar="PATH", help="write the table as CSV (rewritten after every model)")
-    parser.add_argument("--markdown", metavar="PATH", help="write the table as markdown (rewritten after every model)")
+    parser.add_argument("models", nargs="*", metavar="MODEL", help=_("torchvision model names (any case); see --list"))
+    parser.add_argument("--all", action="store_true",
+                        help=_("every torchvision model labkit knows (about a hundred: hours on a laptop CPU)"))
+    parser.add_argument("--kind", action="append", choices=KINDS, default=[],
+                        help=_("only torchvision models of this kind (repeatable)"))
+    parser.add_argument("--hf", action="append", default=[], metavar="TYPE", help=_(
+        "a Hugging Face model type from a small config, random weights, no download, e.g. bert; repeatable or a comma "
+        "list (bert,gpt2); 'all' for every type (needs pip install 'torch-labkit[hf]')"))
+    parser.add_argument("--list", action="store_true",
+                        help=_("list every torchvision model and Hugging Face type, and exit"))
+    parser.add_argument("--size", type=int, default=None, help=_(
+        "image side for every torchvision model (default: each model's own); a Hugging Face type's inputs are its config's"))
+    parser.add_argument("--batch", type=int, default=1, help=_("batch size (default {batch})").format(batch=1))
+    parser.add_argument("--warmup", type=int, default=1,
+                        help=_("untimed profile runs per model (default {runs})").format(runs=1))
+    parser.add_argument("--runs", type=int, default=3, help=_("timed profile runs per model (default {runs})").format(runs=3))
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help=_("seconds per model before it is stopped (default {seconds})").format(seconds=300))
+    parser.add_argument("--device", default=None, help=_("cpu, cuda, mps (default: best available, or ${variable})").format(
+        variable="LABKIT_DEVICE"))
+    parser.add_argument("--csv", metavar="PATH", help=_("write the table as CSV (rewritten after every model)"))
+    parser.add_argument("--markdown", metavar="PATH", help=_("write the table as markdown (rewritten after every model)"))
     parser.add_argument("--one", metavar="MODEL", help=argparse.SUPPRESS)  # the child process: one model, one JSON line
 
 

@@ -224,6 +224,10 @@ def test_the_installed_labkit_is_the_wheels_and_says_its_version_and_the_doctor_
     assert Path(imported).is_relative_to(folder)
     assert run([folder / "bin" / "labkit", "--version"], here, env) == f"labkit {labkit.__version__}\n"
     assert run([folder / "bin" / "python", "-m", "labkit", "--version"], here, env) == f"labkit {labkit.__version__}\n"
+    shown = run([folder / "bin" / "labkit", "--help"], here, env)  # named as typed, the learner's commands first
+    assert shown.startswith("usage: labkit [-h] [--version] COMMAND ...\n") and "\nlearning with the labs:\n  lab " in shown
+    in_chinese = run([folder / "bin" / "labkit", "--help"], here, {**env, "LABKIT_LANG": "zh"})  # the wheel's catalogues
+    assert in_chinese.startswith("用法：labkit ") and "用这些实验学习" in in_chinese
     report = run([folder / "bin" / "labkit", "doctor"], here, env)
     assert report.rstrip().splitlines()[-1].startswith("doctor: READY"), report
     as_json = json.loads(run([folder / "bin" / "labkit", "doctor", "--json"], here, env))
