@@ -34,6 +34,7 @@ import functools
 import html
 import io
 import math
+import warnings
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ from PIL import Image as PILImage
 from PIL import ImageDraw
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
+from labkit.core.fonts import cjk_font, families, figure_texts, glyphs_accounted_for, is_wide, use_fallback_fonts
 from labkit.core.tables import Table
 from labkit.i18n.messages import N_, _
 
@@ -215,7 +217,9 @@ def _card_png(pixels: PILImage.Image, dpi: float) -> bytes:
 def to_png(figure: Figure, dpi: int = SCREEN_DPI) -> bytes:
     """Render a figure to PNG bytes: an opaque card with rounded corners (see the module's docstring)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    use_fallback_fonts(figure)
+    with glyphs_accounted_for(figure_texts(figure)):
+        figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return _card_png(PILImage.open(buffer), dpi)
 
 
@@ -328,6 +332,7 @@ class LiveFigure:
 
     def __init__(self, figure: Figure, changing: Iterable[Artist]) -> None:
         figure.set_dpi(SCREEN_DPI * PIXEL_RATIO)
+        use_fallback_fonts(figure)
         self.figure = figure
         self.canvas = FigureCanvasAgg(figure)
         self.changing = list(changing)
@@ -344,14 +349,16 @@ class LiveFigure:
 
     def png(self, background_key: Hashable = None) -> bytes:
         """PNG bytes of the figure as it is now; a full draw only the first time or when ``background_key`` changed."""
-        if self._background is None or background_key != self._background_key:
-            self.canvas.draw()  # lays the figure out and draws all but the changing artists
-            self._background, self._background_key = self.canvas.copy_from_bbox(self.figure.bbox), background_key
-            self.full_draws += 1
-        else:
-            self.canvas.restore_region(self._background)
-        for artist in self.changing:
-            self.figure.draw_artist(artist)
+        use_fallback_fonts(self.figure)  # a text added since (a new title) gets the fonts too
+        with glyphs_accounted_for(figure_texts(self.figure)):
+            if self._background is None or background_key != self._background_key:
+                self.canvas.draw()  # lays the figure out and draws all but the changing artists
+                self._background, self._background_key = self.canvas.copy_from_bbox(self.figure.bbox), background_key
+                self.full_draws += 1
+            else:
+                self.canvas.restore_region(self._background)
+            for artist in self.changing:
+                self.figure.draw_artist(artist)
         pixels = PILImage.frombuffer("RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         return _card_png(pixels, self.figure.dpi)
 
@@ -377,12 +384,16 @@ def text_width(text: str, size: float = SVG_FONT_PX) -> float:
     """Width in pixels of ``text`` in DejaVu Sans at ``size`` px, plus 10% for a browser's fallback font.
 
     Measured with matplotlib's font metrics rather than guessed per character, so a label is
-    never cut, however wide its letters.
+    never cut, however wide its letters: Chinese in the installed Chinese font, or one em per
+    character where there is none (the browser draws it in its own).
     """
-    width, _height, _descent = _TEXT_PATHS.get_text_width_height_descent(
-        text, FontProperties(family="DejaVu Sans", size=size), ismath=False
-    )
-    return width * 1.1
+    narrow = text if cjk_font() else "".join(character for character in text if not is_wide(character))
+    with warnings.catch_warnings():  # a glyph DejaVu Sans lacks: counted below, not warned about
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        width, _height, _descent = _TEXT_PATHS.get_text_width_height_descent(
+            narrow, FontProperties(family=families(), size=size), ismath=False
+        )
+    return (width + size * (len(text) - len(narrow))) * 1.1
 
 
 def svg_text(x: float, y: float, text: str, anchor: str = "middle", colour: str = INK, size: float = SVG_FONT_PX,
