@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     status = update_workspace(args)
     if status != 0:
         return status
-    print(f"Starting JupyterLab on http://{args.ip}:{args.port}/lab in {args.folder}/ "
-          "(the token is printed below; Ctrl-C stops it)", flush=True)
+    print(_("Starting JupyterLab on {url} in {folder}/ (the token is printed below; Ctrl-C stops it)").format(
+        url=f"http://{args.ip}:{args.port}/lab", folder=args.folder), flush=True)
     command = jupyter_lab_command(args)
     if os.name == "nt":  # Windows has no exec: wait for JupyterLab instead
         return subprocess.call(command)

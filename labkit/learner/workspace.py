@@ -468,7 +468,8 @@ def prepare_workspace(
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise LabkitValueError(f"Cannot create {folder}: {exc.strerror}. Choose a folder you can write to.") from None
+        raise LabkitValueError(_("Cannot create {folder}: {reason}. Choose a folder you can write to.").format(
+            folder=folder, reason=exc.strerror)) from None
     creating = state == "new" or record.get(CREATING) is True  # a new folder, or one an interrupted run was creating
     result = WorkspaceResult(
         folder, created=creating, resumed=state == "ours" and creating, track=track,
@@ -512,14 +513,15 @@ def _from_edition(edition: Path, track: str | None, room: bool) -> tuple[dict[st
 def _require_language(folder: Path, asked: str | None, held: str | None) -> str:
     """The workspace's language: ``asked`` if given (and the one it holds, if any), else the one it holds, else English."""
     if asked is not None and asked not in LANGUAGES:
-        raise LabkitValueError(f"language must be one of {', '.join(LANGUAGES)}, got {asked!r}: choose one with --lang.")
+        raise LabkitValueError(_("language must be one of {languages}, got {asked}: choose one with --lang.").format(
+            languages=", ".join(LANGUAGES), asked=repr(asked)))
     if asked is None or held is None or asked == held:
         return asked or held or SOURCE_LANGUAGE
-    raise LabkitValueError(
-        f"{folder} holds the labs in {held}, and a workspace keeps its language (your work there stays as it is): "
-        f"make a new one for {asked}, e.g. `labkit lab {folder}-{asked} --lang {asked}` "
-        f"(`make lab LAB_LANG={asked} WORKSPACE={folder}-{asked}`), or leave out --lang to open this one."
-    )
+    raise LabkitValueError(_(
+        "{folder} holds the labs in {held}, and a workspace keeps its language (your work there stays as it is): "
+        "make a new one for {asked}, e.g. `labkit lab {folder}-{asked} --lang {asked}` "
+        "(`make lab LAB_LANG={asked} WORKSPACE={folder}-{asked}`), or leave out --lang to open this one."
+    ).format(folder=folder, held=held, asked=asked))
 
 
 def _read_record(folder: Path) -> dict[str, object]:
@@ -581,7 +583,8 @@ class _Update:
         try:
             staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=self.folder))
         except OSError as exc:
-            raise LabkitValueError(f"Cannot write in {self.folder}: {exc.strerror}. Choose a folder you can write to.") from None
+            raise LabkitValueError(_("Cannot write in {folder}: {reason}. Choose a folder you can write to.").format(
+                folder=self.folder, reason=exc.strerror)) from None
         try:
             write_text(staging / MANIFEST, self._manifest_text(done=False))
             os.replace(staging / MANIFEST, self.folder / MANIFEST)
@@ -706,10 +709,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"workspace: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. a manifest labkit may not read: one line, never a traceback
-        print(f"workspace: cannot use {exc.filename or folder}: {exc.strerror or exc}.", file=sys.stderr)
+        print("workspace: " + _("cannot use {path}: {reason}.").format(path=exc.filename or folder,
+                                                                         reason=exc.strerror or exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"workspace: interrupted; every file in {folder} is whole. Run again to finish.", file=sys.stderr)
+        print("workspace: " + _("interrupted; every file in {folder} is whole. Run again to finish.").format(folder=folder),
+              file=sys.stderr)
         return 130
     for line in result.lines():
         print(f"workspace: {line}")
