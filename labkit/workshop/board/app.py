@@ -100,7 +100,8 @@ class Board:
             if item.part is None or item.columns != columns:
                 item.part, item.columns = learner_part(name, item.events, columns), columns
             parts[name] = item.part
-        rules = Rules(self.settings.stuck_attempts, self.settings.stuck_minutes)
+        rules = Rules(self.settings.stuck_attempts, self.settings.stuck_minutes, self.settings.stuck_repeats,
+                      self.settings.stuck_slower)
         events = [event for item in cached.values() for event in item.events]
         return grid_of(parts, columns, self.clock(), rules), events
 

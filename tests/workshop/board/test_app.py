@@ -267,7 +267,8 @@ class BoardTest(AsyncHTTPTestCase):
         assert [row["learner"] for row in data["rows"]] == [EVIL, "ada", "bob"]  # the hub's users, less root (admin)
         ada, bob = data["rows"][1], data["rows"][2]
         assert ada["cells"][0]["state"] == "attempted" and ada["cells"][0]["attempts"] == 3
-        assert ada["stuck"] == ["3 attempts at 1.1 without solving it"]
+        assert ada["stuck"] == ["3 attempts at 1.1 without solving it",  # the floor, and the evidence beside it
+                                "the same mistake (1.1/other) 3 times in a row at 1.1"]
         assert bob["cells"][1]["state"] == "solved" and bob["cells"][1]["hints"] == 1
         assert bob["preflight"] == {"state": "not ready", "text": "not ready: torch", "failed_probes": ["torch"], "at": T0}
         assert ada["server_url"] == "/hub/admin"
