@@ -118,7 +118,10 @@ def refresh(settings: HubSettings, username: str, version: int, note: str) -> Pu
     env = {"PATH": SAFE_PATH, "LANG": "C.UTF-8", "HOME": str(workspace.parent)}
     run_as: dict[str, Any] = {}
     if settings.separated:
-        account = pwd.getpwnam(settings.account(username))
+        try:
+            account = pwd.getpwnam(settings.account(username))
+        except KeyError:
+            return Pushed(username, False, f"no account {settings.account(username)}: she has not logged in yet")
         run_as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
         env.update(HOME=account.pw_dir, **learner_environment(settings.install))
     command = [*workspace_command(settings, workspace), "--pushed", str(version), "--note", note]
