@@ -26,7 +26,7 @@ TORCH_FLOOR := torch==2.4.1 torchvision==0.19.1
 HF_FLOOR := transformers==4.45.2
 FLOOR_STAMP := $(FLOOR_VENV)/.labkit-installed
 
-.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench gpu-check docs dist student-copy student-copy-solutions clean help venv
+.PHONY: lab lab-reference workshop workshop-install workshop-solutions workshop-push workshop-remove-accounts workshop-loadtest workshop-board-loadtest test i18n-update i18n-build i18n-check test-torch-floor lint nbval-stress notebooks doctor bench gpu-check docs dist student-copy student-copy-solutions clean help venv
 
 help:
 	@echo "make lab        create the venv if missing, start JupyterLab on your workspace/ (blank exercises; prints the URL; LAB_LANG=zh or ru)"
@@ -34,6 +34,7 @@ help:
 	@echo "make workshop   start a JupyterHub for a room on this server (workshop/README.md; TRACK=all for every section)"
 	@echo "make workshop-install  (root) the learner venv of a room under /opt/labkit: learners run it, never change it"
 	@echo "make workshop-solutions  hand out the solutions to every learner of the hub (their notebooks untouched)"
+	@echo "make workshop-push NOTE='...'  a fixed notebooks/ into every learner's workspace, mid-workshop (edits kept)"
 	@echo "make workshop-remove-accounts  (root) after the workshop: remove every learner account and its home"
 	@echo "make workshop-loadtest N=8  load-test the hub: N learners run the solved core track at once (figures in build/; HTTPS=yes through Caddy)"
 	@echo "make workshop-board-loadtest LEARNERS=30 HOSTILE=6  the room board under load, HOSTILE learners flooding it: latency, CPU, memory (build/)"
@@ -96,6 +97,10 @@ workshop: $(WORKSHOP_STAMP) $(PROXY)
 
 workshop-solutions: $(WORKSHOP_STAMP)
 	$(PY) -m labkit workshop hand-out-solutions
+
+# mid-workshop: the labs as notebooks/ holds them now, into every learner's workspace (labkit.workshop.push)
+workshop-push: $(WORKSHOP_STAMP)
+	$(PY) -m labkit workshop push --note "$(NOTE)"
 
 # after the workshop: every learner account labkit made, with its home (asks first)
 workshop-remove-accounts: $(WORKSHOP_STAMP)

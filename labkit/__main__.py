@@ -30,7 +30,7 @@ COMMANDS = {
         "on a CUDA machine: run every GPU path of the labs in minutes, and write their table (--dry-run: the plan)")),
     "lab": ("labkit.learner.lab", N_("update your workspace, then start JupyterLab on it: make lab without make")),
     "workshop": ("labkit.workshop.cli",
-                 N_("a workshop room's instructor commands: install, hand-out-solutions, remove-accounts")),
+                 N_("a workshop room's instructor commands: install, hand-out-solutions, push, remove-accounts")),
     "progress": ("labkit.learner.progress", N_("your own progress: each exercise solved or not, and what to do next")),
     "workspace": ("labkit.learner.workspace",
                   N_("create or update the learner workspace that make lab opens (blank exercises; your edits are kept)")),

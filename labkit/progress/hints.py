@@ -4,7 +4,9 @@ Why tiered: a learner who is stuck for a moment needs a nudge, not the answer, a
 for long needs more than a nudge. Each call shows the next hint: (1) a nudge, (2) a pointer to the
 API or the notebook's section, (3) the approach in words, without code. ``hint("1.2", level=1)``
 shows one again. The level reached is kept in the learner's journal (:mod:`labkit.progress.journal`),
-so it survives a kernel restart, and each hint shown is an event the room's board counts. The
+so it survives a kernel restart, and each hint shown is an event the room's board counts. A hint names what
+the next one gives ("where to look", "the approach") rather than a count: counts ("hint 1 of 3") lead learners to
+click through to the last one. The
 solution itself is a step of its own, after a try: ``solution("1.2")`` (:mod:`labkit.progress.solutions`).
 """
 from __future__ import annotations
@@ -44,12 +46,11 @@ class Hint:
         if self.last:
             return _("That was the last hint. Once you have tried, labkit.solution(\"{exercise}\") shows the "
                      "reference solution (your progress records that you looked).").format(exercise=self.exercise)
-        return _("Still stuck? Run hint(\"{exercise}\") again for hint {level} of {levels}.").format(
-            exercise=self.exercise, level=self.level + 1, levels=MAX_HINT_LEVEL)
+        return _("Still stuck? Run hint(\"{exercise}\") again: the next hint gives {kind}.").format(
+            exercise=self.exercise, kind=_(KINDS[self.level]))
 
     def heading(self) -> str:
-        return _("Hint {level} of {levels} for exercise {exercise} ({kind})").format(
-            level=self.level, levels=MAX_HINT_LEVEL, exercise=self.exercise, kind=_(KINDS[self.level - 1]))
+        return _("Hint for exercise {exercise}: {kind}").format(exercise=self.exercise, kind=_(KINDS[self.level - 1]))
 
     def to_text(self) -> str:
         return f"{self.heading()}: {self.text}\n{self.footer()}"

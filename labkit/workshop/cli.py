@@ -2,6 +2,8 @@
 
 - ``install``: the learner venv under ``LABKIT_WORKSHOP_INSTALL`` (:mod:`labkit.workshop.install`);
 - ``hand-out-solutions``: the solutions into every learner's workspace (:mod:`labkit.workshop.handout`);
+- ``push``: a new version of the labs into every learner's workspace, mid-workshop, every edit kept
+  (:mod:`labkit.workshop.push`);
 - ``remove-accounts``: after the workshop, every learner account labkit made, with its home
   (:mod:`labkit.workshop.accounts`).
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from labkit.workshop import handout
+from labkit.workshop import handout, push
 from labkit.workshop.accounts import learner_accounts, remove_accounts
 from labkit.workshop.install import install
 from labkit.workshop.settings import HubSettings
@@ -25,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     installer = actions.add_parser("install", help="(root) the learner venv a room's servers run, readable by learners, "
                                    "writable by root only (LABKIT_WORKSHOP_INSTALL, default /opt/labkit)")
     installer.add_argument("--if-stale", action="store_true", help="only if labkit changed since the last install")
+    push.add_arguments(actions.add_parser(
+        "push", help="(the hub's account: root in a room) a new version of the labs into every learner's workspace, "
+        "each edited notebook kept and the new version beside it, with labkit-update-N.md saying what changed"))
     remover = actions.add_parser("remove-accounts", help="(root) remove every learner account labkit made, with its home")
     remover.add_argument("--yes", action="store_true", help="do not ask first")
 
@@ -32,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "hand-out-solutions":
         return handout.run(args)
+    if args.action == "push":
+        return push.run(args)
     settings = HubSettings.from_environment()
     if args.action == "install":
         print(f"workshop install: {install(settings.install, if_stale=args.if_stale)}")

@@ -27,6 +27,7 @@ from labkit.learner.workspace import write_learner_edition
 from labkit.workshop.accounts import ensure_account
 from labkit.workshop.board_service import board_url
 from labkit.workshop.install import learner_environment
+from labkit.workshop.push import record_spawn
 from labkit.workshop.settings import HubSettings
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -94,6 +95,7 @@ async def provision_workspace(spawner: Any, settings: HubSettings) -> None:
     if returncode != 0:
         raise RuntimeError(f"labkit could not prepare the workspace of {username}: {text}")
     spawner.log.info("labkit workspace of %s: %s", username, text)
+    await asyncio.to_thread(record_spawn, settings, username)  # the board's version column: she holds the room's labs
     spawner.notebook_dir = str(workspace)
     if stat.S_IMODE(workspace.parent.stat().st_mode) & 0o077:
         raise RuntimeError(f"the home of {username} is open to other accounts; chmod 0700 {workspace.parent}")

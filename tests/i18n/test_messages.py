@@ -88,8 +88,8 @@ def test_a_stub_the_hints_and_the_progress_table_in_chinese(monkeypatch: pytest.
         == "⏳ 练习 2.1：尚未解出。 把抛出 NotImplementedError 的占位代码换成你的代码，然后再运行这个单元格。"
     )
     first = labkit.hint("2.1", level=1)
-    assert str(first).startswith("练习 2.1 的提示 1/3（点拨）: 在每种格式里")
-    assert '还是卡住了？再运行一次 hint("2.1")，得到提示 2/3。' in str(first)
+    assert str(first).startswith("练习 2.1 的提示：点拨: 在每种格式里")
+    assert '还是卡住了？再运行一次 hint("2.1")：下一条提示给出看哪里。' in str(first)
     table = str(progress_table("ada", [], "journal.jsonl", exercises=("2.1",)))
     assert "ada 的进度（journal.jsonl）" in table and "未开始" in table and "已解出 0/1。" in table
 

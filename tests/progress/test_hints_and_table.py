@@ -50,6 +50,14 @@ def test_each_call_gives_the_next_hint_and_a_restart_keeps_the_level(journal_fil
     assert labkit.hint is hint
 
 
+def test_each_hint_says_what_it_is_and_what_the_next_one_gives_never_a_count(journal_file: Path):
+    first, second, third = (str(hint("1.2")) for _ in range(3))
+    assert first.startswith("Hint for exercise 1.2: a nudge") and "the next hint gives where to look" in first
+    assert second.startswith("Hint for exercise 1.2: where to look") and "the next hint gives the approach" in second
+    assert third.startswith("Hint for exercise 1.2: the approach") and 'labkit.solution("1.2")' in third
+    assert not any(re.search(r"\b\d of \d\b", text) for text in (first, second, third))
+
+
 def test_a_wrong_exercise_or_level_is_a_clear_error(journal_file: Path):
     with pytest.raises(LabkitValueError, match="there is no exercise '9.9'"):
         hint("9.9")

@@ -39,6 +39,7 @@ from labkit.workshop.board.hub import Directory
 from labkit.workshop.board.rate import EventRate
 from labkit.workshop.board.settings import BoardSettings
 from labkit.workshop.board.store import EventStore, Received
+from labkit.workshop.board.versions import RECORD, version_texts
 from labkit.workshop.board.words import attempts, minutes, mistake_line, page_words, solved_of
 
 HERE = Path(__file__).resolve().parent
@@ -100,7 +101,8 @@ class Board:
             if item.part is None or item.columns != columns:
                 item.part, item.columns = learner_part(name, item.events, columns), columns
             parts[name] = item.part
-        rules = Rules(self.settings.stuck_attempts, self.settings.stuck_minutes)
+        rules = Rules(self.settings.stuck_attempts, self.settings.stuck_minutes, self.settings.stuck_repeats,
+                      self.settings.stuck_slower)
         events = [event for item in cached.values() for event in item.events]
         return grid_of(parts, columns, self.clock(), rules), events
 
@@ -125,11 +127,17 @@ class Board:
         return self.settings.admin_url, _("the hub's admin page, which lists every learner's server (set "
                                           "LABKIT_BOARD_SERVER_URL to link each learner's own server)")
 
+    def version_texts(self, grid: Grid) -> dict[str, str]:
+        """Each row's version cell (:mod:`labkit.workshop.board.versions`), from the push record beside the database."""
+        return version_texts(self.settings.db.parent / RECORD, [row.learner for row in grid.rows])
+
     def grid_json(self, grid: Grid) -> dict[str, Any]:
         """The grid's data, with what the page shows of it in the room's language (the data itself stays English)."""
         data = grid.to_json()
+        versions = self.version_texts(grid)
         for row in data["rows"]:
             row["server_url"], row["server_title"] = self.server_link(row["learner"])
+            row["version_text"] = versions[row["learner"]]
         for summary in data["summaries"]:
             summary["solved_text"] = solved_of(summary["solved"], summary["learners"])
             for count in summary["mistakes"]:
@@ -202,7 +210,8 @@ class PageHandler(_Handler):
         self.render("board.html", grid=grid, viewer=model["name"], prefix=prefix, grid_url=prefix + "api/grid",
                     xsrf=token.decode("ascii") if isinstance(token, bytes) else token, poll_ms=POLL_MS,
                     link=self.board.server_link, clock=_local_clock, slug=_slug, words=page_words(), attempts=attempts,
-                    minutes=minutes, solved_of=solved_of, mistake_line=mistake_line)
+                    minutes=minutes, solved_of=solved_of, mistake_line=mistake_line,
+                    versions=self.board.version_texts(grid))
 
 
 class GridHandler(_Handler):

@@ -7,6 +7,8 @@ learner's own table folds them (:mod:`labkit.progress.summary`); here:
 - a learner is *stuck* after :attr:`Rules.attempts` attempts at one exercise without solving it
   (counted since they last solved it, or all when they never did), or after :attr:`Rules.minutes`
   without an event while at least two others had one (unless they solved every exercise);
+- and, by evidence (:mod:`labkit.workshop.board.stuck`), after the same mistake :attr:`Rules.repeats` times in a
+  row, or after :attr:`Rules.slower` times the room's median on the exercise she is on;
 - per exercise: how many solved it, the three most frequent mistakes (by how many learners made
   them, so one learner's many retries do not outrank the room), and how many hints were used.
 
@@ -16,7 +18,7 @@ An event's time is the learner's clock, but never later than the board received 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labkit.i18n.messages import _, ngettext
@@ -30,6 +32,7 @@ from labkit.progress.summary import (
     preflight_cell,
 )
 from labkit.workshop.board.store import Received
+from labkit.workshop.board.stuck import Evidence, evidence_of, evidence_reasons, room_times
 
 TOP_MISTAKES = 3
 
@@ -40,6 +43,8 @@ class Rules:
 
     attempts: int = 3  # attempts at one exercise without solving it
     minutes: int = 10  # without an event, while at least two others had one
+    repeats: int = 2  # the same mistake id this many verdicts in a row (labkit.workshop.board.stuck)
+    slower: float = 2.0  # this many times the room's median time on the exercise she is on; 0: off
 
 
 @dataclass(frozen=True)
@@ -131,12 +136,14 @@ class LearnerPart:
 
     row: Row
     mistakes: dict[str, dict[str, int]]
+    evidence: dict[str, Evidence] = field(default_factory=dict)  # per exercise, for the stuck signals of stuck.py
 
 
 def learner_part(learner: str, events: Iterable[Received], exercises: Sequence[str]) -> LearnerPart:
     """``learner``'s part of the grid with one column per exercise in ``exercises``."""
     events = list(events)
-    return LearnerPart(learner_row(learner, events, exercises), mistake_tally(events))
+    ordered = sorted(events, key=lambda item: (item.when, item.received, item.event.id))
+    return LearnerPart(learner_row(learner, events, exercises), mistake_tally(events), evidence_of(ordered))
 
 
 def mistake_tally(events: Iterable[Received]) -> dict[str, dict[str, int]]:
@@ -155,7 +162,9 @@ def grid_of(parts: dict[str, LearnerPart], columns: tuple[str, ...], now: float,
     rows = [parts[name].row for name in sorted(parts)]
     since = now - rules.minutes * 60
     active = {row.learner for row in rows if row.last_activity is not None and row.last_activity >= since}
-    rows = [replace(row, stuck=stuck_reasons(row, len(active - {row.learner}), now, rules)) for row in rows]
+    times = room_times((part.evidence for part in parts.values()), now)
+    rows = [replace(row, stuck=stuck_reasons(row, len(active - {row.learner}), now, rules)
+                    + evidence_reasons(parts[row.learner].evidence, times, now, rules)) for row in rows]
     summaries = tuple(exercise_summary(exercise, rows, list(parts.values())) for exercise in columns)
     return Grid(columns, tuple(rows), summaries, now, rules)
 

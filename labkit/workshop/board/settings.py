@@ -25,6 +25,9 @@ The board's own settings:
   exercise without solving it.
 - ``LABKIT_BOARD_STUCK_MINUTES`` (default 10): a learner is stuck after this long without an event
   while at least two others had one.
+- ``LABKIT_BOARD_STUCK_REPEATS`` (default 2) and ``LABKIT_BOARD_STUCK_SLOWER`` (default 2): stuck by evidence
+  (:mod:`labkit.workshop.board.stuck`), after the same mistake this many times in a row, or after this many times the
+  room's median time on the exercise she is on.
 - ``LABKIT_LANG`` (the hub sets it to ``LABKIT_WORKSHOP_LANGUAGE``): the language of the page's words, stuck reasons
   and mistake descriptions, ``en``, ``zh`` or ``ru`` (:mod:`labkit.workshop.board.words`); the events stay English.
 - ``LABKIT_BOARD_SERVER_URL``: where "open this learner's server" goes, ``{name}`` standing for the
@@ -66,6 +69,8 @@ class BoardSettings:
     exercises: tuple[str, ...] = ()
     stuck_attempts: int = 3
     stuck_minutes: int = 10
+    stuck_repeats: int = 2
+    stuck_slower: int = 2
     server_url: str = ""  # a template with {name}; "" links to the hub's admin page
 
     @classmethod
@@ -97,6 +102,8 @@ class BoardSettings:
             exercises=tuple(_names(env.get(PREFIX + "EXERCISES", ""))),
             stuck_attempts=_whole(PREFIX + "STUCK_ATTEMPTS", env.get(PREFIX + "STUCK_ATTEMPTS", "3")),
             stuck_minutes=_whole(PREFIX + "STUCK_MINUTES", env.get(PREFIX + "STUCK_MINUTES", "10")),
+            stuck_repeats=_whole(PREFIX + "STUCK_REPEATS", env.get(PREFIX + "STUCK_REPEATS", "2")),
+            stuck_slower=_whole(PREFIX + "STUCK_SLOWER", env.get(PREFIX + "STUCK_SLOWER", "2")),
             server_url=env.get(PREFIX + "SERVER_URL", "").strip(),
         )
         settings.validate()

@@ -33,6 +33,7 @@ def page_words() -> dict[str, str]:
         "preflight": _("Preflight"),
         "last_activity": _("Last activity"),
         "stuck_question": _("Stuck?"),
+        "version": _("Labs version"),  # which push her workspace holds (labkit.workshop.board.versions)
         "server": _("server"),
         "open_server": _("open {name}'s server"),
         "no_event_yet": _("no event yet"),

@@ -190,7 +190,8 @@ class BoardTest(AsyncHTTPTestCase):
         settings = self.board.settings
         fresh = build_grid(self.stored(), settings.exercises, T0 + 60, Rules(settings.stuck_attempts, settings.stuck_minutes),
                            learners=["ada", "bob", EVIL, "root"], instructors={"root", "teacher", "helper"})
-        assert second["rows"] == [row.to_json() | {"server_url": ANY, "server_title": ANY} for row in fresh.rows]
+        shown = {"server_url": ANY, "server_title": ANY, "version_text": ANY}
+        assert second["rows"] == [row.to_json() | shown for row in fresh.rows]
 
     # no state change on GET, and one POST
     def test_the_only_post_is_api_events_and_no_get_changes_anything(self):
@@ -258,6 +259,16 @@ class BoardTest(AsyncHTTPTestCase):
         assert (reply.code, reply.headers["Location"]) == (301, PREFIX)
 
     # the grid
+    def test_the_version_column_says_which_push_each_learner_holds_and_who_is_behind(self):
+        record = {"version": 3, "note": "", "at": T0, "learners": {"ada": 3, "bob": 2}}
+        (self.board.settings.db.parent / "push.json").write_text(json.dumps(record))
+        rows = {row["learner"]: row for row in json.loads(self.get("api/grid", token="teacher-token").body)["rows"]}
+        assert rows["ada"]["version_text"] == "version 3"
+        assert rows["bob"]["version_text"] == "version 2 (the room's: 3)"
+        assert rows[EVIL]["version_text"] == "not recorded"
+        page = self.get("", token="teacher-token").body.decode()
+        assert "<th scope=\"col\">Labs version</th>" in page and "version 2 (the room&#x27;s: 3)" in page
+
     def test_an_instructor_sees_the_grid_of_the_hub_s_learners(self):
         self.board.store.add([event("ada", status="not solved", at=T0 + i) for i in range(3)] + [
             event("bob", "1.2", at=T0), hint("bob", "1.2", 1), preflight("bob", ("torch",)),
@@ -267,7 +278,8 @@ class BoardTest(AsyncHTTPTestCase):
         assert [row["learner"] for row in data["rows"]] == [EVIL, "ada", "bob"]  # the hub's users, less root (admin)
         ada, bob = data["rows"][1], data["rows"][2]
         assert ada["cells"][0]["state"] == "attempted" and ada["cells"][0]["attempts"] == 3
-        assert ada["stuck"] == ["3 attempts at 1.1 without solving it"]
+        assert ada["stuck"] == ["3 attempts at 1.1 without solving it",  # the floor, and the evidence beside it
+                                "the same mistake (1.1/other) 3 times in a row at 1.1"]
         assert bob["cells"][1]["state"] == "solved" and bob["cells"][1]["hints"] == 1
         assert bob["preflight"] == {"state": "not ready", "text": "not ready: torch", "failed_probes": ["torch"], "at": T0}
         assert ada["server_url"] == "/hub/admin"

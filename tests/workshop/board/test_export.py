@@ -30,7 +30,7 @@ def test_the_grid_csv_has_a_line_per_learner_and_prefixes_formula_names():
     by_name = {line[0]: line for line in lines[1:]}
     assert set(by_name) == {"ada", "bob", "'=cmd|'/c calc'!A1", "'-2+3"}
     assert by_name["ada"][1:5] == ["ready", f"✓ solved {utc(T0)}", "not started", utc(T0)]
-    assert by_name["bob"][5] == "3 attempts at 1.1 without solving it"
+    assert by_name["bob"][5] == "3 attempts at 1.1 without solving it; the same mistake (1.1/other) 3 times in a row at 1.1"
 
 
 def test_the_mistakes_csv_lists_every_mistake_of_the_learners():

@@ -22,7 +22,7 @@ from labkit.workshop.board.store import Received
 from tests.workshop.board.support import T0, event, hint, preflight, received
 
 MINUTE = 60.0
-RULES = Rules(attempts=3, minutes=10)
+RULES = Rules(attempts=3, minutes=10, repeats=1000, slower=0)  # the fixed floor alone; evidence: test_stuck.py
 
 
 def cell_of(*events):

@@ -62,7 +62,7 @@
   // The header row: rebuilt only when the exercises change.
   function renderHeader(names) {
     const row = grid.tHead.rows[0];
-    const wanted = [words.learner, words.preflight].concat(names, [words.last_activity, words.stuck_question]);
+    const wanted = [words.learner, words.preflight].concat(names, [words.last_activity, words.version, words.stuck_question]);
     const have = Array.from(row.cells, (cell) => cell.textContent);
     if (have.join("\n") === wanted.join("\n")) return;
     row.replaceChildren(...wanted.map((name) => {
@@ -91,6 +91,7 @@
     const texts = [["preflight state-" + slug(row.preflight.state), row.preflight.text]];
     for (const cell of row.cells) texts.push(["cell state-" + slug(cell.state), cellText(cell)]);
     texts.push(["last", row.last_activity === null ? words.no_event_yet : clock(row.last_activity)]);
+    texts.push(["version", row.version_text]);
     texts.push(["why", row.stuck.length ? fill(words.stuck_because, { reasons: row.stuck.join("; ") }) : words.not_stuck]);
     while (tr.cells.length - 1 > texts.length) tr.lastElementChild.remove();
     texts.forEach(([className, text], index) => {
