@@ -447,3 +447,14 @@ def test_a_refusal_of_torch_is_quoted_whole_or_cut_between_words():
     words = str(torchs.value).split()
     shown = quoted.removesuffix(" …").split()
     assert shown and shown == words[:len(shown)], (quoted, str(torchs.value))
+
+
+def test_a_slip_outside_jvp_is_not_pointed_at_jvp():
+    """3.3 once said "Your jvp starts at line N" for slips elsewhere: save_for_backward in setup_context, and an
+    instance passed where the class belongs (the call is the slip: no line of the class is to blame)."""
+    from tests.mistakes.catalogue_03 import SavesForBackward, passes_an_instance
+
+    saved = check_custom_sin(SavesForBackward)
+    assert saved.mistake == "3.3/save-for-backward" and "Your setup_context starts at line" in saved.message, saved
+    instance = passes_an_instance()
+    assert instance.mistake == "3.3/not-a-function-class" and "starts at line" not in instance.message, instance
