@@ -388,7 +388,10 @@ def _short(value: object) -> str:
     if isinstance(value, torch.Tensor):
         return _("a tensor of shape {shape}").format(shape=tuple(value.shape))
     text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
+    if len(text) <= 60:
+        return text
+    cut = text[:58]  # cut between words, as torch's refusals are quoted, never mid-word
+    return f"{cut.rsplit(' ', 1)[0] if ' ' in cut and not text[58].isspace() else cut.rstrip()} …"
 
 
 def _wrong_choice(case: _JacobianCase, mode: str) -> CheckFailed:
