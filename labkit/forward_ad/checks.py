@@ -388,7 +388,10 @@ def _short(value: object) -> str:
     if isinstance(value, torch.Tensor):
         return _("a tensor of shape {shape}").format(shape=tuple(value.shape))
     text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
+    if len(text) <= 60:
+        return text
+    cut = text[:58]  # cut between words, as torch's refusals are quoted, never mid-word
+    return f"{cut.rsplit(' ', 1)[0] if ' ' in cut and not text[58].isspace() else cut.rstrip()} …"
 
 
 def _wrong_choice(case: _JacobianCase, mode: str) -> CheckFailed:
@@ -627,6 +630,7 @@ def _run_jvp(label: str, run: Callable[[], object], calls: _JvpCalls, x: torch.T
                   "ctx.saved_tensors holds what ctx.save_for_forward(...) saved: that is the one jvp can "
                   "read.").format(label=label),
                 mistake="save-for-backward",
+                method="setup_context",  # the slip is what setup_context saved, not how jvp reads it
             ) from None
         raise
     expect(calls.count > before, _("{label}, torch never called your jvp, so the tangent did not come from "
@@ -666,7 +670,8 @@ def check_custom_sin(sin_function: type[torch.autograd.Function]) -> CheckResult
         return (_("torch calls your own jvp under the dual API and torch.func.jvp, it gives cos(x) * "
                   "x_tangent, and gradcheck(check_forward_ad=True) passes."))
 
-    return run_check("3.3", check, sin_function, "jvp")
+    # an instance (Sin()) is a slip in the call, not in its jvp: no pointer into the class
+    return run_check("3.3", check, sin_function if isinstance(sin_function, type) else None, "jvp")
 
 
 # --- Exercise 3.4 ----------------------------------------------------------------------------------------------

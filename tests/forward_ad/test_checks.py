@@ -447,3 +447,23 @@ def test_a_refusal_of_torch_is_quoted_whole_or_cut_between_words():
     words = str(torchs.value).split()
     shown = quoted.removesuffix(" …").split()
     assert shown and shown == words[:len(shown)], (quoted, str(torchs.value))
+
+
+def test_a_slip_outside_jvp_is_not_pointed_at_jvp():
+    """3.3 once said "Your jvp starts at line N" for slips elsewhere: save_for_backward in setup_context, and an
+    instance passed where the class belongs (the call is the slip: no line of the class is to blame)."""
+    from tests.mistakes.catalogue_03 import SavesForBackward, passes_an_instance
+
+    saved = check_custom_sin(SavesForBackward)
+    assert saved.mistake == "3.3/save-for-backward" and "Your setup_context starts at line" in saved.message, saved
+    instance = passes_an_instance()
+    assert instance.mistake == "3.3/not-a-function-class" and "starts at line" not in instance.message, instance
+
+
+def test_a_long_value_is_quoted_cut_between_words():
+    """A value the learner returned is shown cut at a word boundary, like torch's refusals, never mid-word."""
+    mode = "the cheaper one of the two transforms, forward mode for this wide function"
+    result = check_cheaper_jacobian(lambda f, x: (mode, torch.func.jacfwd(f)(x)))
+    quoted = result.message.partition("not ")[2].partition(" …")[0]
+    assert result.mistake == "3.2/not-a-transform-name", result
+    assert quoted and repr(mode).startswith(quoted) and repr(mode)[len(quoted)] == " ", (quoted, result.message)
