@@ -85,7 +85,9 @@ SUMMED_MEDIANS, MEDIAN_TOTAL = "summed node and outside medians", "median total 
 #: The keys :meth:`ModuleBreakdown.sorted` (and ``by_module(sort=...)``) rank modules by.
 MODULE_SORT_KEYS = ("time", "memory")
 #: The name of the group of nodes that ran in no module but the model itself, in :meth:`ProfileReport.by_module`.
-TOP_LEVEL = "(top level)"
+TOP_LEVEL = N_("(top level)")
+#: Rows that are labkit's words, not a module's name: shown in the learner's language (module_hooks.OUTSIDE too).
+_ROW_WORDS = (TOP_LEVEL, N_("(outside leaf modules)"))
 
 
 def shown_name(name: str) -> str:
@@ -94,6 +96,8 @@ def shown_name(name: str) -> str:
     Why: a module may be named anything (``model.add_module("a\\nb", ...)``); in a table a raw newline would
     split one row in two. The report's values (``rows``, CSV, JSON, trace) keep the name as it is.
     """
+    if name in _ROW_WORDS:
+        return _(name)
     if name.isprintable():
         return name
     return "".join(char if char.isprintable() else repr(char)[1:-1] for char in name)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from labkit.i18n import glossary
+
 _WORD = r"[A-Za-z][a-z]*(?:'[a-z]+)?"
 _PHRASE = re.compile(rf"(?<![\w./\-`'\"=:]){_WORD}(?:[ ,]+{_WORD})+(?![\w(./\-`'\"=:\[])")
 _CODE = [re.compile(pattern, re.S) for pattern in (
@@ -37,8 +39,10 @@ ALLOWED = frozenset({
     "cpu", "cuda", "mps", "N", "C", "D", "H", "W", "n", "c", "d", "h", "w",
     # names of things, the same in every language
     "labkit", "torch", "PyTorch", "Python", "Jupyter", "JupyterLab", "Hugging", "Face", "Colab",
-    # units
-    "ms", "us", "ns", "s", "GB", "MB", "KB",
+    # units and the statistics' short names a timing table prints beside its numbers
+    "ms", "us", "ns", "s", "GB", "MB", "KB", "min",
+    # names of code the labs compare, the same in every edition: variants, functions, ops, a Python keyword
+    "eager", "fused", "jacfwd", "jacrev", "permute", "add", "relu", "fc", "head", "Linear", "in", "out", "return",
 })
 
 
@@ -62,8 +66,31 @@ def prose(text: str) -> str:
     return html.unescape(text)
 
 
+#: Other programs' own words a lab quotes or shows as they are, in every edition, with why: labkit cannot
+#: translate them, and a learner searches for them in English (a menu item, an error message to look up).
+FOREIGN = (
+    # JupyterLab's menu items and its widget error, as an English JupyterLab shows them (a language pack changes them)
+    "Run All Cells", "Restart Kernel", "Error displaying widget: model not found",
+    # torch's own error messages that the labs print to show where torch.fx or a view stops
+    "Proxy object cannot be iterated", "'Proxy' object does not support item assignment",
+    "view size is not compatible with input tensor's size and stride",
+    "at least one dimension spans across two contiguous subspaces",
+    "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), it must override "
+    "the setup_context staticmethod. For more details, please see",
+    # the titles of the English pages the labs link to (PyTorch's tutorials), as those pages are titled
+    "Building a Simple CPU Performance Profiler with FX", "(beta) Channels Last Memory Format in PyTorch",
+    "Channels Last Memory Format in PyTorch",
+    # the tutorial's own profiler prints its table in English (the lab shows that code as the tutorial writes it)
+    "Op type", "Average runtime (s)", "Pct total runtime",
+    "required rank 4 tensor to use channels_last format",
+)
+
+
 def phrases(text: str) -> Iterator[str]:
-    """Each English phrase of ``text`` (two or more Latin words, not all of them :data:`ALLOWED`)."""
+    """Each English phrase of ``text`` (two or more Latin words, not all of them :data:`ALLOWED`), after
+    :data:`FOREIGN` text is set aside."""
+    for foreign in FOREIGN:
+        text = text.replace(foreign, " ")
     for match in _PHRASE.finditer(prose(text)):
         words = re.findall(_WORD, match.group())
         if not all(word in ALLOWED for word in words):
@@ -117,14 +144,35 @@ def _not_echoed(phrase: str, echoed: frozenset[str]) -> bool:
     return not all(word in echoed or word in ALLOWED for word in re.findall(_WORD, phrase))
 
 
-def scan(path: Path) -> list[Finding]:
+GLOSSARY = Path(__file__).resolve().parents[2] / "notebooks" / "i18n" / "glossary.csv"
+
+
+def glosses(path: Path = GLOSSARY) -> frozenset[str]:
+    """The glossary's English terms, lower case, qualifier dropped: a translation may give one beside its own word.
+
+    Why allowed: the prose teaches the English term once (反向模式（reverse mode）, шаг (stride)), so the learner
+    recognises it in torch's documentation and error messages. Only in markdown, and only a glossary term.
+    """
+    if not path.is_file():
+        return frozenset()
+    return frozenset(re.sub(r"\s*\(.*\)", "", term.english).lower() for term in glossary.load(path))
+
+
+def _not_a_gloss(phrase: str, terms: frozenset[str]) -> bool:
+    words = phrase.lower()
+    return words not in terms and words.removesuffix("s") not in terms
+
+
+def scan(path: Path, terms: frozenset[str] | None = None) -> list[Finding]:
     """Every English phrase a learner reads in the notebook at ``path``, in cell order (see the module's rules)."""
+    terms = glosses() if terms is None else terms
     notebook = json.loads(path.read_text(encoding="utf-8"))
     name = f"{path.parent.name}/{path.name}"
     found = [Finding(name, str(cell.get("id", index)), part, phrase)
              for index, cell in enumerate(notebook.get("cells", []))
              for echoed in [literal_words(cell)]
-             for part, text in readable(cell) for phrase in phrases(text) if _not_echoed(phrase, echoed)]
+             for part, text in readable(cell) for phrase in phrases(text)
+             if _not_echoed(phrase, echoed) and (part != "markdown" or _not_a_gloss(phrase, terms))]
     found += [Finding(name, f"widget {model_id[:8]}", "widget", phrase)
               for model_id, text in widget_texts(notebook) for phrase in phrases(text)]
     return found

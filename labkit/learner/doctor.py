@@ -134,7 +134,7 @@ class DoctorReport:
                      count=len(self.problems), names=names)
 
     def to_text(self) -> str:
-        rows = [(_("PROBLEM") if not p.ok else _("WARNING") if p.warning else _("ok"), p.name, p.detail)
+        rows = [(_("PROBLEM") if not p.ok else _("WARNING") if p.warning else _("ok"), shown_probe(p.name), p.detail)
                 for p in self.probes]
         lines = [_plain_table([_("status"), _("probe"), _("detail")], rows), ""]
         for problem in self.problems:
@@ -159,6 +159,15 @@ class DoctorReport:
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+#: Probes named in labkit's words (the others are package names): shown in the learner's language, kept in the JSON.
+PROBE_WORDS = (N_("device"), N_("threads"), N_("widgets extension"), N_("python3 kernel"))
+
+
+def shown_probe(name: str) -> str:
+    """A probe's name as the table shows it."""
+    return _(name) if name in PROBE_WORDS else name
 
 
 def _plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

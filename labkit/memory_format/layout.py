@@ -97,18 +97,18 @@ def check_rank(tensor: torch.Tensor, memory_format: FormatLike) -> str:
     shape = tuple(tensor.shape)
     if name == "channels_last":
         hint = (
-            " For a 5-D (N, C, D, H, W) tensor use torch.channels_last_3d."
+            _("For a 5-D (N, C, D, H, W) tensor use torch.channels_last_3d.")
             if tensor.dim() == 5
-            else " Reshape it to (N, C, H, W) first, or keep torch.contiguous_format."
+            else _("Reshape it to (N, C, H, W) first, or keep torch.contiguous_format.")
         )
         raise LabkitValueError(
-            f"channels_last needs a rank-4 (N, C, H, W) tensor, but this one has rank "
-            f"{tensor.dim()} (shape {shape}).{hint}"
+            _("channels_last needs a rank-4 (N, C, H, W) tensor, but this one has rank {rank} (shape {shape}).").format(
+                rank=tensor.dim(), shape=shape) + " " + hint
         )
-    hint = " For a 4-D (N, C, H, W) tensor use torch.channels_last." if tensor.dim() == 4 else ""
+    hint = " " + _("For a 4-D (N, C, H, W) tensor use torch.channels_last.") if tensor.dim() == 4 else ""
     raise LabkitValueError(
-        f"channels_last_3d needs a rank-5 (N, C, D, H, W) tensor, but this one has rank "
-        f"{tensor.dim()} (shape {shape}).{hint}"
+        _("channels_last_3d needs a rank-5 (N, C, D, H, W) tensor, but this one has rank {rank} (shape {shape}).").format(
+            rank=tensor.dim(), shape=shape) + hint
     )
 
 

@@ -209,7 +209,7 @@ def test_a_workspace_made_in_a_language_speaks_it_and_keeps_it(monkeypatch: pyte
     assert json.loads((folder / ".labkit-manifest.json").read_text(encoding="utf-8"))["language"] == "zh"
     monkeypatch.setenv("LABKIT_LANG", "ru")  # the environment still comes first
     assert language() == "ru"
-    with pytest.raises(LabkitValueError, match="language must be one of en, zh, ru, got 'fr'"):
+    with pytest.raises(LabkitValueError, match="язык должен быть одним из en, zh, ru, получено 'fr'"):  # said in ru
         prepare_workspace(folder, ROOT / "notebooks", language="fr")
 
 

@@ -47,6 +47,7 @@ def test_the_list_of_english_left_holds_only_what_is_still_there(lang: str) -> N
     ("用 `torch.fx.symbolic_trace(model)` 追踪，见 $O(n h w)$ 与 [链接](https://x.org/a b)", []),
     ("device=cpu True False 12 ms", []),
     ("Проверка: clean model", ["clean model"]),
+    ("选择 Run All Cells，然后 TraceError: Proxy object cannot be iterated", []),
 ])
 def test_the_scan_finds_english_prose_and_passes_code(text: str, english: list[str]) -> None:
     assert list(phrases(text)) == english
