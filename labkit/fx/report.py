@@ -155,7 +155,7 @@ class OpTypeBreakdown(ShowsAsTable):
     def table(self) -> Table:
         return Table(
             [_("type"), _("nodes"), _("median per run"), _("spread (IQR)"), _("% total")],
-            [[t, n, format_seconds(s), _spread_text(self.spread.get(t)), f"{p:.1f}"] for t, n, s, p in self.rows],
+            [[shown_name(t), n, format_seconds(s), _spread_text(self.spread.get(t)), f"{p:.1f}"] for t, n, s, p in self.rows],
             title=_("Time by op type (sums of node medians)") + _reads_text(self.parameter_reads, "; "),
         )
 
