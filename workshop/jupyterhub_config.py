@@ -74,7 +74,8 @@ else:
     c.NativeAuthenticator.open_signup = False  # a sign-up waits for the instructor's approval at /hub/authorize
     c.Authenticator.allow_all = True  # NativeAuthenticator lets in only approved users: its approval is the gate
 # The instructor sees every learner at /hub/admin, approves sign-ups, starts and stops servers. They open a
-# learner's server only when servers are on subdomains (LABKIT_WORKSHOP_SUBDOMAIN_HOST): see instructor_scopes.
+# learner's server only while she asks for help with a look (labkit.help("2.3", share=True)): her server is shared
+# with the hub group instructors until the board closes the request (see instructor_scopes, board/queue.py).
 # The hub only on its own host: the proxy's route for it names the host, so a learner's host (or the board's)
 # serves her server's /user/NAME/ and nothing of the hub, no log-in page, no API (upstream: jupyterhub#2530).
 # (A stopped server's URL then gets the proxy's 404, not the hub's offer to start it: start it at /hub/home.)
@@ -145,3 +146,4 @@ c.JupyterHub.load_roles = [
     {"name": "labkit-instructor", "users": [settings.admin], "scopes": settings.instructor_scopes},
     *board_roles(settings),
 ]
+c.JupyterHub.load_groups = {"instructors": {"users": [settings.admin]}}  # whom a learner's look is shared with

@@ -30,6 +30,9 @@ The board's own settings:
 - ``LABKIT_BOARD_SERVER_URL``: where "open this learner's server" goes, ``{name}`` standing for the
   learner's name (``https://{name}.hub.example.org/``, rooms with a subdomain per server). Unset: the
   hub's admin page, which lists every server.
+- ``LABKIT_BOARD_LOOK_SECONDS`` (default 1200): the longest an instructor's look at a learner's server lasts
+  (:mod:`labkit.workshop.board.queue`): a request with a look still open after this long is ended and its
+  share revoked.
 """
 from __future__ import annotations
 
@@ -67,6 +70,7 @@ class BoardSettings:
     stuck_attempts: int = 3
     stuck_minutes: int = 10
     server_url: str = ""  # a template with {name}; "" links to the hub's admin page
+    look_seconds: int = 1200  # a help request's look at the learner's server ends after this long
 
     @classmethod
     def from_environment(cls, env: dict[str, str] | None = None) -> BoardSettings:
@@ -98,6 +102,7 @@ class BoardSettings:
             stuck_attempts=_whole(PREFIX + "STUCK_ATTEMPTS", env.get(PREFIX + "STUCK_ATTEMPTS", "3")),
             stuck_minutes=_whole(PREFIX + "STUCK_MINUTES", env.get(PREFIX + "STUCK_MINUTES", "10")),
             server_url=env.get(PREFIX + "SERVER_URL", "").strip(),
+            look_seconds=_whole(PREFIX + "LOOK_SECONDS", env.get(PREFIX + "LOOK_SECONDS", "1200")),
         )
         settings.validate()
         return settings

@@ -19,6 +19,7 @@ from tornado.testing import AsyncHTTPTestCase
 
 from labkit.progress import mistakes
 from labkit.workshop.board import app as board_app
+from labkit.workshop.board import queue_app
 from labkit.workshop.board.app import make_app
 from labkit.workshop.board.grid import Rules, build_grid
 from labkit.workshop.board.rate import EventRate
@@ -62,6 +63,7 @@ class BoardTest(AsyncHTTPTestCase):
     def tearDown(self) -> None:
         super().tearDown()
         self.board.store.close()
+        self.board.queue.close()
         shutil.rmtree(self.folder)
 
     def get_app(self) -> web.Application:
@@ -193,12 +195,13 @@ class BoardTest(AsyncHTTPTestCase):
         assert second["rows"] == [row.to_json() | {"server_url": ANY, "server_title": ANY} for row in fresh.rows]
 
     # no state change on GET, and one POST
-    def test_the_only_post_is_api_events_and_no_get_changes_anything(self):
+    def test_the_only_posts_are_events_and_the_help_queue_s_and_no_get_changes_anything(self):
+        posting = {board_app.EventsHandler, queue_app.HelpHandler, queue_app.CancelHandler, queue_app.QueueActionHandler}
         for rule in self._app.wildcard_router.rules:
             handler = rule.target
             if isinstance(handler, type) and issubclass(handler, web.RequestHandler):
                 posts = handler.post is not web.RequestHandler.post
-                assert posts == (handler is board_app.EventsHandler), handler
+                assert posts == (handler in posting), handler
         self.post_events([event("ada")])
         for path in ("", "api/grid", "api/me", "export/grid.csv", "export/mistakes.csv", "api/events"):
             self.get(path, token="teacher-token")
