@@ -24,6 +24,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from labkit.workshop.board.app import Board, EventsHandler, _Handler
 from labkit.workshop.board.export import help_csv
 from labkit.workshop.board.queue import INSTRUCTORS_SHARE_GROUP, HelpQueue, HelpRequest
+from labkit.workshop.board.queue_words import queue_words
 
 log = logging.getLogger("labkit.workshop.board")
 MAX_HELP_BODY = 1024
@@ -130,7 +131,12 @@ class QueueHandler(_Handler):
         await self.instructor()
         await expire_looks(self.board)
         now = self.board.clock()
-        self.write({"now": now, "requests": [request.to_json(now) for request in queue_of(self.board).waiting()]})
+        requests = []
+        for request in queue_of(self.board).waiting():
+            row = request.to_json(now)
+            row["server_url"] = self.board.server_link(request.learner)[0] if request.look else ""
+            requests.append(row)
+        self.write({"now": now, "requests": requests, "words": queue_words()})
 
 
 class QueueActionHandler(_Handler):

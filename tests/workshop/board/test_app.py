@@ -242,7 +242,8 @@ class BoardTest(AsyncHTTPTestCase):
         assert "&lt;script&gt;alert(&#x27;name&#x27;)&lt;/script&gt;" in page
         assert "&lt;script&gt;alert(&#x27;mistake&#x27;)&lt;/script&gt;" in page
         scripts = re.findall(r"<script\b[^>]*>", page)
-        assert scripts and all(re.search(r'\bsrc="/services/labkit-board/static/board\.js\?v=\w+"', s) for s in scripts)
+        assert len(scripts) == 2 and all(re.search(r'\bsrc="/services/labkit-board/static/(board|queue)\.js\?v=\w+"', s)
+                                         for s in scripts)
         assert not re.search(r"<style|\son\w+=|javascript:", page)
         assert "script-src 'self'" in reply.headers["Content-Security-Policy"]
         assert "unsafe-inline" not in reply.headers["Content-Security-Policy"]
