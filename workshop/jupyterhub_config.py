@@ -122,7 +122,9 @@ c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment
 c.Spawner.args = [*server_args(settings.learner_python.parent.parent if settings.separated else None),
                   # learners rarely shut a kernel down: the previous notebook's would keep its memory all day
                   f"--MappingKernelManager.cull_idle_timeout={settings.kernel_cull_after_s}",
-                  "--MappingKernelManager.cull_interval=300"]
+                  "--MappingKernelManager.cull_interval=300",
+                  # the hub's answers about a token kept 10 s, not 5 min: a look refused within seconds of its end
+                  "--HubOAuth.cache_max_age=10"]
 if not settings.separated and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
     c.Spawner.args += ["--allow-root"]
 # Over HTTPS a learner's JupyterLab sets its _xsrf cookie Secure too (tornado's kwargs); and it sends the hub's
