@@ -23,7 +23,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from labkit.workshop.board.app import Board, EventsHandler, _Handler
 from labkit.workshop.board.export import help_csv
-from labkit.workshop.board.queue import INSTRUCTORS_SHARE_GROUP, HelpQueue, HelpRequest
+from labkit.workshop.board.queue import INSTRUCTORS_SHARE_GROUP, HelpQueue, HelpRequest, median_wait
 from labkit.workshop.board.queue_words import queue_words
 
 log = logging.getLogger("labkit.workshop.board")
@@ -136,7 +136,9 @@ class QueueHandler(_Handler):
             row = request.to_json(now)
             row["server_url"] = self.board.server_link(request.learner)[0] if request.look else ""
             requests.append(row)
-        self.write({"now": now, "requests": requests, "words": queue_words()})
+        wait = median_wait(queue_of(self.board).every())
+        self.write({"now": now, "requests": requests, "median_wait_s": None if wait is None else round(wait),
+                    "words": queue_words()})
 
 
 class QueueActionHandler(_Handler):

@@ -29,4 +29,5 @@ def queue_words() -> dict[str, str]:
         "nobody": _("nobody yet"),
         "empty": _("Nobody is waiting."),
         "minutes_seconds": _("{minutes} min {seconds} s"),
+        "median_wait": _("Median wait from asking to a claim today: {wait}."),
     }

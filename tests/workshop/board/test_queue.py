@@ -87,6 +87,7 @@ class QueueTest(AsyncHTTPTestCase):
         assert (lines[1][0], lines[1][1], lines[1][4], lines[1][7], lines[1][8], lines[1][9]) == (
             "ada", "2.3", "yes", "closed", "40", "100")
         assert median_wait(self.board.queue.every()) == 40
+        assert json.loads(self.queue().body)["median_wait_s"] == 40
 
     def test_a_look_ends_with_a_cancel_and_after_the_time_limit(self):
         self.ask(look=True)

@@ -79,7 +79,8 @@
       return tr;
     });
     table.tBodies[0].replaceChildren(...rows);
-    empty.textContent = rows.length ? "" : words.empty;
+    const median = data.median_wait_s === null ? "" : fill(words.median_wait, { wait: waited(words, data.median_wait_s) });
+    empty.textContent = (rows.length ? "" : words.empty + " ") + median;
   }
 
   async function refresh(again) {
