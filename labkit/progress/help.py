@@ -80,6 +80,14 @@ def help(exercise: str, share: bool = False, cancel: bool = False) -> HelpAnswer
     return HelpAnswer(text, reply["request"]["id"])
 
 
+def help_pointer(exercise: str) -> str:
+    """The line under a refused verdict in a room: how to ask the instructors ("" outside a room, where there is none)."""
+    if sender.board_url() is None:
+        return ""
+    return _("Still stuck? labkit.help(\"{exercise}\") puts you in the instructors' queue; with share=True they may "
+             "also open your notebook until your request ends.").format(exercise=exercise)
+
+
 def latest_of(exercise: str) -> tuple[str, int]:
     """The mistake id of her latest check of ``exercise`` ("" when it named none) and the highest hint level seen."""
     path = journal.journal_path()
