@@ -69,6 +69,8 @@ def help(exercise: str, share: bool = False, cancel: bool = False) -> HelpAnswer
     reply = _post(board + "/api/help", {"exercise": exercise, "mistake": mistake, "hint_level": hint_level,
                                         "look": share})
     if isinstance(reply, str):
+        if share:
+            _share_with_instructors(revoke=True)  # no request, no look: the board would never end this one
         return HelpAnswer(_("The board could not take your request ({problem}): raise your hand.").format(problem=reply))
     text = _("You are number {place} in the queue for exercise {exercise}.").format(place=reply["place"],
                                                                                    exercise=exercise)
@@ -108,21 +110,21 @@ def latest_of(exercise: str) -> tuple[str, int]:
     return mistake, level
 
 
-def _share_with_instructors() -> str:
-    """Share this server with the hub group ``instructors`` (her own token); "" or the problem."""
+def _share_with_instructors(revoke: bool = False) -> str:
+    """Share this server with the hub group ``instructors``, or revoke that share (her own token); "" or the problem."""
     api, user = os.environ.get("JUPYTERHUB_API_URL", ""), os.environ.get("JUPYTERHUB_USER", "")
     server = os.environ.get("JUPYTERHUB_SERVER_NAME", "")
     if not api or not user:
         return _("this server is not a hub's")
     reply = _post(f"{api.rstrip('/')}/shares/{quote(user, safe='')}/{quote(server, safe='')}",
-                  {"group": INSTRUCTORS_GROUP})
+                  {"group": INSTRUCTORS_GROUP}, method="PATCH" if revoke else "POST")
     return reply if isinstance(reply, str) else ""
 
 
-def _post(url: str, body: dict[str, object]) -> dict[str, Any] | str:
-    """POST ``body`` as JSON with the server's hub token; the reply, or the problem in words."""
+def _post(url: str, body: dict[str, object], method: str = "POST") -> dict[str, Any] | str:
+    """Send ``body`` as JSON with the server's hub token; the reply, or the problem in words."""
     request = urllib.request.Request(url, json.dumps(body).encode(), {
-        "Authorization": f"token {os.environ.get(sender.TOKEN, '')}", "Content-Type": "application/json"}, method="POST")
+        "Authorization": f"token {os.environ.get(sender.TOKEN, '')}", "Content-Type": "application/json"}, method=method)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as reply:
             answer = json.loads(reply.read() or b"{}")

@@ -177,6 +177,8 @@ def test_a_get_changes_nothing(room: Room):
 # The help queue and the look (labkit.help; labkit/workshop/board/queue.py)
 ASK = 'import labkit\nprint(labkit.help("{exercise}"{more}))'
 QUEUE_ROW = '#board-queue-table tr[data-learner="{name}"]'
+LISTING = ".jp-DirListing-item"  # a file of her JupyterLab's file browser
+CONFIRM = "form button[type=submit]"  # the hub's "Authorize" page for another user's server
 
 
 def server_answers(room: Room, learner: str, token: str) -> int:
@@ -208,13 +210,22 @@ def test_a_look_lasts_while_she_asks_and_is_refused_once_the_instructor_closes(r
         page.click(row + " a.look")  # type: ignore[attr-defined]
     look = opened.value
     look.set_default_timeout(UPDATE_SECONDS * 1000)
-    look.wait_for_selector(".jp-DirListing-item")  # her JupyterLab, through the hub's OAuth, as the instructor
+    look.wait_for_selector(f"{LISTING}, {CONFIRM}")
+    if look.locator(CONFIRM).count():  # JupyterHub asks once before it lets one user into another's server
+        look.click(CONFIRM)
+    try:
+        look.wait_for_selector(LISTING)  # her JupyterLab, through the hub's OAuth, as the instructor
+    except Exception:
+        raise AssertionError(f"her notebook did not open at {look.url}:\n{look.locator('body').inner_text()[:2000]}") from None
     assert look.url.startswith(room.hub.server_url("stuck")), look.url
     her_lab = look.url
     page.click(row + " button.close")  # type: ignore[attr-defined]
     page.wait_for_selector(row, state="detached")  # type: ignore[attr-defined]
     wait_until(lambda: server_answers(room, "stuck", teacher) == 403, "the instructor's token refused after close")
-    wait_until(lambda: (look.goto(her_lab).status == 403), "the instructor's browser refused her server after close")
+    statuses: list[int] = []
+    wait_until(lambda: statuses.append(look.goto(her_lab).status) or statuses[-1] == 403,
+               "the instructor's browser refused her server after close")
+    assert statuses[-1] == 403, statuses
     assert page.evaluate("window.__not_reloaded === true")  # type: ignore[attr-defined]
 
 
