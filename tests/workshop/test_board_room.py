@@ -39,7 +39,7 @@ UPDATE_SECONDS = 60  # how long the page may take to show a verdict on a loaded 
 SOLUTION = (Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "02_1_predict_strides.py").read_text()
 CHECK = "from labkit.memory_format.checks import check_predict_strides\nprint(check_predict_strides(predict_strides))"
 WRONG = "def predict_strides(shape, memory_format):\n    return tuple(shape)\n"
-LOOK_SECONDS = 30  # a look's time limit in this room (LABKIT_WORKSHOP_LOOK_SECONDS; a workshop's default is 20 min)
+LOOK_SECONDS = 90  # LABKIT_WORKSHOP_LOOK_SECONDS here (a workshop: 20 min): time to open her JupyterLab on a busy machine
 # a learner's server keeps the hub's answer about a token for HubOAuth.cache_max_age (10 s in a room), the board
 # checks the limit every 2 s: a revoked look is refused within this
 REVOKED_SECONDS = 40
@@ -210,13 +210,13 @@ def test_a_look_lasts_while_she_asks_and_is_refused_once_the_instructor_closes(r
         page.click(row + " a.look")  # type: ignore[attr-defined]
     look = opened.value
     look.set_default_timeout(UPDATE_SECONDS * 1000)
-    look.wait_for_selector(f"{LISTING}, {CONFIRM}")
-    if look.locator(CONFIRM).count():  # JupyterHub asks once before it lets one user into another's server
-        look.click(CONFIRM)
     try:
+        look.wait_for_selector(f"{LISTING}, {CONFIRM}")
+        if look.locator(CONFIRM).count():  # JupyterHub asks once before it lets one user into another's server
+            look.click(CONFIRM)
         look.wait_for_selector(LISTING)  # her JupyterLab, through the hub's OAuth, as the instructor
     except Exception:
-        raise AssertionError(f"her notebook did not open at {look.url}:\n{look.locator('body').inner_text()[:2000]}") from None
+        raise AssertionError(f"her notebook did not open at {look.url}:\n{look.content()[:3000]}") from None
     assert look.url.startswith(room.hub.server_url("stuck")), look.url
     her_lab = look.url
     page.click(row + " button.close")  # type: ignore[attr-defined]
@@ -260,7 +260,7 @@ print(json.dumps([post("/shares/solver/", {"group": "instructors"}), post(f"/sha
 
 def test_a_learner_cannot_share_another_s_server_nor_widen_her_own_share(room: Room):
     answers = json.loads(learner_cell(room, "stuck", WIDEN))
-    assert answers[0] == 403, "another learner's server"
+    assert answers[0] in (403, 404), "another learner's server (the hub does not even say it exists)"
     assert answers[1] == 403, "her server with another learner by name"
     assert answers[2] in (400, 403), "a scope beyond her server"
 
