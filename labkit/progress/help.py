@@ -4,8 +4,8 @@ Why from the kernel: the kernel holds the learner's hub token (``JUPYTERHUB_API_
 the request carries what the board may know (the exercise, the mistake id her last check named, the hint level
 she reached) and never her code. Outside a room there is no queue: the answer says how to ask instead.
 
-``share=True`` is her consent, for this request only, to a *look*: her server is shared with the hub group
-``instructors`` (JupyterHub's sharing API, with her own token), and the board revokes that share when the
+``share=True`` is her consent, for this request only, to a *look*: her server is shared with each of the room's
+instructors the board names (JupyterHub's sharing API, with her own token), and the board revokes that share when the
 request is closed, cancelled or runs past its time limit. ``cancel=True`` ends her open request on the exercise.
 """
 from __future__ import annotations
@@ -24,7 +24,6 @@ from labkit.i18n.messages import _
 from labkit.progress import journal, sender
 from labkit.progress.events import EXERCISE_PATTERN
 
-INSTRUCTORS_GROUP = "instructors"
 TIMEOUT_S = 5.0
 
 
@@ -61,17 +60,16 @@ def help(exercise: str, share: bool = False, cancel: bool = False) -> HelpAnswer
                 exercise=exercise, problem=reply))
         return HelpAnswer(_("Your request for help on exercise {exercise} is cancelled.").format(exercise=exercise))
     mistake, hint_level = latest_of(exercise)
-    if share:
-        problem = _share_with_instructors()
-        if problem:
-            return HelpAnswer(_("Your server could not be shared with the instructors ({problem}); nothing was "
-                                "asked. Ask again without share=True, or raise your hand.").format(problem=problem))
     reply = _post(board + "/api/help", {"exercise": exercise, "mistake": mistake, "hint_level": hint_level,
                                         "look": share})
     if isinstance(reply, str):
-        if share:
-            _share_with_instructors(revoke=True)  # no request, no look: the board would never end this one
         return HelpAnswer(_("The board could not take your request ({problem}): raise your hand.").format(problem=reply))
+    if share:
+        problem = _share_with(reply.get("instructors") or [])
+        if problem:
+            _post(board + "/api/help/cancel", {"exercise": exercise})  # the board revokes what was shared
+            return HelpAnswer(_("Your server could not be shared with the instructors ({problem}); nothing was "
+                                "asked. Ask again without share=True, or raise your hand.").format(problem=problem))
     text = _("You are number {place} in the queue for exercise {exercise}.").format(place=reply["place"],
                                                                                    exercise=exercise)
     if not reply["new"]:
@@ -110,15 +108,17 @@ def latest_of(exercise: str) -> tuple[str, int]:
     return mistake, level
 
 
-def _share_with_instructors(revoke: bool = False) -> str:
-    """Share this server with the hub group ``instructors``, or revoke that share (her own token); "" or the problem."""
+def _share_with(instructors: list[str]) -> str:
+    """Share this server with each of ``instructors`` by name (her own token); "" or the problem."""
     api, user = os.environ.get("JUPYTERHUB_API_URL", ""), os.environ.get("JUPYTERHUB_USER", "")
     server = os.environ.get("JUPYTERHUB_SERVER_NAME", "")
-    if not api or not user:
+    if not api or not user or not instructors:
         return _("this server is not a hub's")
-    reply = _post(f"{api.rstrip('/')}/shares/{quote(user, safe='')}/{quote(server, safe='')}",
-                  {"group": INSTRUCTORS_GROUP}, method="PATCH" if revoke else "POST")
-    return reply if isinstance(reply, str) else ""
+    for instructor in instructors:
+        reply = _post(f"{api.rstrip('/')}/shares/{quote(user, safe='')}/{quote(server, safe='')}", {"user": instructor})
+        if isinstance(reply, str):
+            return reply
+    return ""
 
 
 def _post(url: str, body: dict[str, object], method: str = "POST") -> dict[str, Any] | str:

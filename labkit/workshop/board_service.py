@@ -28,7 +28,7 @@ PREFIX = f"/services/{NAME}/"
 LEARNER_SCOPE = f"access:services!service={NAME}"
 INSTRUCTORS_GROUP = "instructors"
 # what a learner's server may do to ask for a look (labkit.help(..., share=True)): share itself with the instructors
-LOOK_SCOPES = ["shares!server", f"read:groups:name!group={INSTRUCTORS_GROUP}"]
+LOOK_SCOPES = ["shares!server", f"read:users:name!group={INSTRUCTORS_GROUP}"]
 # JupyterHub's scopes for $JUPYTERHUB_API_TOKEN (its "server" role), plus posting to the board, plus a look
 SERVER_TOKEN_SCOPES = ["users:activity!user", "access:servers!server", LEARNER_SCOPE, *LOOK_SCOPES]
 # an exercise's function starts with its docstring, "Exercise 1.2: ..." (the stub student_copy makes keeps it)
@@ -79,10 +79,10 @@ def board_service(settings: HubSettings) -> dict[str, Any]:
 def board_roles(settings: HubSettings) -> list[dict[str, Any]]:
     """The board's own role, and the default user role with the one scope that lets a learner post their verdicts."""
     return [
-        # groups:shares!group=instructors: the board revokes a look when its help request ends; it can open no server
+        # users:shares!group=instructors: the board revokes a look when its help request ends; it can open no server
         {"name": NAME, "services": [NAME], "scopes": ["list:users", "read:users", "list:groups", "read:groups",
-                                                      f"groups:shares!group={INSTRUCTORS_GROUP}"]},
-        {"name": "user", "scopes": ["self", LEARNER_SCOPE, "shares!user", f"read:groups:name!group={INSTRUCTORS_GROUP}"]},
+                                                      f"users:shares!group={INSTRUCTORS_GROUP}"]},
+        {"name": "user", "scopes": ["self", LEARNER_SCOPE, "shares!user", f"read:users:name!group={INSTRUCTORS_GROUP}"]},
     ]
 
 

@@ -7,8 +7,9 @@ already asked about while the first is open is the same request (a double click,
 is checked against the events' own patterns, so no markup or spreadsheet formula can enter the page or the
 exports through it.
 
-A request may carry a *look*: the learner shared her server with the hub group ``instructors`` (she did,
-from her kernel, with her own token). Whenever a request with a look ends (closed, cancelled, or past the
+A request may carry a *look*: the learner shared her server with each of the room's instructors (she did,
+from her kernel, with her own token, by name: JupyterHub 5 lets a token use a share with a user, not one with a
+group). Whenever a request with a look ends (closed, cancelled, or past the
 time limit) the board revokes that share (:class:`ShareRevoker`).
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ from labkit.progress.events import EXERCISE_PATTERN, LEARNER_PATTERN, MISTAKE_PA
 
 Ending = Literal["", "closed", "cancelled", "expired"]
 MAX_HINT_LEVEL = 3
-INSTRUCTORS_SHARE_GROUP = "instructors"  # the hub group a learner shares her server with when she asks
+INSTRUCTORS_SHARE_GROUP = "instructors"  # the hub group whose members a learner shares her server with
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS help_requests (
     id TEXT PRIMARY KEY,
@@ -187,8 +188,8 @@ def median_wait(requests: list[HelpRequest]) -> float | None:
 class ShareRevoker(Protocol):
     """Ends the instructors' look at a learner's server (the tests give a fake)."""
 
-    async def revoke(self, learner: str) -> bool:
-        """Revoke the share of ``learner``'s server with the group ``instructors``; whether the hub confirmed."""
+    async def revoke(self, learner: str, instructors: set[str]) -> bool:
+        """Revoke the shares of ``learner``'s server with each of ``instructors``; whether the hub confirmed each."""
 
 
 def _request(row: tuple[Any, ...]) -> HelpRequest:

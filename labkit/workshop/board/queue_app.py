@@ -32,29 +32,35 @@ ID = r"([0-9a-f]{32})"
 
 
 class HubShareRevoker:
-    """Revokes a learner's share with the group ``instructors`` through the hub's API, with the board's own token.
+    """Revokes a learner's shares with the instructors through the hub's API, with the board's own token.
 
-    The board's role holds ``groups:shares!group=instructors`` only: it can read and revoke what was shared with
+    The board's role holds ``users:shares!group=instructors`` only: it can read and revoke what was shared with
     the instructors, and cannot open, nor share, anyone's server.
     """
 
     def __init__(self, api_url: str, token: str) -> None:
         self.api_url, self.token = api_url.rstrip("/"), token
 
-    async def revoke(self, learner: str) -> bool:
-        url = f"{self.api_url}/groups/{INSTRUCTORS_SHARE_GROUP}/shared/{quote(learner, safe='')}/"
-        request = HTTPRequest(url, method="DELETE", headers={"Authorization": f"token {self.token}"}, request_timeout=5)
-        try:
-            await AsyncHTTPClient().fetch(request)
-        except HTTPClientError as exc:
-            if exc.code == 404:
-                return True  # nothing shared (any more): nobody can look
-            log.warning("could not revoke %s's share with the instructors (%s)", learner, exc)
-            return False
-        except OSError as exc:
-            log.warning("could not revoke %s's share with the instructors (%s)", learner, exc)
-            return False
-        return True
+    async def revoke(self, learner: str, instructors: set[str]) -> bool:
+        done = True
+        for instructor in sorted(instructors):
+            url = f"{self.api_url}/users/{quote(instructor, safe='')}/shared/{quote(learner, safe='')}/"
+            request = HTTPRequest(url, method="DELETE", headers={"Authorization": f"token {self.token}"}, request_timeout=5)
+            try:
+                await AsyncHTTPClient().fetch(request)
+            except HTTPClientError as exc:
+                if exc.code != 404:  # 404: nothing shared (any more), nobody can look
+                    log.warning("could not revoke %s's share with %s (%s)", learner, instructor, exc)
+                    done = False
+            except OSError as exc:
+                log.warning("could not revoke %s's share with %s (%s)", learner, instructor, exc)
+                done = False
+        return done
+
+
+async def instructors_of(board: Board) -> set[str]:
+    """Whom a learner's look is shared with: the board's instructors by setting and the hub group ``instructors``."""
+    return set(board.settings.instructors) | await board.directory.group_members(INSTRUCTORS_SHARE_GROUP)
 
 
 def queue_of(board: Board) -> HelpQueue:
@@ -69,7 +75,7 @@ async def ended(board: Board, request: HelpRequest | None) -> None:
         return
     if any(other.look for other in queue_of(board).of(request.learner)):
         return
-    await board.revoker.revoke(request.learner)
+    await board.revoker.revoke(request.learner, await instructors_of(board))
 
 
 async def expire_looks(board: Board) -> None:
@@ -101,7 +107,8 @@ class HelpHandler(EventsHandler):
             raise web.HTTPError(400, f"Refused: {exc}.") from None
         waiting = queue_of(self.board).waiting()
         self.write({"request": request.to_json(self.board.clock()), "new": new,
-                    "place": [item.id for item in waiting].index(request.id) + 1})
+                    "place": [item.id for item in waiting].index(request.id) + 1,
+                    "instructors": sorted(await instructors_of(self.board)) if request.look else []})
 
 
 class CancelHandler(EventsHandler):

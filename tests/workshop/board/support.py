@@ -110,7 +110,7 @@ class FakeRevoker:
     def __init__(self) -> None:
         self.revoked: list[str] = []
 
-    async def revoke(self, learner: str) -> bool:
+    async def revoke(self, learner: str, instructors: set[str]) -> bool:
         self.revoked.append(learner)
         return True
 
