@@ -27,6 +27,7 @@ __getattr__, __dir__, _lazy_names = lazy_exports(__name__, {
     "core.device": ("pick_device",),
     "core.notebook": ("setup_notebook",),
     "progress.hints": ("hint",),
+    "progress.help": ("help",),
     "progress.solutions": ("solution",),
     "progress.table": ("my_progress",),
 })

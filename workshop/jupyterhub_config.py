@@ -74,7 +74,8 @@ else:
     c.NativeAuthenticator.open_signup = False  # a sign-up waits for the instructor's approval at /hub/authorize
     c.Authenticator.allow_all = True  # NativeAuthenticator lets in only approved users: its approval is the gate
 # The instructor sees every learner at /hub/admin, approves sign-ups, starts and stops servers. They open a
-# learner's server only when servers are on subdomains (LABKIT_WORKSHOP_SUBDOMAIN_HOST): see instructor_scopes.
+# learner's server only while she asks for help with a look (labkit.help("2.3", share=True)): her server is shared
+# with the hub group instructors until the board closes the request (see instructor_scopes, board/queue.py).
 # The hub only on its own host: the proxy's route for it names the host, so a learner's host (or the board's)
 # serves her server's /user/NAME/ and nothing of the hub, no log-in page, no API (upstream: jupyterhub#2530).
 # (A stopped server's URL then gets the proxy's 404, not the hub's offer to start it: start it at /hub/home.)
@@ -121,7 +122,9 @@ c.Spawner.env_keep = ["LANG", "LC_ALL"]  # nothing else of the hub's environment
 c.Spawner.args = [*server_args(settings.learner_python.parent.parent if settings.separated else None),
                   # learners rarely shut a kernel down: the previous notebook's would keep its memory all day
                   f"--MappingKernelManager.cull_idle_timeout={settings.kernel_cull_after_s}",
-                  "--MappingKernelManager.cull_interval=300"]
+                  "--MappingKernelManager.cull_interval=300",
+                  # the hub's answers about a token kept 10 s, not 5 min: a look refused within seconds of its end
+                  "--HubOAuth.cache_max_age=10"]
 if not settings.separated and os.geteuid() == 0:  # root in a container or a test: jupyter refuses root
     c.Spawner.args += ["--allow-root"]
 # Over HTTPS a learner's JupyterLab sets its _xsrf cookie Secure too (tornado's kwargs); and it sends the hub's
@@ -145,3 +148,4 @@ c.JupyterHub.load_roles = [
     {"name": "labkit-instructor", "users": [settings.admin], "scopes": settings.instructor_scopes},
     *board_roles(settings),
 ]
+c.JupyterHub.load_groups = {"instructors": {"users": [settings.admin]}}  # whom a learner's look is shared with

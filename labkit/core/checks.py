@@ -38,6 +38,7 @@ from torch.autograd import forward_ad as _fwad  # not "forward_ad": that name is
 from labkit.core.context import bound
 from labkit.core.guard import StateReport, guarded_state, library_folders, remember_original_code
 from labkit.i18n.messages import N_, _
+from labkit.progress.help import help_pointer
 from labkit.progress.hints import hint_pointer
 from labkit.progress.record import record_verdict
 
@@ -347,7 +348,7 @@ def run_check(exercise: str, check: Callable[[], str], learner: object = None, m
             _close_dual_levels(level)
     result = _with_state(_with_notes(result, notes), state)
     if result.status is Status.WRONG:  # last, so that a stuck learner finds the hints where they read
-        result = _with_notes(result, [hint_pointer(exercise)] if hint_pointer(exercise) else [])
+        result = _with_notes(result, [line for line in (hint_pointer(exercise), help_pointer(exercise)) if line])
     record_check(result)
     return result
 

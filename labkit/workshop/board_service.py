@@ -27,8 +27,10 @@ NAME = "labkit-board"
 PREFIX = f"/services/{NAME}/"
 LEARNER_SCOPE = f"access:services!service={NAME}"
 INSTRUCTORS_GROUP = "instructors"
-# JupyterHub's scopes for $JUPYTERHUB_API_TOKEN (its "server" role), plus posting to the board
-SERVER_TOKEN_SCOPES = ["users:activity!user", "access:servers!server", LEARNER_SCOPE]
+# what a learner's server may do to ask for a look (labkit.help(..., share=True)): share itself with the instructors
+LOOK_SCOPES = ["shares!server", f"read:users:name!group={INSTRUCTORS_GROUP}"]
+# JupyterHub's scopes for $JUPYTERHUB_API_TOKEN (its "server" role), plus posting to the board, plus a look
+SERVER_TOKEN_SCOPES = ["users:activity!user", "access:servers!server", LEARNER_SCOPE, *LOOK_SCOPES]
 # an exercise's function starts with its docstring, "Exercise 1.2: ..." (the stub student_copy makes keeps it)
 EXERCISE_DOCSTRING = re.compile(r'"""Exercise (\d{1,2}\.\d{1,2}):')
 
@@ -65,6 +67,7 @@ def board_service(settings: HubSettings) -> dict[str, Any]:
             "LABKIT_BOARD_EXERCISES": ",".join(track_exercises(settings.notebooks, settings.track)),
             "LABKIT_BOARD_STUCK_ATTEMPTS": str(settings.stuck_attempts),
             "LABKIT_BOARD_STUCK_MINUTES": str(settings.stuck_minutes),
+            "LABKIT_BOARD_LOOK_SECONDS": str(settings.look_seconds),  # a look ends after this long at most
             "LABKIT_LANG": settings.language,  # the page's words and mistake descriptions; the events stay English
             **({"LABKIT_BOARD_SERVER_URL": learner_url_template(settings)} if settings.subdomain_host else {}),
             # the board's log-in cookie as __Host- (HubOAuth reads this): a learner's page cannot toss hers in its place
@@ -76,8 +79,10 @@ def board_service(settings: HubSettings) -> dict[str, Any]:
 def board_roles(settings: HubSettings) -> list[dict[str, Any]]:
     """The board's own role, and the default user role with the one scope that lets a learner post their verdicts."""
     return [
-        {"name": NAME, "services": [NAME], "scopes": ["list:users", "read:users", "list:groups", "read:groups"]},
-        {"name": "user", "scopes": ["self", LEARNER_SCOPE]},
+        # users:shares!group=instructors: the board revokes a look when its help request ends; it can open no server
+        {"name": NAME, "services": [NAME], "scopes": ["list:users", "read:users", "list:groups", "read:groups",
+                                                      f"users:shares!group={INSTRUCTORS_GROUP}"]},
+        {"name": "user", "scopes": ["self", LEARNER_SCOPE, "shares!user", f"read:users:name!group={INSTRUCTORS_GROUP}"]},
     ]
 
 

@@ -43,7 +43,7 @@ def learner_origin(settings: HubSettings, name: str) -> str:
 
 def learner_url_template(settings: HubSettings) -> str:
     """Each learner's server with ``{name}`` for her name: the board's link to it (``LABKIT_BOARD_SERVER_URL``)."""
-    return _with_port(settings, "{name}." + learners_domain(settings)) + "/"
+    return _with_port(settings, "{name}." + learners_domain(settings)) + "/user/{name}/"  # her JupyterLab there
 
 
 def service_origin(settings: HubSettings, name: str) -> str:

@@ -91,6 +91,7 @@ class HubSettings:
     board_port: int = 8090  # the room board service (labkit.workshop.board), on loopback behind the hub's proxy
     stuck_attempts: int = 3  # the board flags a learner whose same exercise is not solved after this many attempts
     stuck_minutes: int = 10  # ... or who did nothing labkit records for this long while others progress
+    look_seconds: int = 1200  # the longest an instructor's look at a learner's server lasts (a help request's)
 
     @classmethod
     def from_environment(cls, env: dict[str, str] | None = None, euid: int | None = None) -> HubSettings:
@@ -135,6 +136,7 @@ class HubSettings:
             board_port=_integer(PREFIX + "BOARD_PORT", get("board_port", defaults.board_port)),
             stuck_attempts=_integer(PREFIX + "STUCK_ATTEMPTS", get("stuck_attempts", defaults.stuck_attempts)),
             stuck_minutes=_integer(PREFIX + "STUCK_MINUTES", get("stuck_minutes", defaults.stuck_minutes)),
+            look_seconds=_integer(PREFIX + "LOOK_SECONDS", get("look_seconds", defaults.look_seconds)),
         )
         settings.validate(euid)
         return settings
@@ -153,7 +155,8 @@ class HubSettings:
                             ("KERNEL_CULL_AFTER_S", self.kernel_cull_after_s), ("BOARD_PORT", self.board_port),
                             ("MAX_LEARNERS", self.max_learners), ("LOGIN_ATTEMPTS_PER_MINUTE", self.login_attempts_per_minute),
                             ("MAX_PENDING_SIGN_UPS", self.max_pending_sign_ups),
-                            ("STUCK_ATTEMPTS", self.stuck_attempts), ("STUCK_MINUTES", self.stuck_minutes)):
+                            ("STUCK_ATTEMPTS", self.stuck_attempts), ("STUCK_MINUTES", self.stuck_minutes),
+                            ("LOOK_SECONDS", self.look_seconds)):
             if value < 1:
                 raise LabkitValueError(f"{PREFIX}{name}={value}: give a whole number of at least 1.")
         if self.proxies_in_front < 0:
@@ -243,15 +246,13 @@ class HubSettings:
 
     @property
     def instructor_scopes(self) -> list[str]:
-        """What the instructor may do: JupyterHub's admin page and users, not ``access:servers`` on the hub's origin.
+        """What the instructor may do: JupyterHub's admin page and users, and no standing ``access:servers``.
 
-        A learner's server serves the learner's code. On the hub's own origin a
-        script in it, opened by the instructor, would run with the instructor's
-        cookie; only with each server on a subdomain of its own
-        (``SUBDOMAIN_HOST``) may the instructor open learners' servers.
+        A learner's server serves the learner's code, and is the learner's: the instructor opens one only
+        while its learner asks for help with a look (``labkit.help("2.3", share=True)``), which shares that
+        server with the hub group ``instructors`` until the request ends (:mod:`labkit.workshop.board.queue`).
         """
-        scopes = ["admin-ui", "admin:users", "admin:servers", "list:users", "read:users"]
-        return scopes + ["access:servers"] if self.subdomain_host else scopes
+        return ["admin-ui", "admin:users", "admin:servers", "list:users", "read:users"]
 
     @property
     def is_room(self) -> bool:

@@ -24,7 +24,9 @@ from labkit.workshop.load import PROXY, WORKSHOP, Hub, request, run_code, run_no
 
 __all__ = ["Hub", "learner_install", "logged_in_page", "request", "require_proxy", "run_code", "run_notebook", "server_process",
            "workshop_hub"]
-TEST_INSTALL = Path("/opt/labkit-tests")  # the tests' learner venv: kept between runs, remade when labkit changes
+# the tests' learner venv: kept between runs, remade when labkit changes (LABKIT_TEST_INSTALL: a checkout's own,
+# where several checkouts run room tests on one machine and would remake each other's)
+TEST_INSTALL = Path(os.environ.get("LABKIT_TEST_INSTALL", "/opt/labkit-tests"))
 
 
 def require_proxy() -> Path:

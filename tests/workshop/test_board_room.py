@@ -39,6 +39,10 @@ UPDATE_SECONDS = 60  # how long the page may take to show a verdict on a loaded 
 SOLUTION = (Path(__file__).resolve().parents[2] / "notebooks" / "solutions" / "02_1_predict_strides.py").read_text()
 CHECK = "from labkit.memory_format.checks import check_predict_strides\nprint(check_predict_strides(predict_strides))"
 WRONG = "def predict_strides(shape, memory_format):\n    return tuple(shape)\n"
+LOOK_SECONDS = 90  # LABKIT_WORKSHOP_LOOK_SECONDS here (a workshop: 20 min): time to open her JupyterLab on a busy machine
+# a learner's server keeps the hub's answer about a token for HubOAuth.cache_max_age (10 s in a room), the board
+# checks the limit every 2 s: a revoked look is refused within this
+REVOKED_SECONDS = 40
 
 
 @dataclass
@@ -61,7 +65,8 @@ class Room:
 @pytest.fixture(scope="module")
 def room(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Room]:
     install = learner_install()
-    settings = {PREFIX + "SPAWNER": "system-users", PREFIX + "INSTALL": str(install), PREFIX + "STUCK_ATTEMPTS": "3"}
+    settings = {PREFIX + "SPAWNER": "system-users", PREFIX + "INSTALL": str(install), PREFIX + "STUCK_ATTEMPTS": "3",
+                PREFIX + "LOOK_SECONDS": str(LOOK_SECONDS)}
     with https_room(tmp_path_factory.mktemp("board"), LEARNERS_DOMAIN, settings) as https:
         hub = https.hub
         assert hub.settings.separated and hub.settings.account_prefix.startswith("lt"), hub.settings.account_prefix
@@ -167,3 +172,109 @@ def test_a_get_changes_nothing(room: Room):
     with pytest.raises(urllib.error.HTTPError) as refused:
         room.request("api/events", token=room.tokens["stuck"])
     assert refused.value.code == 405
+
+
+# The help queue and the look (labkit.help; labkit/workshop/board/queue.py)
+ASK = 'import labkit\nprint(labkit.help("{exercise}"{more}))'
+QUEUE_ROW = '#board-queue-table tr[data-learner="{name}"]'
+LISTING = ".jp-DirListing-item"  # a file of her JupyterLab's file browser
+CONFIRM = "form button[type=submit]"  # the hub's "Authorize" page for another user's server
+
+
+def server_answers(room: Room, learner: str, token: str) -> int:
+    """The status ``learner``'s server answers a token's request for her files with (200: it may look)."""
+    try:
+        request(f"{room.hub.server_url(learner)}/api/contents", token=token, tls=room.hub.tls)
+    except urllib.error.HTTPError as refused:
+        return refused.code
+    return 200
+
+
+def wait_until(condition: object, what: str, seconds: float = REVOKED_SECONDS) -> None:
+    start = time.monotonic()
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() - start > seconds:
+            raise AssertionError(f"not within {seconds} s: {what}")
+        time.sleep(0.5)
+
+
+def test_a_look_lasts_while_she_asks_and_is_refused_once_the_instructor_closes(room: Room, page: object):
+    teacher = room.tokens[INSTRUCTOR]
+    assert server_answers(room, "stuck", teacher) == 403, "the instructor holds no standing access to her server"
+    said = learner_cell(room, "stuck", ASK.format(exercise="2.1", more=", share=True"))
+    assert "number 1 in the queue for exercise 2.1" in said and "may open your notebooks" in said, said
+    row = QUEUE_ROW.format(name="stuck")
+    page.wait_for_selector(row)  # type: ignore[attr-defined]
+    assert "2.1" in page.inner_text(row)  # type: ignore[attr-defined]
+    with page.context.expect_page() as opened:  # type: ignore[attr-defined]
+        page.click(row + " a.look")  # type: ignore[attr-defined]
+    look = opened.value
+    look.set_default_timeout(UPDATE_SECONDS * 1000)
+    try:
+        look.wait_for_selector(f"{LISTING}, {CONFIRM}")
+        if look.locator(CONFIRM).count():  # JupyterHub asks once before it lets one user into another's server
+            look.click(CONFIRM)
+        look.wait_for_selector(LISTING)  # her JupyterLab, through the hub's OAuth, as the instructor
+    except Exception:
+        raise AssertionError(f"her notebook did not open at {look.url}:\n{look.content()[:3000]}") from None
+    assert look.url.startswith(room.hub.server_url("stuck")), look.url
+    her_lab = look.url
+    page.click(row + " button.close")  # type: ignore[attr-defined]
+    page.wait_for_selector(row, state="detached")  # type: ignore[attr-defined]
+    wait_until(lambda: server_answers(room, "stuck", teacher) == 403, "the instructor's token refused after close")
+    statuses: list[int] = []
+    wait_until(lambda: statuses.append(look.goto(her_lab).status) or statuses[-1] == 403,
+               "the instructor's browser refused her server after close")
+    assert statuses[-1] == 403, statuses
+    assert page.evaluate("window.__not_reloaded === true")  # type: ignore[attr-defined]
+
+
+def test_a_look_is_refused_after_she_cancels_and_after_the_time_limit(room: Room):
+    teacher = room.tokens[INSTRUCTOR]
+    learner_cell(room, "solver", ASK.format(exercise="2.2", more=", share=True"))
+    wait_until(lambda: server_answers(room, "solver", teacher) == 200, "the look while solver asks")
+    assert "cancelled" in learner_cell(room, "solver", ASK.format(exercise="2.2", more=", cancel=True"))
+    wait_until(lambda: server_answers(room, "solver", teacher) == 403, "the look refused after she cancelled")
+
+    learner_cell(room, "starter", ASK.format(exercise="2.1", more=", share=True"))
+    wait_until(lambda: server_answers(room, "starter", teacher) == 200, "the look while starter asks")
+    wait_until(lambda: server_answers(room, "starter", teacher) == 403, "the look refused past its time limit",
+               seconds=LOOK_SECONDS + REVOKED_SECONDS)
+    assert "starter" not in {item["learner"] for item in room.request("api/queue", token=teacher)["requests"]}
+
+
+# What a learner's own server token may try with JupyterHub's share API (her kernel's cell).
+WIDEN = """import json, os, urllib.error, urllib.request
+api, me = os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_USER"]
+def post(path, body):
+    req = urllib.request.Request(api + path, json.dumps(body).encode(), {"Authorization": "token " + os.environ[
+        "JUPYTERHUB_API_TOKEN"], "Content-Type": "application/json"}, method="POST")
+    try:
+        return urllib.request.urlopen(req, timeout=10).status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+print(json.dumps([post("/shares/solver/", {"group": "instructors"}), post(f"/shares/{me}/", {"user": "solver"}),
+                  post(f"/shares/{me}/", {"group": "instructors", "scopes": ["admin:users"]})]))
+"""
+
+
+def test_a_learner_cannot_share_another_s_server_nor_widen_her_own_share(room: Room):
+    answers = json.loads(learner_cell(room, "stuck", WIDEN))
+    assert answers[0] in (403, 404), "another learner's server (the hub does not even say it exists)"
+    assert answers[1] == 403, "her server with another learner by name"
+    assert answers[2] in (400, 403), "a scope beyond her server"
+
+
+def test_a_learner_cannot_see_claim_or_close_the_queue(room: Room):
+    learner_cell(room, "solver", ASK.format(exercise="2.3", more=""))
+    mine = room.request("api/queue", token=room.tokens[INSTRUCTOR])["requests"]
+    ident = next(item["id"] for item in mine if item["learner"] == "solver")
+    for path, method in (("api/queue", "GET"), (f"api/queue/{ident}/claim", "POST"), (f"api/queue/{ident}/close", "POST"),
+                         ("export/help.csv", "GET")):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            room.request(path, method, {} if method == "POST" else None, room.tokens["stuck"])
+        assert refused.value.code == 403, path
+    with pytest.raises(urllib.error.HTTPError) as refused:  # her own hub token cancels only her own
+        room.request("api/help/cancel", "POST", {"exercise": "2.3"}, room.tokens["stuck"])
+    assert refused.value.code == 404
+    assert ident in {item["id"] for item in room.request("api/queue", token=room.tokens[INSTRUCTOR])["requests"]}

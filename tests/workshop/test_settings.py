@@ -105,8 +105,12 @@ def test_a_subdomain_host_is_a_scheme_and_a_host(host: str, message: str):
 def test_subdomain_hosts_taken():
     assert settings(subdomain_host="https://hub.example.org/").subdomain_host == "https://hub.example.org"
     local = settings(subdomain_host="http://localhost:8000")
-    assert local.isolated_origins and "access:servers" in local.instructor_scopes
-    assert not settings().isolated_origins and "access:servers" not in settings().instructor_scopes
+    assert local.isolated_origins and not settings().isolated_origins
+
+
+def test_the_instructor_holds_no_standing_access_to_learners_servers():
+    for each in (settings(), settings(subdomain_host="http://localhost:8000")):
+        assert not [scope for scope in each.instructor_scopes if scope.startswith(("access:servers", "shares"))]
 
 
 def test_the_loud_settings_and_the_learner_cap():

@@ -26,14 +26,18 @@ import sys
 
 from jupyterhub.services.auth import HubOAuth
 from tornado.httpserver import HTTPServer
+from tornado.ioloop import PeriodicCallback
 
 from labkit.core.errors import LabkitValueError
 from labkit.workshop.board.app import MAX_BODY, Board, make_app
 from labkit.workshop.board.hub import HubDirectory
+from labkit.workshop.board.queue import HelpQueue
+from labkit.workshop.board.queue_app import HubShareRevoker, expire_looks
 from labkit.workshop.board.settings import BoardSettings, check_private_folder, read_cookie_secret
 from labkit.workshop.board.store import EventStore
 
 log = logging.getLogger("labkit.workshop.board")
+LOOK_CHECK_MS = 2000
 
 
 def main() -> int:
@@ -53,13 +57,16 @@ def main() -> int:
               "for a service it runs.", file=sys.stderr)
         return 2
     store = EventStore(settings.db)
+    queue = HelpQueue(settings.db.with_name("help.sqlite"))  # the help queue: board/queue.py
+    board = Board(settings, store, HubDirectory(settings.api_url, settings.api_token), queue=queue,
+                  revoker=HubShareRevoker(settings.api_url, settings.api_token))
     try:
-        stopped_by = asyncio.run(_serve(settings, Board(settings, store, HubDirectory(settings.api_url, settings.api_token)),
-                                        hub_auth, secret))
+        stopped_by = asyncio.run(_serve(settings, board, hub_auth, secret))
     except KeyboardInterrupt:  # before the loop's own handler was in place
         stopped_by = signal.SIGINT
     finally:
         store.close()
+        queue.close()
     if stopped_by == signal.SIGINT:
         print("labkit-board: stopped (SIGINT: Ctrl-C, or the hub stopping it)", file=sys.stderr)
         return 130
@@ -71,6 +78,8 @@ async def _serve(settings: BoardSettings, board: Board, hub_auth: HubOAuth, secr
     server = HTTPServer(make_app(board, hub_auth, secret), max_body_size=4 * MAX_BODY)  # the handler says 413 below that
     server.listen(settings.port, settings.host)
     log.info("serving the room board at http://%s:%d%s", settings.host, settings.port, settings.prefix)
+    looks = PeriodicCallback(lambda: expire_looks(board), LOOK_CHECK_MS)  # a look ends on time with nobody polling
+    looks.start()
     loop = asyncio.get_running_loop()
     stop: asyncio.Future[signal.Signals] = loop.create_future()
 
@@ -81,6 +90,7 @@ async def _serve(settings: BoardSettings, board: Board, hub_auth: HubOAuth, secr
     for number in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(number, stop_on, number)
     stopped_by = await stop
+    looks.stop()
     server.stop()
     log.info("stopped by %s", stopped_by.name)
     return stopped_by

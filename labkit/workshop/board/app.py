@@ -36,6 +36,7 @@ from labkit.progress.events import parse_event
 from labkit.workshop.board.export import grid_csv, mistakes_csv
 from labkit.workshop.board.grid import Grid, LearnerPart, Rules, exercises_seen, grid_of, in_order, learner_part, learner_row
 from labkit.workshop.board.hub import Directory
+from labkit.workshop.board.queue import HelpQueue, ShareRevoker
 from labkit.workshop.board.rate import EventRate
 from labkit.workshop.board.settings import BoardSettings
 from labkit.workshop.board.store import EventStore, Received
@@ -78,6 +79,8 @@ class Board:
     clock: Callable[[], float] = field(default=time.time)
     rate: EventRate = field(default_factory=lambda: EventRate(EVENTS_PER_MINUTE, MAX_EVENTS))
     _cache: dict[str, _Cached] = field(default_factory=dict)
+    queue: HelpQueue | None = None  # the help queue (board/queue.py); None: a board without one
+    revoker: ShareRevoker | None = None  # ends a look when its request ends (board/queue_app.py)
 
     async def is_instructor(self, model: dict[str, Any]) -> bool:
         """Whether the hub user ``model`` may see the board."""
@@ -334,6 +337,7 @@ class StaticHandler(web.StaticFileHandler):
 
 def make_app(board: Board, hub_auth: HubOAuth, cookie_secret: bytes) -> web.Application:
     """The board's tornado application, under ``board.settings.prefix``."""
+    from labkit.workshop.board.queue_app import queue_routes  # it builds on this module's handlers
     if not hub_auth.access_scopes:
         raise ValueError("HubOAuth.access_scopes is empty: set JUPYTERHUB_OAUTH_ACCESS_SCOPES (the hub does for a service)")
     prefix = board.settings.prefix
@@ -345,6 +349,7 @@ def make_app(board: Board, hub_auth: HubOAuth, cookie_secret: bytes) -> web.Appl
         (base + r"api/grid", GridHandler, shared),
         (base + r"api/me", MeHandler, shared),
         (base + r"export/(grid|mistakes)\.csv", ExportHandler, shared),
+        *queue_routes(base, shared),  # the help queue: board/queue_app.py
         (re.escape(urlsplit(hub_auth.oauth_redirect_uri).path), CallbackHandler, {"hub_auth": hub_auth}),
     ]
     if prefix != "/":

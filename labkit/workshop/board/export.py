@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from labkit.workshop.board.grid import Grid, mistake_counts
+from labkit.workshop.board.queue import HelpRequest
 from labkit.workshop.board.store import Received
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -47,6 +48,18 @@ def mistakes_csv(grid: Grid, events: Iterable[Received]) -> str:
     for exercise in grid.exercises:
         for count in mistake_counts(mine, exercise):
             lines.append([exercise, count.mistake, count.words, count.learners, count.times])
+    return _csv(lines)
+
+
+def help_csv(requests: Iterable[HelpRequest]) -> str:
+    """One line per help request: who, which exercise, mistake, hint level, look, times, and the two waits (seconds)."""
+    lines: list[list[object]] = [["learner", "exercise", "mistake", "hint level", "look", "asked", "claimed by",
+                                  "ending", "wait to claim (s)", "claim to close (s)"]]
+    for request in requests:
+        wait, work = request.wait_to_claim(), request.claim_to_close()
+        lines.append([request.learner, request.exercise, request.mistake, request.hint_level,
+                      "yes" if request.look else "no", utc(request.opened), request.claimed_by, request.ending,
+                      "" if wait is None else round(wait), "" if work is None else round(work)])
     return _csv(lines)
 
 

@@ -33,6 +33,9 @@ The board's own settings:
 - ``LABKIT_BOARD_SERVER_URL``: where "open this learner's server" goes, ``{name}`` standing for the
   learner's name (``https://{name}.hub.example.org/``, rooms with a subdomain per server). Unset: the
   hub's admin page, which lists every server.
+- ``LABKIT_BOARD_LOOK_SECONDS`` (default 1200): the longest an instructor's look at a learner's server lasts
+  (:mod:`labkit.workshop.board.queue`): a request with a look still open after this long is ended and its
+  share revoked.
 """
 from __future__ import annotations
 
@@ -72,6 +75,7 @@ class BoardSettings:
     stuck_repeats: int = 2
     stuck_slower: int = 2
     server_url: str = ""  # a template with {name}; "" links to the hub's admin page
+    look_seconds: int = 1200  # a help request's look at the learner's server ends after this long
 
     @classmethod
     def from_environment(cls, env: dict[str, str] | None = None) -> BoardSettings:
@@ -105,6 +109,7 @@ class BoardSettings:
             stuck_repeats=_whole(PREFIX + "STUCK_REPEATS", env.get(PREFIX + "STUCK_REPEATS", "2")),
             stuck_slower=_whole(PREFIX + "STUCK_SLOWER", env.get(PREFIX + "STUCK_SLOWER", "2")),
             server_url=env.get(PREFIX + "SERVER_URL", "").strip(),
+            look_seconds=_whole(PREFIX + "LOOK_SECONDS", env.get(PREFIX + "LOOK_SECONDS", "1200")),
         )
         settings.validate()
         return settings

@@ -17,6 +17,7 @@ from tornado.web import create_signed_value
 
 from labkit.progress.events import Event
 from labkit.workshop.board.app import Board
+from labkit.workshop.board.queue import HelpQueue
 from labkit.workshop.board.settings import BoardSettings
 from labkit.workshop.board.store import EventStore, Received
 
@@ -103,6 +104,18 @@ def board_settings(folder: Path, **changes: Any) -> BoardSettings:
     return BoardSettings(**{**values, **changes})
 
 
+class FakeRevoker:
+    """The hub's share API as the board would call it: the learners whose look was revoked, in order."""
+
+    def __init__(self) -> None:
+        self.revoked: list[str] = []
+
+    async def revoke(self, learner: str, instructors: set[str]) -> bool:
+        self.revoked.append(learner)
+        return True
+
+
 def make_board(folder: Path, directory: FakeDirectory, now: float = T0 + 60, **changes: Any) -> Board:
     settings = board_settings(folder, **changes)
-    return Board(settings, EventStore(settings.db), directory, clock=lambda: now)
+    return Board(settings, EventStore(settings.db), directory, clock=lambda: now,
+                 queue=HelpQueue(folder / "help.sqlite"), revoker=FakeRevoker())

@@ -19,6 +19,7 @@ from tornado.testing import AsyncHTTPTestCase
 
 from labkit.progress import mistakes
 from labkit.workshop.board import app as board_app
+from labkit.workshop.board import queue_app
 from labkit.workshop.board.app import make_app
 from labkit.workshop.board.grid import Rules, build_grid
 from labkit.workshop.board.rate import EventRate
@@ -62,6 +63,7 @@ class BoardTest(AsyncHTTPTestCase):
     def tearDown(self) -> None:
         super().tearDown()
         self.board.store.close()
+        self.board.queue.close()
         shutil.rmtree(self.folder)
 
     def get_app(self) -> web.Application:
@@ -194,12 +196,13 @@ class BoardTest(AsyncHTTPTestCase):
         assert second["rows"] == [row.to_json() | shown for row in fresh.rows]
 
     # no state change on GET, and one POST
-    def test_the_only_post_is_api_events_and_no_get_changes_anything(self):
+    def test_the_only_posts_are_events_and_the_help_queue_s_and_no_get_changes_anything(self):
+        posting = {board_app.EventsHandler, queue_app.HelpHandler, queue_app.CancelHandler, queue_app.QueueActionHandler}
         for rule in self._app.wildcard_router.rules:
             handler = rule.target
             if isinstance(handler, type) and issubclass(handler, web.RequestHandler):
                 posts = handler.post is not web.RequestHandler.post
-                assert posts == (handler is board_app.EventsHandler), handler
+                assert posts == (handler in posting), handler
         self.post_events([event("ada")])
         for path in ("", "api/grid", "api/me", "export/grid.csv", "export/mistakes.csv", "api/events"):
             self.get(path, token="teacher-token")
@@ -240,7 +243,8 @@ class BoardTest(AsyncHTTPTestCase):
         assert "&lt;script&gt;alert(&#x27;name&#x27;)&lt;/script&gt;" in page
         assert "&lt;script&gt;alert(&#x27;mistake&#x27;)&lt;/script&gt;" in page
         scripts = re.findall(r"<script\b[^>]*>", page)
-        assert scripts and all(re.search(r'\bsrc="/services/labkit-board/static/board\.js\?v=\w+"', s) for s in scripts)
+        assert len(scripts) == 2 and all(re.search(r'\bsrc="/services/labkit-board/static/(board|queue)\.js\?v=\w+"', s)
+                                         for s in scripts)
         assert not re.search(r"<style|\son\w+=|javascript:", page)
         assert "script-src 'self'" in reply.headers["Content-Security-Policy"]
         assert "unsafe-inline" not in reply.headers["Content-Security-Policy"]
