@@ -507,9 +507,9 @@ def check_shape_flop_recorder(recorder_class: type) -> CheckResult:
 #: (what it is, in_features, out_features, bias, eps). The square case comes first: there scaling the columns
 #: instead of the rows computes silently and is told by value; eps=1e-3 tells a hard-coded 1e-5 from bn.eps.
 FOLD_CASES = (
-    ("a square Linear (4 in, 4 out) with bias", 4, 4, True, 1e-3),
-    ("a Linear with bias (6 in, 4 out)", 6, 4, True, 1e-5),
-    ("a Linear without bias (linear.bias is None)", 6, 4, False, 1e-2),
+    (N_("a square Linear (4 in, 4 out) with bias"), 4, 4, True, 1e-3),
+    (N_("a Linear with bias (6 in, 4 out)"), 6, 4, True, 1e-5),
+    (N_("a Linear without bias (linear.bias is None)"), 6, 4, False, 1e-2),
 )
 _FLOAT64_TOLERANCE = 1e-9
 
@@ -527,7 +527,7 @@ def _fold_cases() -> list[tuple[str, nn.Linear, nn.BatchNorm1d]]:
             variance.uniform_(0.05, 0.2)  # small variances: a forgotten eps shows
             gamma.uniform_(0.5, 2)
             beta.uniform_(-1, 1)
-            cases.append((label, linear, bn))
+            cases.append((_(label), linear, bn))  # named in the learner's language in every verdict
     return cases
 
 

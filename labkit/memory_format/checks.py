@@ -38,7 +38,7 @@ from labkit.core.checks import (
     watching_calls,
 )
 from labkit.core.notebook import seeded
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _
 from labkit.memory_format.tracker import _tensors
 
 _CL = torch.channels_last
@@ -372,13 +372,13 @@ def _conv() -> nn.Conv2d:
 #: Their first drops (by the checker's trace): layer_norm; softmax, then layer_norm; add (channels_last second);
 #: none (a 1x1 result is channels_last too); none (the NCHW calls had no channels_last input).
 _DROPPER_MODELS: tuple[tuple[str, Callable[[Callable[[_Seen], None]], nn.Module]], ...] = (
-    ("layer norm model", lambda note: nn.Sequential(_WatchedConv(3, 8, note), nn.ReLU(), nn.LayerNorm(8), _conv())),
-    ("softmax and layer norm model", lambda note: nn.Sequential(
+    (N_("layer norm model"), lambda note: nn.Sequential(_WatchedConv(3, 8, note), nn.ReLU(), nn.LayerNorm(8), _conv())),
+    (N_("softmax and layer norm model"), lambda note: nn.Sequential(
         _WatchedConv(3, 8, note), nn.BatchNorm2d(8), _ChannelSoftmax(), _conv(), nn.LayerNorm(8), _conv())),
-    ("model with an NCHW bias", lambda note: nn.Sequential(_WatchedConv(3, 8, note), _BiasFirst(), _conv())),
-    ("clean model", lambda note: nn.Sequential(
+    (N_("model with an NCHW bias"), lambda note: nn.Sequential(_WatchedConv(3, 8, note), _BiasFirst(), _conv())),
+    (N_("clean model"), lambda note: nn.Sequential(
         _WatchedConv(3, 8, note), nn.ReLU(), nn.MaxPool2d(2), _conv(), nn.AdaptiveAvgPool2d(1))),
-    ("model with an NCHW gate", lambda note: nn.Sequential(_WatchedConv(3, 8, note), _FreshGate(), _conv())),
+    (N_("model with an NCHW gate"), lambda note: nn.Sequential(_WatchedConv(3, 8, note), _FreshGate(), _conv())),
 )
 
 
@@ -555,7 +555,7 @@ def _run_learner(find_format_dropper: Callable[..., object], index: int) -> _Lea
     answer: object = None
     error = None
     try:
-        with learner_case(f"the {_DROPPER_MODELS[index][0]}"):
+        with learner_case(_("the {model}").format(model=_(_DROPPER_MODELS[index][0]))):
             answer = call_learner(find_format_dropper, model, _dropper_input())
     except LearnerError as exc:
         error = exc
@@ -620,7 +620,8 @@ def check_find_format_dropper(find_format_dropper: Callable[[nn.Module, torch.Te
     """Exercise 2.2: ``find_format_dropper(model, x)`` names the first operator that loses channels_last."""
 
     def check() -> str:
-        for index, (label, _model) in enumerate(_DROPPER_MODELS):
+        for index, (english, _model) in enumerate(_DROPPER_MODELS):
+            label = _(english)  # the case's name in the learner's language, inside every message below
             run = _run_learner(find_format_dropper, index)
             _check_structure(label, run)
             _check_answer(label, run, _reference_trace(index))
