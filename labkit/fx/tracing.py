@@ -30,6 +30,7 @@ import torch.fx
 
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.fx.model_inputs import graph_arguments, refuse_unknown_keywords
+from labkit.i18n.messages import _
 
 #: What ``leaf_modules=`` accepts: module classes, class names ("MultiScaleRoIAlign") or
 #: qualified submodule names ("backbone.body").
@@ -80,6 +81,26 @@ _TRACE_OPTIONS = (
     "Options: fix the branch with concrete_args (e.g. profile_model(model, x, concrete_args={'flag': True})), "
     + _LEAF_OR_NO_TRACE
 )
+
+
+def could_not_trace(error: str) -> str:
+    """The first line of a trace failure, in the learner's language (:func:`could_not_trace_prefix` finds it)."""
+    return _("torch.fx could not trace the model: {error}").format(error=error)
+
+
+def failed_in(site: str) -> str:
+    """The line of a trace failure that says where, in the learner's language."""
+    return _("It failed in {site}.").format(site=site)
+
+
+def could_not_trace_prefix() -> str:
+    """What :func:`could_not_trace` puts before the error, in the language spoken now (for readers of the message)."""
+    return could_not_trace("\0").split("\0")[0]
+
+
+def failed_in_prefix() -> str:
+    """What :func:`failed_in` puts before the site, in the language spoken now."""
+    return failed_in("\0").split("\0")[0]
 
 
 def _explain_trace_failure(exc: BaseException, source: str) -> str:
@@ -328,10 +349,10 @@ def trace(
     try:
         graph = chosen.trace(model, concrete_args=concrete_args)
     except Exception as exc:  # noqa: BLE001 - fx raises TraceError, TypeError, RuntimeError...
-        _, source = failure_site(exc)
+        _site, source = failure_site(exc)
         raise TraceFailedError(
-            f"torch.fx could not trace the model: {type(exc).__name__}: {exc}\n"
-            f"It failed in {describe_failure_site(exc)}.\n" + _explain_trace_failure(exc, source)
+            could_not_trace(f"{type(exc).__name__}: {exc}") + "\n"
+            + failed_in(describe_failure_site(exc)) + "\n" + _explain_trace_failure(exc, source)
         ) from exc
     name = type(model).__name__ if isinstance(model, torch.nn.Module) else getattr(model, "__name__", "function")
     graph_module = graph_module_with_code_names(chosen.root, graph, name)
@@ -504,7 +525,7 @@ def traceable_children(model: torch.nn.Module, limit: int = 5) -> tuple[tuple[st
     """
     found: list[tuple[str, int]] = []
     queue = list(model.named_children())
-    for _ in range(MAX_TRACE_ATTEMPTS):
+    for _attempt in range(MAX_TRACE_ATTEMPTS):
         if not queue:
             break
         name, child = queue.pop(0)

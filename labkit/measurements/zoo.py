@@ -172,8 +172,10 @@ def _first_line(exc: BaseException) -> str:
 def _short_reason(reason: str) -> str:
     """The fallback reason's first sentence and the line saying where it failed ("It failed in ...")."""
     lines = reason.strip().splitlines()
-    first = lines[0].split(". ")[0].removeprefix("torch.fx could not trace the model: ") if lines else ""
-    where = next((line for line in lines[1:] if line.startswith("It failed in")), "")
+    from labkit.fx.tracing import could_not_trace_prefix, failed_in_prefix  # torch's import only where a reason is read
+
+    first = lines[0].split(". ")[0].removeprefix(could_not_trace_prefix()) if lines else ""
+    where = next((line for line in lines[1:] if line.startswith(failed_in_prefix())), "")
     return f"{first}. {where}".strip()
 
 

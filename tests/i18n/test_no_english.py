@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from labkit.i18n import LANGS
-from labkit.i18n.english_scan import Finding, phrases, scan
+from labkit.i18n.english_scan import Finding, is_python_source, phrases, scan
 
 pytestmark = pytest.mark.torch_free  # runs no torch op: the torch-floor job leaves it out (Makefile)
 
@@ -69,3 +69,8 @@ def test_an_output_echoing_the_cells_own_string_literals_is_code_but_labkits_wor
     path.parent.mkdir()
     path.write_text(json.dumps(notebook), encoding="utf-8")
     assert [(finding.cell, finding.phrase) for finding in scan(path)] == [("print(", "calls with a")]
+
+
+def test_printed_python_source_is_code_but_a_printed_sentence_is_not() -> None:
+    assert is_python_source('class Exp:\n    """exp with its own rules."""\n    def jvp(ctx, t):\n        return t\n')
+    assert not is_python_source("the shares agree within 5 points")
