@@ -44,7 +44,8 @@ ALLOWED = frozenset({
     # units and the statistics' short names a timing table prints beside its numbers
     "ms", "us", "ns", "s", "GB", "MB", "KB", "min",
     # names of code the labs compare, the same in every edition: variants, functions, ops, a Python keyword
-    "eager", "fused", "jacfwd", "jacrev", "permute", "add", "relu", "fc", "head", "Linear", "in", "out", "return",
+    "eager", "fused", "jacfwd", "jacrev", "permute", "reshape", "split", "add", "relu", "fc", "head", "Linear", "in",
+    "out", "return", "transformers",
 })
 
 
@@ -73,6 +74,8 @@ def prose(text: str) -> str:
 FOREIGN = (
     # JupyterLab's menu items and its widget error, as an English JupyterLab shows them (a language pack changes them)
     "Run All Cells", "Restart Kernel", "Error displaying widget: model not found",
+    # Perfetto's button that opens a trace file, as its page shows it
+    "Open trace file",
     # torch's own error messages that the labs print to show where torch.fx or a view stops
     "Proxy object cannot be iterated", "'Proxy' object does not support item assignment",
     "view size is not compatible with input tensor's size and stride",
