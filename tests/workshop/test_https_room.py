@@ -226,9 +226,20 @@ def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_
     """After alice's page set 45 KB of cookies for the parent domain, every page still answers the instructor.
 
     The hub's /hub/home and /hub/admin, the board, and another learner's JupyterLab (bob's, opened from its
-    URL: the hub's OAuth, then its file browser, which reads the contents API with the _xsrf cookie).
-    Before, the hub's proxy answered 431 to each.
+    URL: the hub's OAuth, then its file browser, which reads the contents API with the _xsrf cookie). The
+    instructor holds no standing access to learners' servers, so bob shares his with her first, as
+    ``labkit.help(..., share=True)`` does, and revokes it after. Before, the hub's proxy answered 431 to each.
     """
+    bobs = room.hub.api("users/bob/tokens", "POST", {"scopes": ["shares!user=bob"], "note": "bob shares his server"})
+    room.hub.api("shares/bob/", "POST", {"user": ADMIN}, token=bobs["token"])
+    try:
+        _bomb_every_page(room, alice, bobs_server, tmp_path)
+    finally:
+        room.hub.api("shares/bob/", "DELETE", token=bobs["token"])
+        room.hub.api(f"users/bob/tokens/{bobs['id']}", "DELETE")
+
+
+def _bomb_every_page(room: Room, alice: str, bobs_server: str, tmp_path: Path) -> None:
     with learners_page(room, alice, BOMB % {"domain": LEARNERS}) as page_url, chromium(room, tmp_path) as browser:
         victim = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
         assert open_board(victim, room)[0] == 200
