@@ -230,7 +230,8 @@ def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_
     instructor holds no standing access to learners' servers, so bob shares his with her first, as
     ``labkit.help(..., share=True)`` does, and revokes it after. Before, the hub's proxy answered 431 to each.
     """
-    bobs = room.hub.api("users/bob/tokens", "POST", {"scopes": ["shares!user=bob"], "note": "bob shares his server"})
+    bobs = room.hub.api("users/bob/tokens", "POST", {"scopes": ["shares!user=bob", "read:users:name!group=instructors"],
+                                                      "note": "bob shares his server"})
     room.hub.api("shares/bob/", "POST", {"user": ADMIN}, token=bobs["token"])
     try:
         _bomb_every_page(room, alice, bobs_server, tmp_path)
