@@ -45,6 +45,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.text import Text
 from matplotlib.textpath import TextToPath
 from PIL import Image as PILImage
 from PIL import ImageDraw
@@ -349,9 +350,13 @@ class LiveFigure:
 
     def png(self, background_key: Hashable = None) -> bytes:
         """PNG bytes of the figure as it is now; a full draw only the first time or when ``background_key`` changed."""
-        use_fallback_fonts(self.figure)  # a text added since (a new title) gets the fonts too
-        with glyphs_accounted_for(figure_texts(self.figure)):
-            if self._background is None or background_key != self._background_key:
+        full = self._background is None or background_key != self._background_key
+        if full:
+            use_fallback_fonts(self.figure)  # a text added since (a new title) gets the fonts too
+        # A blit redraws only the changing artists: only their texts are looked at, not the whole figure's.
+        texts = figure_texts(self.figure) if full else [a.get_text() for a in self.changing if isinstance(a, Text)]
+        with glyphs_accounted_for(texts):
+            if full:
                 self.canvas.draw()  # lays the figure out and draws all but the changing artists
                 self._background, self._background_key = self.canvas.copy_from_bbox(self.figure.bbox), background_key
                 self.full_draws += 1
