@@ -15,6 +15,10 @@ much to what the instructor sees. It also samples the board process's CPU second
 ``hostile`` more learners flood meanwhile: each posts full posts of ``board.app.MAX_EVENTS`` events, one
 after the other, as fast as the board answers, from a few seconds before the clock starts; the
 instructor's grid latency (each ``api/grid`` answer's time) is what they cost the room.
+
+Meanwhile the help queue (:mod:`labkit.workshop.board_load_queue`): each learner asks for help now and then (some
+with a look), and cancels some; the instructor polls ``api/queue``, claims the first request and closes it; each
+hostile learner also floods the queue with asks. A queue list out of order fails the run.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from labkit.core.files import write_text
 from labkit.core.machine import cpu_model
 from labkit.progress.events import Event
 from labkit.workshop.board.app import MAX_EVENTS, POLL_MS
+from labkit.workshop.board_load_queue import QueueFigures, QueueLog, asker, help_flood, instructor
 from labkit.workshop.board_service import PREFIX as BOARD
 from labkit.workshop.load import ROOT, Hub, HubError, PeakSampler, cpu_seconds, request, workshop_hub
 
@@ -73,9 +78,10 @@ class BoardLoadReport:
     hostile_posts: int
     hostile_stored: int  # events of the hostile learners the board kept
     cpu_model: str
+    queue: QueueFigures | None = None  # the help queue's figures and order (None: a run without one)
 
     def to_text(self) -> str:
-        return "\n".join([
+        lines = [
             f"room board: {self.learners} learners, one event each every {self.interval_s:g} s for {self.seconds:g} s "
             f"({self.posts} posts, {self.failed_posts} failed), on {self.cpu_model}",
             f"{self.hostile} hostile learners flooding: {self.hostile_posts} posts of {MAX_EVENTS} events, "
@@ -87,7 +93,8 @@ class BoardLoadReport:
             f"max {self.latency_s_max:.2f} s (the page polls every {self.page_poll_s:g} s on top)",
             f"board service: {self.board_cpu_s:.1f} CPU s ({self.board_cpu_percent:.1f} % of one core), "
             f"peak RSS {self.board_peak_rss_mib:.0f} MiB",
-        ])
+        ]
+        return "\n".join(lines + ([self.queue.to_text()] if self.queue else []))
 
 
 def board_process(hub: Hub) -> psutil.Process:
@@ -184,17 +191,23 @@ def run_board_load(learners: int, interval: float, seconds: float, folder: Path,
         events_url, grid_url = f"{hub.url}{BOARD}api/events", f"{hub.url}{BOARD}api/grid"
         request(grid_url, token=tokens[INSTRUCTOR])  # the board answers before the clock starts
         pending, post_ms, failures, grid_ms, flood_posts = _Pending(), list[float](), list[str](), list[float](), list[int]()
+        queue_log, base = QueueLog(hostile=set(floods)), f"{hub.url}{BOARD}"
         cpu_before = cpu_seconds(board, tree=False)
         start = time.monotonic()
         until = start + seconds
         flooders = [threading.Thread(target=_flood, args=(events_url, name, tokens[name], until, flood_posts))
                     for name in floods]
+        flooders += [threading.Thread(target=help_flood, args=(base, name, tokens[name], until, queue_log))
+                     for name in floods]
         for thread in flooders:
             thread.start()
         time.sleep(FLOOD_HEAD_START_S if floods else 0)
         threads = [threading.Thread(target=_learner, args=(events_url, name, tokens[name], interval, until, pending,
                                                           post_ms, failures)) for name in names]
         threads.append(threading.Thread(target=_poll, args=(grid_url, tokens[INSTRUCTOR], until + 5, pending, grid_ms)))
+        threads += [threading.Thread(target=asker, args=(base, name, tokens[name], EXERCISES, until, queue_log))
+                    for name in names]
+        threads.append(threading.Thread(target=instructor, args=(base, tokens[INSTRUCTOR], until, queue_log)))
         with PeakSampler() as sampler:
             sampler.watch("board", board)
             for thread in threads:
@@ -212,7 +225,7 @@ def run_board_load(learners: int, interval: float, seconds: float, folder: Path,
         statistics.median(latencies) if latencies else float("nan"), _percentile(latencies, 0.95),
         max(latencies, default=float("nan")), POLL_MS / 1000, cpu, 100 * cpu / elapsed, peak / 2**20,
         statistics.median(grid_ms) if grid_ms else float("nan"), _percentile(grid_ms, 0.95),
-        max(grid_ms, default=float("nan")), len(flood_posts), stored, cpu_model())
+        max(grid_ms, default=float("nan")), len(flood_posts), stored, cpu_model(), QueueFigures.of(queue_log))
 
 
 def main(argv: list[str] | None = None, run: Callable[..., BoardLoadReport] = run_board_load) -> int:
@@ -236,6 +249,10 @@ def main(argv: list[str] | None = None, run: Callable[..., BoardLoadReport] = ru
     args.json.parent.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = asdict(report)
     print(f"figures written to {write_text(args.json, json.dumps(figures, indent=2))}")
+    if report.queue and report.queue.disorder:
+        print(f"workshop-board-loadtest: THE HELP QUEUE WAS OUT OF ORDER in {len(report.queue.disorder)} places:",
+              *report.queue.disorder[:10], sep="\n  ", file=sys.stderr)
+        return 1
     return 1 if report.failed_posts else 0
 
 

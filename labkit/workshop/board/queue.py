@@ -26,6 +26,7 @@ from labkit.progress.events import EXERCISE_PATTERN, LEARNER_PATTERN, MISTAKE_PA
 
 Ending = Literal["", "closed", "cancelled", "expired"]
 MAX_HINT_LEVEL = 3
+MAX_OPEN_PER_LEARNER = 3  # an honest learner asks on the exercise she is at; a flood of asks must not bury the others
 INSTRUCTORS_SHARE_GROUP = "instructors"  # the hub group whose members a learner shares her server with
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS help_requests (
@@ -81,6 +82,10 @@ class HelpRequest:
                 "ended": self.ended, "ending": self.ending}
 
 
+class TooManyOpen(Exception):
+    """A learner asked on one more exercise while :data:`MAX_OPEN_PER_LEARNER` of her requests are open."""
+
+
 def check_fields(exercise: object, mistake: object, hint_level: object, look: object) -> None:
     """Refuse (ValueError) any field that is not what a checker writes: no markup, no formula, no code."""
     if not isinstance(exercise, str) or not EXERCISE_PATTERN.match(exercise):
@@ -106,7 +111,8 @@ class HelpQueue:
     def ask(self, learner: str, exercise: Any, mistake: Any, hint_level: Any, look: Any,
             now: float) -> tuple[HelpRequest, bool]:
         """Her open request on ``exercise`` (its mistake, hint level and look brought up to date), or a new one;
-        and whether it is new. Each field is checked first (ValueError: what it must be)."""
+        and whether it is new. Each field is checked first (ValueError: what it must be); a new request while
+        :data:`MAX_OPEN_PER_LEARNER` of hers are open is refused (:class:`TooManyOpen`)."""
         if not LEARNER_PATTERN.match(learner):
             raise ValueError("not a learner's name")
         check_fields(exercise, mistake, hint_level, look)
@@ -118,6 +124,10 @@ class HelpQueue:
                                  "WHERE id = ?", (mistake, hint_level, int(look), row[0]))
                 return _request(self._db.execute(f"SELECT {COLUMNS} FROM help_requests WHERE id = ?",
                                                  (row[0],)).fetchone()), False
+            mine = self._db.execute("SELECT COUNT(*) FROM help_requests WHERE learner = ? AND ended IS NULL",
+                                    (learner,)).fetchone()[0]
+            if mine >= MAX_OPEN_PER_LEARNER:
+                raise TooManyOpen(learner)
             ident = uuid.uuid4().hex
             self._db.execute(f"INSERT INTO help_requests ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, '', NULL, '')",
                              (ident, learner, exercise, mistake, hint_level, int(look), now))

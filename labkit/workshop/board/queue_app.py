@@ -8,6 +8,8 @@ Why each rule (a room is hostile, DESIGN.md), the same as the events' door and t
 - ``GET api/queue`` (the queue, with each wait) is the instructors' alone. ``POST api/queue/<id>/claim`` and
   ``.../close`` change state, so they are POSTs, and a browser's (cookie) POST counts only with the page's
   XSRF token (JupyterHub's ``HubOAuth`` rule): no GET changes anything.
+- A learner holds at most ``MAX_OPEN_PER_LEARNER`` open requests (429 beyond): a flood of asks, each on another
+  exercise, cannot bury the room's requests under hers (``make workshop-board-loadtest HOSTILE=2`` floods it).
 - A request that ends (closed, cancelled, or its look past ``LABKIT_BOARD_LOOK_SECONDS``) with a look gets its
   share revoked at once: the instructors' access to her server lasts the life of the request and no longer.
 """
@@ -23,7 +25,14 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from labkit.workshop.board.app import Board, EventsHandler, _Handler
 from labkit.workshop.board.export import help_csv
-from labkit.workshop.board.queue import INSTRUCTORS_SHARE_GROUP, HelpQueue, HelpRequest, median_wait
+from labkit.workshop.board.queue import (
+    INSTRUCTORS_SHARE_GROUP,
+    MAX_OPEN_PER_LEARNER,
+    HelpQueue,
+    HelpRequest,
+    TooManyOpen,
+    median_wait,
+)
 from labkit.workshop.board.queue_words import queue_words
 
 log = logging.getLogger("labkit.workshop.board")
@@ -105,6 +114,9 @@ class HelpHandler(EventsHandler):
                                                     body.get("hint_level", 0), body.get("look", False), self.board.clock())
         except ValueError as exc:
             raise web.HTTPError(400, f"Refused: {exc}.") from None
+        except TooManyOpen:
+            raise web.HTTPError(429, f"You have {MAX_OPEN_PER_LEARNER} open help requests: cancel one, or wait for "
+                                     f"the instructor, before asking about another exercise.") from None
         waiting = queue_of(self.board).waiting()
         self.write({"request": request.to_json(self.board.clock()), "new": new,
                     "place": [item.id for item in waiting].index(request.id) + 1,

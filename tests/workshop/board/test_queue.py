@@ -146,6 +146,20 @@ class QueueTest(AsyncHTTPTestCase):
         assert self.fetch(url, method="POST", body=b"", headers={**fetch, "X-XSRFToken": xsrf}).code == 200
         assert self.board.queue.waiting()[0].claimed_by == "teacher"
 
+    def test_a_flood_of_asks_holds_at_most_a_few_open_requests_and_buries_nobody(self):
+        for exercise in ("1.1", "1.2", "1.3"):
+            assert self.ask(exercise).code == 200
+            self.now[0] += 1
+        refused = self.ask("1.4")
+        assert refused.code == 429 and "cancel one" in json.loads(refused.body)["error"]
+        assert self.ask("1.1", hint_level=2).code == 200  # the same request brought up to date is no new one
+        assert json.loads(self.ask("2.3", token="bob-token").body)["place"] == 4
+        self.cancel("1.2")
+        self.now[0] += 1
+        assert self.ask("1.4").code == 200
+        assert [(r.learner, r.exercise) for r in self.board.queue.waiting()] == [
+            ("ada", "1.1"), ("ada", "1.3"), ("bob", "2.3"), ("ada", "1.4")]
+
     def test_no_field_carries_markup_a_formula_or_code(self):
         for fields in ({"exercise": "<b>2.3</b>"}, {"exercise": "=1+2"}, {"mistake": "2.3/<script>"},
                        {"mistake": "=HYPERLINK(\"x\")"}, {"mistake": "1.1/other"}, {"hint_level": 9},
