@@ -1,6 +1,7 @@
 """The help queue's part of the board's load test, without a hub: how an order is judged, and how a disorder fails."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from labkit.workshop.board_load import BoardLoadReport, main
@@ -47,6 +48,6 @@ def test_a_run_whose_queue_was_out_of_order_fails_loudly(tmp_path: Path, capsys:
     assert "THE HELP QUEUE WAS OUT OF ORDER in 1 places" in captured.err
     assert "queue order: OUT OF ORDER" in captured.out
     log.disorder.clear()
-    report = BoardLoadReport(*list(report.__dict__.values())[:-1], QueueFigures.of(log))
+    report = dataclasses.replace(report, queue=QueueFigures.of(log))
     assert main(["--json", str(tmp_path / "board.json")], run=lambda *args, **options: report) == 0
     assert "queue order: in order" in capsys.readouterr().out  # type: ignore[attr-defined]

@@ -35,6 +35,7 @@ from labkit.workshop.board.queue import HelpQueue
 from labkit.workshop.board.queue_app import HubShareRevoker, expire_looks
 from labkit.workshop.board.settings import BoardSettings, check_private_folder, read_cookie_secret
 from labkit.workshop.board.store import EventStore
+from labkit.workshop.board.sweep import SWEEP_MS, sweep_shares
 
 log = logging.getLogger("labkit.workshop.board")
 LOOK_CHECK_MS = 2000
@@ -80,6 +81,8 @@ async def _serve(settings: BoardSettings, board: Board, hub_auth: HubOAuth, secr
     log.info("serving the room board at http://%s:%d%s", settings.host, settings.port, settings.prefix)
     looks = PeriodicCallback(lambda: expire_looks(board), LOOK_CHECK_MS)  # a look ends on time with nobody polling
     looks.start()
+    sweeper = PeriodicCallback(lambda: sweep_shares(board), SWEEP_MS)  # a share no open request explains is revoked
+    sweeper.start()
     loop = asyncio.get_running_loop()
     stop: asyncio.Future[signal.Signals] = loop.create_future()
 
@@ -91,6 +94,7 @@ async def _serve(settings: BoardSettings, board: Board, hub_auth: HubOAuth, secr
         loop.add_signal_handler(number, stop_on, number)
     stopped_by = await stop
     looks.stop()
+    sweeper.stop()
     server.stop()
     log.info("stopped by %s", stopped_by.name)
     return stopped_by

@@ -201,6 +201,12 @@ class ShareRevoker(Protocol):
     async def revoke(self, learner: str, instructors: set[str]) -> bool:
         """Revoke the shares of ``learner``'s server with each of ``instructors``; whether the hub confirmed each."""
 
+    async def revoke_share(self, instructor: str, owner: str, server: str) -> bool:
+        """Revoke ``instructor``'s share of ``owner``'s server named ``server``; whether it is gone."""
+
+    async def shared_with(self, instructor: str) -> list[tuple[str, str]] | None:
+        """Whose servers are shared with ``instructor`` by name: (owner, server name); None when the hub cannot say."""
+
 
 def _request(row: tuple[Any, ...]) -> HelpRequest:
     ident, learner, exercise, mistake, hint_level, look, opened, claimed, claimed_by, ended, ending = row

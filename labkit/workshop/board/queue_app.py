@@ -37,11 +37,13 @@ from labkit.workshop.board.queue_words import queue_words
 
 log = logging.getLogger("labkit.workshop.board")
 MAX_HELP_BODY = 1024
+SHARES_PAGE = 200
 ID = r"([0-9a-f]{32})"
 
 
 class HubShareRevoker:
-    """Revokes a learner's shares with the instructors through the hub's API, with the board's own token.
+    """Lists and revokes the shares of learners' servers with the instructors, through the hub's API, with the
+    board's own token.
 
     The board's role holds ``users:shares!group=instructors`` only: it can read and revoke what was shared with
     the instructors, and cannot open, nor share, anyone's server.
@@ -53,18 +55,48 @@ class HubShareRevoker:
     async def revoke(self, learner: str, instructors: set[str]) -> bool:
         done = True
         for instructor in sorted(instructors):
-            url = f"{self.api_url}/users/{quote(instructor, safe='')}/shared/{quote(learner, safe='')}/"
-            request = HTTPRequest(url, method="DELETE", headers={"Authorization": f"token {self.token}"}, request_timeout=5)
-            try:
-                await AsyncHTTPClient().fetch(request)
-            except HTTPClientError as exc:
-                if exc.code != 404:  # 404: nothing shared (any more), nobody can look
-                    log.warning("could not revoke %s's share with %s (%s)", learner, instructor, exc)
-                    done = False
-            except OSError as exc:
-                log.warning("could not revoke %s's share with %s (%s)", learner, instructor, exc)
-                done = False
+            done = await self.revoke_share(instructor, learner, "") and done
         return done
+
+    async def revoke_share(self, instructor: str, owner: str, server: str) -> bool:
+        """Revoke ``instructor``'s share of ``owner``'s server ``server`` ("" the default one); whether it is gone."""
+        url = f"{self.api_url}/users/{quote(instructor, safe='')}/shared/{quote(owner, safe='')}/{quote(server, safe='')}"
+        try:
+            await AsyncHTTPClient().fetch(HTTPRequest(url, method="DELETE", request_timeout=5,
+                                                      headers={"Authorization": f"token {self.token}"}))
+        except HTTPClientError as exc:
+            if exc.code != 404:  # 404: nothing shared (any more), nobody can look
+                log.warning("could not revoke %s's share with %s (%s)", owner, instructor, exc)
+                return False
+        except OSError as exc:
+            log.warning("could not revoke %s's share with %s (%s)", owner, instructor, exc)
+            return False
+        return True
+
+    async def shared_with(self, instructor: str) -> list[tuple[str, str]] | None:
+        """The servers shared with ``instructor`` by name, as (owner, server name); None when the hub cannot say."""
+        found: list[tuple[str, str]] = []
+        offset = 0
+        while True:
+            url = f"{self.api_url}/users/{quote(instructor, safe='')}/shared?offset={offset}&limit={SHARES_PAGE}"
+            request = HTTPRequest(url, request_timeout=5, headers={"Authorization": f"token {self.token}",
+                                                                   "Accept": "application/jupyterhub-pagination+json"})
+            try:
+                reply = json.loads((await AsyncHTTPClient().fetch(request)).body)
+                items, following = reply["items"], (reply.get("_pagination") or {}).get("next")
+                found += [(item["server"]["user"]["name"], item["server"].get("name") or "") for item in items
+                          if item.get("kind") == "user"]  # a share with a group is no instructor's by name
+            except HTTPClientError as exc:
+                if exc.code == 404:  # no such user on the hub: nothing is shared with them
+                    return []
+                log.warning("could not list the shares with %s (%s)", instructor, exc)
+                return None
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                log.warning("could not list the shares with %s (%s)", instructor, exc)
+                return None
+            if not following:
+                return found
+            offset = int(following["offset"])
 
 
 async def instructors_of(board: Board) -> set[str]:

@@ -114,6 +114,13 @@ class FakeRevoker:
         self.revoked.append(learner)
         return True
 
+    async def revoke_share(self, instructor: str, owner: str, server: str) -> bool:
+        self.revoked.append(owner)
+        return True
+
+    async def shared_with(self, instructor: str) -> list[tuple[str, str]] | None:
+        return []  # what the sweeper finds: test_sweep.py, with the real client and a fake hub
+
 
 def make_board(folder: Path, directory: FakeDirectory, now: float = T0 + 60, **changes: Any) -> Board:
     settings = board_settings(folder, **changes)
