@@ -40,7 +40,7 @@ from labkit.workshop.board.queue import HelpQueue, ShareRevoker
 from labkit.workshop.board.rate import EventRate
 from labkit.workshop.board.settings import BoardSettings
 from labkit.workshop.board.store import EventStore, Received
-from labkit.workshop.board.versions import RECORD, version_texts
+from labkit.workshop.board.versions import RECORD, learner_versions, version_texts
 from labkit.workshop.board.words import attempts, minutes, mistake_line, page_words, solved_of
 
 HERE = Path(__file__).resolve().parent
@@ -133,6 +133,10 @@ class Board:
     def version_texts(self, grid: Grid) -> dict[str, str]:
         """Each row's version cell (:mod:`labkit.workshop.board.versions`), from the push record beside the database."""
         return version_texts(self.settings.db.parent / RECORD, [row.learner for row in grid.rows])
+
+    def learner_versions(self) -> dict[str, str]:
+        """Each recorded learner's labs version, for the exports."""
+        return learner_versions(self.settings.db.parent / RECORD)
 
     def grid_json(self, grid: Grid) -> dict[str, Any]:
         """The grid's data, with what the page shows of it in the room's language (the data itself stays English)."""
@@ -252,7 +256,7 @@ class ExportHandler(_Handler):
         grid, events = await self.board.grid()
         self.set_header("Content-Type", "text/csv; charset=UTF-8")
         self.set_header("Content-Disposition", f'attachment; filename="{what}.csv"')
-        self.finish(grid_csv(grid) if what == "grid" else mistakes_csv(grid, events))
+        self.finish(grid_csv(grid, self.board.learner_versions()) if what == "grid" else mistakes_csv(grid, events))
 
 
 class EventsHandler(web.RequestHandler):

@@ -4,14 +4,15 @@ Why a module: a cell a spreadsheet reads as a formula (``=HYPERLINK(...)``, ``+1
 runs when the file is opened, and a learner's name is a string the learner chose. Every cell that
 starts with ``=``, ``+``, ``-``, ``@`` (or a tab or carriage return, which some spreadsheets skip
 before reading a formula) gets a leading ``'``, which spreadsheets read as "this is text".
-Times are UTC, ISO 8601.
+Times are UTC, ISO 8601. The grid's and the help requests' lines name the version of the labs each learner's
+workspace holds (:mod:`labkit.workshop.board.versions`; empty when the push record names none).
 """
 from __future__ import annotations
 
 import csv
 import io
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from labkit.workshop.board.grid import Grid, mistake_counts
 from labkit.workshop.board.queue import HelpRequest
@@ -31,12 +32,12 @@ def utc(seconds: float | None) -> str:
     return "" if seconds is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
-def grid_csv(grid: Grid) -> str:
-    """One line per learner: preflight, each exercise in words, last activity, why stuck."""
-    lines: list[list[object]] = [["learner", "preflight", *grid.exercises, "last activity", "stuck"]]
+def grid_csv(grid: Grid, versions: Mapping[str, str]) -> str:
+    """One line per learner: her labs version, preflight, each exercise in words, last activity, why stuck."""
+    lines: list[list[object]] = [["learner", "labs version", "preflight", *grid.exercises, "last activity", "stuck"]]
     for row in grid.rows:
-        lines.append([row.learner, row.preflight.text(), *(cell.text(utc) for cell in row.cells), utc(row.last_activity),
-                      "; ".join(row.stuck)])
+        lines.append([row.learner, versions.get(row.learner, ""), row.preflight.text(),
+                      *(cell.text(utc) for cell in row.cells), utc(row.last_activity), "; ".join(row.stuck)])
     return _csv(lines)
 
 
@@ -51,13 +52,14 @@ def mistakes_csv(grid: Grid, events: Iterable[Received]) -> str:
     return _csv(lines)
 
 
-def help_csv(requests: Iterable[HelpRequest]) -> str:
-    """One line per help request: who, which exercise, mistake, hint level, look, times, and the two waits (seconds)."""
-    lines: list[list[object]] = [["learner", "exercise", "mistake", "hint level", "look", "asked", "claimed by",
+def help_csv(requests: Iterable[HelpRequest], versions: Mapping[str, str]) -> str:
+    """One line per help request: who (and her labs version now), which exercise, mistake, hint level, look, times,
+    and the two waits (seconds)."""
+    lines: list[list[object]] = [["learner", "labs version", "exercise", "mistake", "hint level", "look", "asked", "claimed by",
                                   "ending", "wait to claim (s)", "claim to close (s)"]]
     for request in requests:
         wait, work = request.wait_to_claim(), request.claim_to_close()
-        lines.append([request.learner, request.exercise, request.mistake, request.hint_level,
+        lines.append([request.learner, versions.get(request.learner, ""), request.exercise, request.mistake, request.hint_level,
                       "yes" if request.look else "no", utc(request.opened), request.claimed_by, request.ending,
                       "" if wait is None else round(wait), "" if work is None else round(work)])
     return _csv(lines)

@@ -215,7 +215,7 @@ class HelpExportHandler(_Handler):
         await self.instructor()
         self.set_header("Content-Type", "text/csv; charset=UTF-8")
         self.set_header("Content-Disposition", 'attachment; filename="help.csv"')
-        self.finish(help_csv(queue_of(self.board).every()))
+        self.finish(help_csv(queue_of(self.board).every(), self.board.learner_versions()))
 
 
 def queue_routes(base: str, shared: dict[str, Any]) -> list[Any]:

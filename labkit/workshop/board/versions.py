@@ -40,3 +40,8 @@ def version_texts(path: Path, learners: list[str]) -> dict[str, str]:
         else:
             texts[learner] = _("version {version}").format(version=held)
     return texts
+
+
+def learner_versions(path: Path) -> dict[str, str]:
+    """Each recorded learner's version of the labs as plain text (the exports' column; "" for one not recorded)."""
+    return {str(learner): str(held) for learner, held in read_record(path)["learners"].items()}

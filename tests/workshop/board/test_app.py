@@ -354,5 +354,19 @@ class BoardTest(AsyncHTTPTestCase):
         assert reply.headers["Content-Disposition"] == 'attachment; filename="grid.csv"'
         lines = list(csv.reader(io.StringIO(reply.body.decode())))
         assert [line[0] for line in lines] == ["learner", "'=1+2", "ada"]
+        assert [line[1] for line in lines] == ["labs version", "", ""]  # no push record yet
         mistakes_lines = list(csv.reader(io.StringIO(self.get("export/mistakes.csv", cookie="teacher-token").body.decode())))
         assert mistakes_lines[1] == ["1.1", "1.1/raised-x", "their code raised x", "1", "1"]
+
+    def test_the_exports_name_each_learner_s_labs_version_from_the_push_record(self):
+        record = {"version": 3, "note": "", "at": T0, "learners": {"ada": 3, "bob": 2, "=1+2": "=HYPERLINK(\"x\")"}}
+        (self.board.settings.db.parent / "push.json").write_text(json.dumps(record))
+        self.directory.users_list = [{"name": n, "admin": False} for n in ("=1+2", "ada", "bob", "carol")]
+        grid = list(csv.reader(io.StringIO(self.get("export/grid.csv", cookie="teacher-token").body.decode())))
+        assert [line[:2] for line in grid] == [["learner", "labs version"], ["'=1+2", "'=HYPERLINK(\"x\")"],
+                                               ["ada", "3"], ["bob", "2"], ["carol", ""]]
+        self.board.queue.ask("bob", "1.1", "", 0, False, T0)
+        self.board.queue.ask("carol", "1.2", "", 0, False, T0 + 1)
+        requests = list(csv.reader(io.StringIO(self.get("export/help.csv", cookie="teacher-token").body.decode())))
+        assert [line[:3] for line in requests] == [["learner", "labs version", "exercise"], ["bob", "2", "1.1"],
+                                                   ["carol", "", "1.2"]]

@@ -25,12 +25,13 @@ def test_the_grid_csv_has_a_line_per_learner_and_prefixes_formula_names():
     events = received(event("ada", status="solved", at=T0), preflight("ada"),
                       *[event("bob", status="not solved", at=T0 + i) for i in range(3)])
     grid = build_grid(events, ["1.1", "1.2"], T0 + 60, Rules(3, 10), learners=["ada", "bob", "=cmd|'/c calc'!A1", "-2+3"])
-    lines = list(csv.reader(io.StringIO(grid_csv(grid))))
-    assert lines[0] == ["learner", "preflight", "1.1", "1.2", "last activity", "stuck"]
+    lines = list(csv.reader(io.StringIO(grid_csv(grid, {"ada": "2", "-2+3": "@SUM(A1)"}))))
+    assert lines[0] == ["learner", "labs version", "preflight", "1.1", "1.2", "last activity", "stuck"]
     by_name = {line[0]: line for line in lines[1:]}
     assert set(by_name) == {"ada", "bob", "'=cmd|'/c calc'!A1", "'-2+3"}
-    assert by_name["ada"][1:5] == ["ready", f"✓ solved {utc(T0)}", "not started", utc(T0)]
-    assert by_name["bob"][5] == "3 attempts at 1.1 without solving it; the same mistake (1.1/other) 3 times in a row at 1.1"
+    assert by_name["ada"][1:6] == ["2", "ready", f"✓ solved {utc(T0)}", "not started", utc(T0)]
+    assert (by_name["bob"][1], by_name["'-2+3"][1]) == ("", "'@SUM(A1)")
+    assert by_name["bob"][6] == "3 attempts at 1.1 without solving it; the same mistake (1.1/other) 3 times in a row at 1.1"
 
 
 def test_the_mistakes_csv_lists_every_mistake_of_the_learners():

@@ -84,7 +84,7 @@ class QueueTest(AsyncHTTPTestCase):
         lines = list(csv.reader(io.StringIO(self.fetch(PREFIX + "export/help.csv", headers={
             "Authorization": "token teacher-token"}).body.decode())))
         assert lines[0][-2:] == ["wait to claim (s)", "claim to close (s)"]
-        assert (lines[1][0], lines[1][1], lines[1][4], lines[1][7], lines[1][8], lines[1][9]) == (
+        assert (lines[1][0], lines[1][2], lines[1][5], lines[1][8], lines[1][9], lines[1][10]) == (
             "ada", "2.3", "yes", "closed", "40", "100")
         assert median_wait(self.board.queue.every()) == 40
         assert json.loads(self.queue().body)["median_wait_s"] == 40
