@@ -86,3 +86,33 @@ def test_the_board_updates_in_place_and_names_stay_text(served, browser):
         assert dialogs == [] and problems == []
     finally:
         page.close()
+
+
+def test_the_queue_s_buttons_keep_the_keyboard_s_focus_across_redraws(served, browser, monkeypatch):
+    monkeypatch.setattr("labkit.workshop.board.app.POLL_MS", 200)  # redraws every 0.2 s instead of 2 s
+    queue = served["board"].queue
+    queue.ask("ada", "1.1", "", 0, False, time.time())
+    second, _ = queue.ask("bob", "1.2", "", 0, False, time.time() + 1)
+    hub_auth = served["hub_auth"]
+    browser.add_cookies([{"name": hub_auth.cookie_name, "value": hub_auth.cookie("teacher-token").split("=", 1)[1],
+                          "url": served["url"]}])
+    page = browser.new_page()
+    redraws: list[str] = []
+    page.on("response", lambda reply: redraws.append(reply.url) if reply.url.endswith("api/queue") else None)
+    focused = "[document.activeElement.tagName, document.activeElement.className, " \
+              "(document.activeElement.closest('tr') || {dataset: {}}).dataset.request]"
+    try:
+        page.goto(served["url"])
+        page.focus(f'#board-queue-table tr[data-request="{second.id}"] button.claim')
+        seen, deadline = len(redraws), time.monotonic() + 15
+        while len(redraws) < seen + 3 and time.monotonic() < deadline:  # three redraws of the queue
+            page.wait_for_timeout(100)
+        assert len(redraws) >= seen + 3
+        assert page.evaluate(focused) == ["BUTTON", "claim", second.id]
+        page.keyboard.press("Enter")  # the instructor claims it from the keyboard: Claim goes, Close takes the focus
+        expect(page.locator(f'#board-queue-table tr[data-request="{second.id}"] button.claim')).to_have_count(0)
+        assert queue.waiting()[1].claimed_by == "teacher"
+        assert page.evaluate(focused) == ["BUTTON", "close", second.id]
+        assert [row.claimed_by for row in queue.waiting()] == ["", "teacher"]  # ada's, above, untouched
+    finally:
+        page.close()

@@ -1,7 +1,8 @@
 // The help queue on the room board (labkit/workshop/board/queue_app.py): fetches api/queue every few seconds and
 // redraws its table; Claim and Close are POSTs carrying the page's XSRF token (no GET changes anything). Every field
 // is written with textContent or setAttribute, never as HTML: the learner's name is hers, and the board checked
-// the exercise and mistake ids, but the page trusts neither.
+// the exercise and mistake ids, but the page trusts neither. A redraw keeps the keyboard's place: the focused
+// button's request and action are noted and the new row's button takes the focus (Close, once Claim is gone).
 "use strict";
 
 (function () {
@@ -78,9 +79,24 @@
                 element("td", request.claimed_by || words.nobody), actions);
       return tr;
     });
+    const focused = focusedButton();
     table.tBodies[0].replaceChildren(...rows);
+    if (focused) refocus(focused);
     const median = data.median_wait_s === null ? "" : fill(words.median_wait, { wait: waited(words, data.median_wait_s) });
     empty.textContent = (rows.length ? "" : words.empty + " ") + median;
+  }
+
+  function focusedButton() {
+    const active = document.activeElement;
+    if (!active || active.tagName !== "BUTTON" || !table.tBodies[0].contains(active)) return null;
+    return { request: active.closest("tr").dataset.request, action: active.className };
+  }
+
+  function refocus(focused) {
+    const row = Array.from(table.tBodies[0].rows).find((tr) => tr.dataset.request === focused.request);
+    if (!row) return;
+    const target = row.querySelector("button." + focused.action) || row.querySelector("button.close");
+    if (target) target.focus();
   }
 
   async function refresh(again) {
