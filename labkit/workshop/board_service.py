@@ -67,6 +67,8 @@ def board_service(settings: HubSettings) -> dict[str, Any]:
             "LABKIT_BOARD_EXERCISES": ",".join(track_exercises(settings.notebooks, settings.track)),
             "LABKIT_BOARD_STUCK_ATTEMPTS": str(settings.stuck_attempts),
             "LABKIT_BOARD_STUCK_MINUTES": str(settings.stuck_minutes),
+            "LABKIT_BOARD_STUCK_REPEATS": str(settings.stuck_repeats),  # stuck by evidence: board/stuck.py
+            "LABKIT_BOARD_STUCK_SLOWER": str(settings.stuck_slower),
             "LABKIT_BOARD_LOOK_SECONDS": str(settings.look_seconds),  # a look ends after this long at most
             "LABKIT_LANG": settings.language,  # the page's words and mistake descriptions; the events stay English
             **({"LABKIT_BOARD_SERVER_URL": learner_url_template(settings)} if settings.subdomain_host else {}),

@@ -91,6 +91,8 @@ class HubSettings:
     board_port: int = 8090  # the room board service (labkit.workshop.board), on loopback behind the hub's proxy
     stuck_attempts: int = 3  # the board flags a learner whose same exercise is not solved after this many attempts
     stuck_minutes: int = 10  # ... or who did nothing labkit records for this long while others progress
+    stuck_repeats: int = 2  # ... or whose latest verdicts named the same mistake this many times (board/stuck.py)
+    stuck_slower: int = 2  # ... or who took this many times the room's median on her exercise (board/stuck.py)
     look_seconds: int = 1200  # the longest an instructor's look at a learner's server lasts (a help request's)
 
     @classmethod
@@ -136,6 +138,8 @@ class HubSettings:
             board_port=_integer(PREFIX + "BOARD_PORT", get("board_port", defaults.board_port)),
             stuck_attempts=_integer(PREFIX + "STUCK_ATTEMPTS", get("stuck_attempts", defaults.stuck_attempts)),
             stuck_minutes=_integer(PREFIX + "STUCK_MINUTES", get("stuck_minutes", defaults.stuck_minutes)),
+            stuck_repeats=_integer(PREFIX + "STUCK_REPEATS", get("stuck_repeats", defaults.stuck_repeats)),
+            stuck_slower=_integer(PREFIX + "STUCK_SLOWER", get("stuck_slower", defaults.stuck_slower)),
             look_seconds=_integer(PREFIX + "LOOK_SECONDS", get("look_seconds", defaults.look_seconds)),
         )
         settings.validate(euid)
@@ -156,6 +160,7 @@ class HubSettings:
                             ("MAX_LEARNERS", self.max_learners), ("LOGIN_ATTEMPTS_PER_MINUTE", self.login_attempts_per_minute),
                             ("MAX_PENDING_SIGN_UPS", self.max_pending_sign_ups),
                             ("STUCK_ATTEMPTS", self.stuck_attempts), ("STUCK_MINUTES", self.stuck_minutes),
+                            ("STUCK_REPEATS", self.stuck_repeats), ("STUCK_SLOWER", self.stuck_slower),
                             ("LOOK_SECONDS", self.look_seconds)):
             if value < 1:
                 raise LabkitValueError(f"{PREFIX}{name}={value}: give a whole number of at least 1.")

@@ -96,3 +96,17 @@ def test_the_service_refuses_a_folder_others_may_read_in_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"labkit-board: {folder} is 0755: it holds every learner's verdicts "
                                                   f"and the board's cookie secret, so it must be 0700 (`chmod 700 {folder}`)."]
+
+
+def test_the_hub_passes_every_stuck_setting_to_the_board(tmp_path):
+    from labkit.workshop.board_service import board_service
+    from labkit.workshop.settings import HubSettings
+    room = HubSettings.from_environment({"LABKIT_WORKSHOP_SPAWNER": "shared-account", "LABKIT_WORKSHOP_STUCK_ATTEMPTS": "5",
+                                         "LABKIT_WORKSHOP_STUCK_MINUTES": "7", "LABKIT_WORKSHOP_STUCK_REPEATS": "4",
+                                         "LABKIT_WORKSHOP_STUCK_SLOWER": "3"}, euid=1000)
+    environment = board_service(room)["environment"]
+    settings = BoardSettings.from_environment(hub_env(tmp_path, **environment))
+    assert (settings.stuck_attempts, settings.stuck_minutes, settings.stuck_repeats, settings.stuck_slower) == (5, 7, 4, 3)
+    with pytest.raises(LabkitValueError, match="LABKIT_WORKSHOP_STUCK_REPEATS=0: give a whole number of at least 1"):
+        HubSettings.from_environment({"LABKIT_WORKSHOP_SPAWNER": "shared-account", "LABKIT_WORKSHOP_STUCK_REPEATS": "0"},
+                                     euid=1000)
