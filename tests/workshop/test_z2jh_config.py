@@ -94,6 +94,7 @@ def test_a_value_of_the_wrong_type_is_rejected(config, schema, chart_defaults):
 CONFIGURABLES = {  # the classes config.yaml configures by name, where they are defined
     "JupyterHub": "jupyterhub.app:JupyterHub",
     "Authenticator": "jupyterhub.auth:Authenticator",
+    "Spawner": "jupyterhub.spawner:Spawner",
     "NativeAuthenticator": "nativeauthenticator:NativeAuthenticator",
     "MappingKernelManager": "jupyter_server.services.kernels.kernelmanager:MappingKernelManager",
 }
@@ -182,3 +183,47 @@ def test_the_learners_servers_speak_a_language_labkit_knows_and_their_workspace_
     assert language in LANGUAGES
     command = config["singleuser"]["initContainers"][0]["command"]
     assert command[command.index("--lang") + 1] == language, "the workspace's labs in the room's language"
+
+
+def test_the_board_and_its_queue_have_the_roles_and_scopes_the_one_server_hub_gives_them(config):
+    from labkit.workshop.board_service import NAME, SERVER_TOKEN_SCOPES, board_roles
+    from labkit.workshop.settings import HubSettings
+    hub = config["hub"]
+    roles = {role["name"]: role for role in board_roles(HubSettings())}
+    assert {name: {key: value for key, value in role.items()} for name, role in hub["loadRoles"].items()} == {
+        name: {key: value for key, value in role.items() if key != "name"} for name, role in roles.items()}
+    assert hub["config"]["Spawner"]["server_token_scopes"] == SERVER_TOKEN_SCOPES
+    assert hub["config"]["JupyterHub"]["load_groups"]["instructors"]["users"] == hub["config"]["Authenticator"]["admin_users"]
+    assert set(hub["services"]) == {NAME}
+
+
+def test_the_board_runs_beside_the_hub_with_every_setting_the_one_server_hub_passes_it(config):
+    from labkit.workshop.board_service import NAME, PREFIX, board_service
+    from labkit.workshop.settings import HubSettings
+    hub = config["hub"]
+    (board,) = [container for container in hub["extraContainers"] if container["name"] == NAME]
+    image = config["singleuser"]["image"]
+    assert board["image"] == f"{image['name']}:{image['tag']}", "the board runs from the learners' image"
+    assert board["command"][-1].endswith("exec python -m labkit.workshop.board")
+    environment = {item["name"]: item.get("value") for item in board["env"]}
+    passed = set(board_service(HubSettings(subdomain_host="https://hub.example.org"))["environment"])
+    left_out = {"LABKIT_BOARD_COOKIE_SECRET_FILE", "LABKIT_BOARD_EXERCISES",  # beside the database; the grid's columns
+                "JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED"}  # as seen in events (the track is the image's)
+    assert passed - left_out <= set(environment), sorted(passed - left_out - set(environment))
+    for name in ("STUCK_ATTEMPTS", "STUCK_MINUTES", "STUCK_REPEATS", "STUCK_SLOWER", "LOOK_SECONDS"):
+        assert int(environment["LABKIT_BOARD_" + name]) >= 1
+    assert environment["LABKIT_LANG"] == config["singleuser"]["extraEnv"]["LABKIT_LANG"]
+    assert environment["LABKIT_BOARD_INSTRUCTORS"] in hub["config"]["Authenticator"]["admin_users"]
+    assert environment["JUPYTERHUB_SERVICE_PREFIX"] == PREFIX
+    assert "{name}." + hub["config"]["JupyterHub"]["subdomain_host"].removeprefix("https://") in \
+        environment["LABKIT_BOARD_SERVER_URL"]
+    port = int(environment["JUPYTERHUB_SERVICE_URL"].rsplit(":", 1)[1])
+    assert hub["services"][NAME]["url"] == f"http://hub:{port}"
+    assert [(extra["port"], extra["targetPort"]) for extra in hub["service"]["extraPorts"]] == [(port, port)]
+    assert port in hub["networkPolicy"]["allowedIngressPorts"]
+    for reaching in (config["singleuser"], config["proxy"]["chp"]):  # learners' kernels post; the proxy routes pages
+        (rule,) = reaching["networkPolicy"]["egress"]
+        assert rule["ports"] == [{"port": port, "protocol": "TCP"}]
+        assert rule["to"] == [{"podSelector": {"matchLabels": {"app": "jupyterhub", "component": "hub"}}}]
+    assert config["singleuser"]["extraEnv"]["LABKIT_BOARD_URL"] == f"http://hub:{port}{PREFIX}"
+    assert environment["LABKIT_BOARD_DB"].startswith(board["volumeMounts"][0]["mountPath"] + "/")
