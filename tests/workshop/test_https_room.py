@@ -24,11 +24,13 @@ from urllib.parse import quote
 import pytest
 
 from labkit.workshop.front_proxy import HSTS, NOT_THE_HUB
+from labkit.workshop.load import request
 from tests.workshop.https_room import (
     BOARD,
     HOST,
     SECONDS,
     Room,
+    board_url,
     chromium,
     https_room,
     insert_sign_up,
@@ -227,15 +229,20 @@ def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_
 
     The hub's /hub/home and /hub/admin, the board, and another learner's JupyterLab (bob's, opened from its
     URL: the hub's OAuth, then its file browser, which reads the contents API with the _xsrf cookie). The
-    instructor holds no standing access to learners' servers, so bob shares his with her first, as
-    ``labkit.help(..., share=True)`` does, and revokes it after. Before, the hub's proxy answered 431 to each.
+    instructor holds no standing access to learners' servers, so bob asks for help with a look and shares his
+    with her, as ``labkit.help(..., share=True)`` does (the board sweeps a share no open request explains), and
+    cancels after. Before, the hub's proxy answered 431 to each.
     """
-    bobs = room.hub.api("users/bob/tokens", "POST", {"scopes": ["shares!user=bob", "read:users:name!group=instructors"],
-                                                      "note": "bob shares his server"})
+    bobs = room.hub.api("users/bob/tokens", "POST", {"scopes": ["shares!user=bob", "read:users:name!group=instructors",
+                                                                 f"access:services!service={BOARD}"],
+                                                      "note": "bob asks for a look and shares his server"})
+    help_url = board_url(room) + "api/help"
+    request(help_url, "POST", {"exercise": "1.1", "look": True}, bobs["token"], room.hub.tls)
     room.hub.api("shares/bob/", "POST", {"user": ADMIN}, token=bobs["token"])
     try:
         _bomb_every_page(room, alice, bobs_server, tmp_path)
     finally:
+        request(help_url + "/cancel", "POST", {"exercise": "1.1"}, bobs["token"], room.hub.tls)  # the board revokes it
         room.hub.api("shares/bob/", "DELETE", token=bobs["token"])
         room.hub.api(f"users/bob/tokens/{bobs['id']}", "DELETE")
 
