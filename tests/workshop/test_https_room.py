@@ -247,6 +247,39 @@ def test_in_chromium_a_45_kb_cookie_bomb_from_a_learners_page_breaks_no_page_of_
         room.hub.api(f"users/bob/tokens/{bobs['id']}", "DELETE")
 
 
+def test_the_board_revokes_a_share_with_an_instructor_that_no_open_request_explains(room: Room, bobs_server: str):
+    """bob shares his server with the instructor by himself: the board's sweeper revokes it within seconds; a share
+    made for his open request with a look stays until he cancels it."""
+    bobs = room.hub.api("users/bob/tokens", "POST", {"scopes": ["shares!user=bob", "read:users:name!group=instructors",
+                                                                 f"access:services!service={BOARD}"],
+                                                      "note": "bob shares his server"})
+    help_url = board_url(room) + "api/help"
+
+    def shared() -> list[str]:  # whom bob's server is shared with, as his token may read it
+        return [share["user"]["name"] for share in room.hub.api("shares/bob", token=bobs["token"])["items"]
+                if share["user"]]
+
+    def waited_for(wanted: list[str], seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while shared() != wanted and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return shared() == wanted
+
+    try:
+        room.hub.api("shares/bob/", "POST", {"user": ADMIN}, token=bobs["token"])
+        assert shared() == [ADMIN]
+        assert waited_for([], 20), "the board left a share no request explains"
+        request(help_url, "POST", {"exercise": "1.1", "look": True}, bobs["token"], room.hub.tls)
+        room.hub.api("shares/bob/", "POST", {"user": ADMIN}, token=bobs["token"])
+        time.sleep(12)  # two sweeps and more
+        assert shared() == [ADMIN], "the board revoked the share his open request asked for"
+        request(help_url + "/cancel", "POST", {"exercise": "1.1"}, bobs["token"], room.hub.tls)
+        assert waited_for([], 10)
+    finally:
+        room.hub.api("shares/bob/", "DELETE", token=bobs["token"])
+        room.hub.api(f"users/bob/tokens/{bobs['id']}", "DELETE")
+
+
 def _bomb_every_page(room: Room, alice: str, bobs_server: str, tmp_path: Path) -> None:
     with learners_page(room, alice, BOMB % {"domain": LEARNERS}) as page_url, chromium(room, tmp_path) as browser:
         victim = logged_in(browser, room, ADMIN, ADMIN_PASSWORD)
