@@ -33,7 +33,7 @@ def render_html(rows: Iterable[Row], headers: Sequence[str], *, floatfmt: str = 
 
 def _is_plain_text(value: object) -> bool:
     """One line of printable ASCII, trimmed, that tabulate cannot read as a number, a bool or a missing value."""
-    if not (isinstance(value, str) and value and value.isascii() and value.isprintable() and value == value.strip()):
+    if not (type(value) is str and value and value.isascii() and value.isprintable() and value == value.strip()):
         return False
     if value in ("True", "False"):
         return False
