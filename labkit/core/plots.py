@@ -39,7 +39,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from matplotlib import colormaps
+from matplotlib import colormaps, rc_context
 from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex, to_rgb
@@ -220,11 +220,12 @@ def to_png(figure: Figure, dpi: int = SCREEN_DPI) -> bytes:
 
     Why ``savefig`` writes raw RGBA here, not PNG: the card is encoded as PNG anyway, and encoding
     matplotlib's PNG only to decode it again cost a third of a chart's time (the same pixels either way:
-    Agg's PNG is its RGBA buffer, which the raw format writes as it is).
+    Agg's PNG is its RGBA buffer, which the raw format writes as it is). The card is always the whole
+    figure, whatever the user's ``savefig.bbox``: :func:`figure_image` shows it at the figure's size.
     """
     buffer = io.BytesIO()
     use_fallback_fonts(figure)
-    with glyphs_accounted_for(figure_texts(figure)):
+    with glyphs_accounted_for(figure_texts(figure)), rc_context({"savefig.bbox": "standard"}):
         figure.savefig(buffer, format="rgba", dpi=dpi)
     # Agg's canvas is the figure's size at this dpi, each side truncated to whole pixels, as matplotlib sizes it
     width, height = (int(side * dpi) for side in figure.get_size_inches())

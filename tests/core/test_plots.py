@@ -284,3 +284,14 @@ def test_to_png_is_the_card_of_what_savefig_draws_as_png(size, dpi):
     png = io.BytesIO()
     figure.savefig(png, format="png", dpi=dpi)
     assert to_png(figure, dpi=dpi) == _card_png(Image.open(png), dpi)
+
+
+def test_to_png_is_the_whole_figure_whatever_the_users_savefig_bbox():
+    """figure_image shows the card at the figure's size, so a user's savefig.bbox = tight must not crop it."""
+    import matplotlib
+
+    figure = new_figure(3.0, 2.0)
+    figure.add_subplot().plot([0, 1], [1, 0])
+    with matplotlib.rc_context({"savefig.bbox": "tight"}):
+        png = to_png(figure, dpi=50)
+    assert Image.open(io.BytesIO(png)).size == (150, 100)
