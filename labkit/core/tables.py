@@ -64,15 +64,15 @@ def _plain_html(rows: list[Row], headers: Sequence[str]) -> str | None:
         return None
     texts = [[str(value) for value in column] for column in columns]
     widths = [max(len(header) + _MIN_PADDING, *map(len, column)) for header, column in zip(headers, texts, strict=True)]
-    aligned = [[value.rjust(size) if is_number else value.ljust(size) for value in column]
+    # a whole number is digits and spaces: only text needs escaping
+    aligned = [[value.rjust(size) if is_number else html.escape(value.ljust(size)) for value in column]
                for column, size, is_number in zip(texts, widths, numeric, strict=True)]
     styles = [_RIGHT if is_number else "" for is_number in numeric]
 
     def row_html(tag: str, cells: Iterable[str]) -> str:
-        marked = (f"<{tag}{style}>{html.escape(cell)}</{tag}>" for style, cell in zip(styles, cells, strict=True))
-        return "<tr>" + "".join(marked) + "</tr>"
+        return "<tr>" + "".join(f"<{tag}{style}>{cell}</{tag}>" for style, cell in zip(styles, cells, strict=True)) + "</tr>"
 
-    head = [header.rjust(size) if is_number else header.ljust(size)
+    head = [html.escape(header.rjust(size) if is_number else header.ljust(size))
             for header, size, is_number in zip(headers, widths, numeric, strict=True)]
     body = "\n".join(row_html("td", cells) for cells in zip(*aligned, strict=True))
     return f"<table>\n<thead>\n{row_html('th', head)}\n</thead>\n<tbody>\n{body}\n</tbody>\n</table>"
