@@ -64,7 +64,7 @@ def _plain_html(rows: list[Row], headers: Sequence[str]) -> str | None:
         return None
     texts = [[str(value) for value in column] for column in columns]
     widths = [max(len(header) + _MIN_PADDING, *map(len, column)) for header, column in zip(headers, texts, strict=True)]
-    # a whole number is digits and spaces: only text needs escaping
+    # a whole number is digits, a minus sign and spaces: only text needs escaping
     aligned = [[value.rjust(size) if is_number else html.escape(value.ljust(size)) for value in column]
                for column, size, is_number in zip(texts, widths, numeric, strict=True)]
     styles = [_RIGHT if is_number else "" for is_number in numeric]
