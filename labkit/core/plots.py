@@ -39,7 +39,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from matplotlib import colormaps
+from matplotlib import colormaps, rc_context
 from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex, to_rgb
@@ -216,12 +216,21 @@ def _card_png(pixels: PILImage.Image, dpi: float) -> bytes:
 
 
 def to_png(figure: Figure, dpi: int = SCREEN_DPI) -> bytes:
-    """Render a figure to PNG bytes: an opaque card with rounded corners (see the module's docstring)."""
+    """Render a figure to PNG bytes: an opaque card with rounded corners (see the module's docstring).
+
+    Why ``savefig`` writes raw RGBA here, not PNG: the card is encoded as PNG anyway, and encoding
+    matplotlib's PNG only to decode it again cost a third of a chart's time (the same pixels either way:
+    Agg's PNG is its RGBA buffer, which the raw format writes as it is). The card is always the whole
+    figure, whatever the user's ``savefig.bbox``: :func:`figure_image` shows it at the figure's size.
+    """
     buffer = io.BytesIO()
     use_fallback_fonts(figure)
-    with glyphs_accounted_for(figure_texts(figure)):
-        figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
-    return _card_png(PILImage.open(buffer), dpi)
+    with glyphs_accounted_for(figure_texts(figure)), rc_context({"savefig.bbox": "standard"}):
+        figure.savefig(buffer, format="rgba", dpi=dpi)
+    # Agg's canvas is the figure's size at this dpi, each side truncated to whole pixels, as matplotlib sizes it
+    width, height = (int(side * dpi) for side in figure.get_size_inches())
+    pixels = np.frombuffer(buffer.getbuffer(), dtype=np.uint8).reshape(height, width, 4)  # raises if not that size
+    return _card_png(PILImage.fromarray(pixels), dpi)
 
 
 def css_size(figure: Figure) -> tuple[int, int]:

@@ -26,7 +26,60 @@ def render_text(rows: Iterable[Row], headers: Sequence[str], *, floatfmt: str = 
 
 def render_html(rows: Iterable[Row], headers: Sequence[str], *, floatfmt: str = ".4g") -> str:
     """HTML ``<table>`` with every cell escaped."""
-    return tabulate(list(rows), headers=list(headers), floatfmt=floatfmt, tablefmt="html")
+    rows = list(rows)
+    plain = _plain_html(rows, headers)
+    return tabulate(rows, headers=list(headers), floatfmt=floatfmt, tablefmt="html") if plain is None else plain
+
+
+def _is_plain_text(value: object) -> bool:
+    """One line of printable ASCII, trimmed, that tabulate cannot read as a number, a bool or a missing value."""
+    if not (type(value) is str and value and value.isascii() and value.isprintable() and value == value.strip()):
+        return False
+    if value in ("True", "False"):
+        return False
+    try:
+        float(value.replace(",", ""))  # everything tabulate reads as a number (and more) parses so
+    except ValueError:
+        return True
+    return False
+
+
+def _plain_html(rows: list[Row], headers: Sequence[str]) -> str | None:
+    """tabulate's HTML for a table of whole numbers and plain text only, built without tabulate; None for any other.
+
+    Why: tabulate guesses every cell's type and measures its width in Python, about 10 µs a cell, so the
+    StrideExplorer's two number tables (1,300 cells) took most of a slider step. Here each column is whole
+    numbers (``int``, right-aligned) or plain text (left-aligned), widths are ``len``, and the markup is
+    tabulate's ``html`` format byte for byte (``tests/core/test_tables.py`` compares the two); anything else,
+    floats, wide characters, numbers written as text, goes to tabulate.
+    """
+    width = len(headers)
+    if not rows or not all(_is_plain_text(header) for header in headers):
+        return None
+    if not all(len(row) == width for row in rows):
+        return None
+    columns = list(zip(*rows, strict=True))
+    numeric = [all(type(value) is int for value in column) for column in columns]  # a bool is no int here
+    if not all(is_number or all(map(_is_plain_text, column)) for is_number, column in zip(numeric, columns, strict=True)):
+        return None
+    texts = [[str(value) for value in column] for column in columns]
+    widths = [max(len(header) + _MIN_PADDING, *map(len, column)) for header, column in zip(headers, texts, strict=True)]
+    # a whole number is digits, a minus sign and spaces: only text needs escaping
+    aligned = [[value.rjust(size) if is_number else html.escape(value.ljust(size)) for value in column]
+               for column, size, is_number in zip(texts, widths, numeric, strict=True)]
+    styles = [_RIGHT if is_number else "" for is_number in numeric]
+
+    def row_html(tag: str, cells: Iterable[str]) -> str:
+        return "<tr>" + "".join(f"<{tag}{style}>{cell}</{tag}>" for style, cell in zip(styles, cells, strict=True)) + "</tr>"
+
+    head = [html.escape(header.rjust(size) if is_number else header.ljust(size))
+            for header, size, is_number in zip(headers, widths, numeric, strict=True)]
+    body = "\n".join(row_html("td", cells) for cells in zip(*aligned, strict=True))
+    return f"<table>\n<thead>\n{row_html('th', head)}\n</thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+
+
+_MIN_PADDING = 2  # tabulate's: a column is at least its header plus two wide
+_RIGHT = ' style="text-align: right;"'
 
 
 @dataclass(repr=False)

@@ -136,7 +136,7 @@ def _memory_order(shape: tuple[int, ...], offsets: torch.Tensor) -> list[tuple[i
     flat = offsets.flatten()
     indices = torch.stack(torch.unravel_index(torch.arange(flat.numel()), shape), dim=1)
     order = torch.sort(flat, stable=True).indices
-    return [tuple(int(i) for i in row) for row in indices[order]]
+    return [tuple(row) for row in indices[order].tolist()]  # one conversion, not a tensor per element (StrideExplorer)
 
 
 @dataclass(frozen=True, repr=False)

@@ -111,9 +111,12 @@ def _block_grid(layout: LayoutDescription) -> tuple[np.ndarray, list[Label], lis
     return grid, column_labels, row_labels
 
 
-def _memory_strip(layout: LayoutDescription) -> np.ndarray:
+Elements = list[tuple[int, ...]]  # each element's logical index, in memory order (elements_in_memory_order)
+
+
+def _memory_strip(elements: Elements) -> np.ndarray:
     """Each element's channel, in memory order, folded into rows of MEMORY_ROW (NaN after the last element)."""
-    channels = [index[1] for index in layout.elements_in_memory_order()]
+    channels = [index[1] for index in elements]
     strip = np.full((-(-len(channels) // MEMORY_ROW), MEMORY_ROW), np.nan)
     strip.flat[: len(channels)] = channels
     return strip
@@ -175,7 +178,7 @@ def memory_figure(layout: LayoutDescription) -> Figure:
 
     ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
     """
-    strip = _memory_strip(_check_drawable(layout, "memory_figure"))
+    strip = _memory_strip(_check_drawable(layout, "memory_figure").elements_in_memory_order())
     rows = strip.shape[0]
     figure = new_figure(0.42 * MEMORY_ROW + 0.6, 0.42 * rows + 0.8)
     figure.set_label(memory_alt(layout))
@@ -259,8 +262,13 @@ def memory_svg(layout: LayoutDescription) -> bytes:
 
     ``layout`` is ``describe(x)`` of a small 4-D or 5-D tensor ``x``.
     """
-    strip = _memory_strip(_check_drawable(layout, "memory_svg"))
+    return _memory_svg(_check_drawable(layout, "memory_svg").elements_in_memory_order())
+
+
+def _memory_svg(elements: Elements) -> bytes:
+    strip = _memory_strip(elements)
     rows = strip.shape[0]
+    title = _(MEMORY_TITLE)
     left = 12 + _text_width(str(MEMORY_ROW * (rows - 1)))
     top = TITLE_PX + LABEL_PX
     places = np.argwhere(~np.isnan(strip))
@@ -273,9 +281,9 @@ def memory_svg(layout: LayoutDescription) -> bytes:
     parts += [svg_text(left + (col + 0.5) * CELL_PX, TITLE_PX + LABEL_PX / 2, str(col), size=9) for col in range(MEMORY_ROW)]
     parts += [svg_text(left - 6, top + (row + 0.5) * CELL_PX, str(MEMORY_ROW * row), anchor="end", size=9)
               for row in range(rows)]
-    parts.append(svg_text(4, TITLE_PX / 2, _(MEMORY_TITLE), anchor="start"))
-    width = max(left + MEMORY_ROW * CELL_PX, 8 + _text_width(_(MEMORY_TITLE))) + 6
-    return svg_document(width, top + rows * CELL_PX + 6, _(MEMORY_TITLE), parts)
+    parts.append(svg_text(4, TITLE_PX / 2, title, anchor="start"))
+    width = max(left + MEMORY_ROW * CELL_PX, 8 + _text_width(title)) + 6
+    return svg_document(width, top + rows * CELL_PX + 6, title, parts)
 
 
 # ---------------------------------------------------------------- the pictures' text alternatives
@@ -296,9 +304,11 @@ def layout_alt(layout: LayoutDescription, title: str = "") -> str:
 
 def memory_alt(layout: LayoutDescription) -> str:
     """The flat-memory picture in words, with the channels of the first memory slots."""
-    strip = _memory_strip(_check_drawable(layout, "memory_alt"))
-    first = strip.flatten()[:MEMORY_ROW]
-    channels = ", ".join(str(int(c)) for c in first[~np.isnan(first)])
+    return _memory_alt(layout, _check_drawable(layout, "memory_alt").elements_in_memory_order())
+
+
+def _memory_alt(layout: LayoutDescription, elements: Elements) -> str:
+    channels = ", ".join(str(index[1]) for index in elements[:MEMORY_ROW])
     return _("{title}: {tensor}. The first {count} memory slots hold elements of channels {channels}.").format(
         title=_(MEMORY_TITLE), tensor=_tensor_words(layout), count=MEMORY_ROW, channels=channels)
 
@@ -307,14 +317,19 @@ def layout_numbers(layout: LayoutDescription) -> Table:
     """The layout picture's numbers: one row per (n, c[, d], h), the offsets along w, as the picture's rows."""
     offsets = _check_drawable(layout, "layout_numbers").memory_offsets()
     index_names = list("ncdh" if offsets.dim() == 5 else "nch")
-    rows = [[*index, *offsets[index].tolist()] for index in np.ndindex(*offsets.shape[:-1])]
-    return Table([*index_names, *(_("offset at w={w}").format(w=w) for w in range(offsets.shape[-1]))], rows,
+    along_w = offsets.reshape(-1, offsets.shape[-1]).tolist()  # the rows in np.ndindex's order
+    rows = [[*index, *row] for index, row in zip(np.ndindex(*offsets.shape[:-1]), along_w, strict=True)]
+    offset_at = _("offset at w={w}")
+    return Table([*index_names, *(offset_at.format(w=w) for w in range(offsets.shape[-1]))], rows,
                  title=_("Offset in memory of every element"))
 
 
 def memory_numbers(layout: LayoutDescription) -> Table:
     """The flat-memory picture's numbers: each memory slot's element (its logical index) and channel, in memory order."""
-    elements = _check_drawable(layout, "memory_numbers").elements_in_memory_order()
+    return _memory_numbers(layout, _check_drawable(layout, "memory_numbers").elements_in_memory_order())
+
+
+def _memory_numbers(layout: LayoutDescription, elements: Elements) -> Table:
     names = ", ".join(layout.dim_names.lower())
     return Table([_("offset"), _("element ({names})").format(names=names), _("channel c")],
                  [[offset, str(index), index[1]] for offset, index in enumerate(elements)],
@@ -434,4 +449,6 @@ class StrideExplorer(widgets.VBox):
         self.strides.value = _("<b>strides:</b> <code>{strides}</code>").format(strides=layout.strides)
         self.description.value = layout.to_html()
         show_picture(self.layout_image, layout_svg(layout), layout_alt(layout), numbers=layout_numbers(layout))
-        show_picture(self.memory_image, memory_svg(layout), memory_alt(layout), numbers=memory_numbers(layout))
+        elements = layout.elements_in_memory_order()  # once: the flat-memory picture, its words and its table share it
+        show_picture(self.memory_image, _memory_svg(elements), _memory_alt(layout, elements),
+                     numbers=_memory_numbers(layout, elements))

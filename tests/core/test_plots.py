@@ -269,3 +269,29 @@ def test_svg_document_is_sized_xml_with_an_escaped_title():
     assert root.find(f"{namespace}title").text == "a < b"
     text = root.find(f"{namespace}text")
     assert (text.text, text.get("font-weight"), text.get("text-anchor")) == ("x & y", "bold", "start")
+
+
+@pytest.mark.parametrize(("size", "dpi"), [((6.5, 3.05), 180), ((3.33, 2.17), 137), ((4.0, 2.0), 90)])
+def test_to_png_is_the_card_of_what_savefig_draws_as_png(size, dpi):
+    """to_png takes matplotlib's raw pixels, not its PNG: the same card, byte for byte, whole pixels truncated alike."""
+    from labkit.core.plots import _card_png
+
+    figure = new_figure(*size)
+    axes = figure.add_subplot()
+    axes.barh([1, 0], [3.0, 1.5], xerr=[0.2, 0.1], capsize=3)
+    axes.set_yticks([1, 0], ["baseline", "channels_last"])
+    figure.supxlabel("median time (ms)\nsecond line")
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=dpi)
+    assert to_png(figure, dpi=dpi) == _card_png(Image.open(png), dpi)
+
+
+def test_to_png_is_the_whole_figure_whatever_the_users_savefig_bbox():
+    """figure_image shows the card at the figure's size, so a user's savefig.bbox = tight must not crop it."""
+    import matplotlib
+
+    figure = new_figure(3.0, 2.0)
+    figure.add_subplot().plot([0, 1], [1, 0])
+    with matplotlib.rc_context({"savefig.bbox": "tight"}):
+        png = to_png(figure, dpi=50)
+    assert Image.open(io.BytesIO(png)).size == (150, 100)

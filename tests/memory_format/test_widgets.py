@@ -9,7 +9,7 @@ import torch
 from matplotlib.colors import to_hex
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.core.plots import NUMBERS_NOTE, TAB10, Picture
+from labkit.core.plots import NUMBERS_NOTE, TAB10, Picture, picture_html
 from labkit.memory_format.layout import LayoutDescription, describe, memory_offsets
 from labkit.memory_format.widgets import (
     CELL_PX,
@@ -307,3 +307,27 @@ def test_the_notebook_pictures_carry_alt_text_and_numbers():
     assert picture.numbers is not None and "offset at w=1" in picture._repr_html_()
     assert memory_picture(layout).data == memory_svg(layout) and memory_picture(layout).alt == memory_alt(layout)
     assert layout_figure(layout).get_label() == layout_alt(layout)  # figure_image's alt text
+
+
+@pytest.mark.parametrize(("shape", "memory_format"), [((2, 3, 2, 2), "channels_last"), ((2, 4, 2, 4, 4), "channels_last_3d"),
+                                                      ((1, 2, 3, 1), "contiguous_format")])
+def test_a_redraw_shows_exactly_what_the_picture_functions_draw(shape, memory_format):
+    """The redraw works out the memory order once for three views: each view is still what its function gives."""
+    explorer = StrideExplorer(shape=shape, memory_format=memory_format)
+    for letter in "cw":
+        getattr(explorer, letter).value = max(1, getattr(explorer, letter).value - 1)
+        layout = explorer.layout_description
+        assert explorer.memory_image.value == picture_html(memory_svg(layout), memory_alt(layout), numbers=memory_numbers(layout))
+        assert explorer.layout_image.value == picture_html(layout_svg(layout), layout_alt(layout), numbers=layout_numbers(layout))
+
+
+def test_the_number_tables_render_as_tabulate_renders_them_without_it():
+    """The largest picture's tables (1,300 cells) take labkit's quick HTML, the same bytes as tabulate's."""
+    from tabulate import tabulate
+
+    from labkit.core.tables import _plain_html
+
+    layout = describe(torch.zeros(2, 4, 2, 4, 4).to(memory_format=torch.channels_last_3d))
+    for table in (layout_numbers(layout), memory_numbers(layout)):
+        assert _plain_html(list(table.rows), table.headers) is not None
+        assert table.to_html().endswith(str(tabulate(table.rows, headers=list(table.headers), tablefmt="html")) + "\n</div>")
