@@ -253,8 +253,7 @@ def open_her_notebook_read_only(look: Any, room: Room, learner: str) -> None:
     """The instructor's JupyterLab shows her notebook; typing there and saving is refused, and no kernel starts."""
     kernels = her_kernels(room, learner)
     look.goto(f"{room.hub.server_url(learner)}/lab/tree/{HERS}")
-    look.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputArea-editor")
-    assert "41 + 1" in look.inner_text(".jp-Notebook"), "her notebook renders"
+    look.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputArea-editor:has-text('41 + 1')")  # her notebook renders
     time.sleep(3)  # JupyterLab asks for a kernel for it (refused)
     close_dialogs(look)
     look.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
@@ -315,6 +314,9 @@ def test_a_look_lasts_while_she_asks_and_is_refused_once_the_instructor_closes(r
     assert status == 200 and "41 + 1" in model["content"]["cells"][0]["source"], status
     tries = refused_to(room, "stuck", teacher)
     assert tries == dict.fromkeys(tries, 403), tries
+    learner_cell(room, "stuck", "open('.her-secret', 'w').write('a key')")  # as her kernels' connection files are
+    for path in ("api/contents/.her-secret", "files/.her-secret"):
+        assert answer(room, "stuck", teacher, "GET", path)[0] in (403, 404), f"a hidden file read by a look: {path}"
     she_still_can(room, "stuck")
     open_her_notebook_read_only(look, room, "stuck")
 
