@@ -7,7 +7,8 @@ account), and only two methods name the account: the one that switches to it
 before the server starts, and the one that sets its environment. A learner
 deleted from the hub loses their account and home (``delete_forever``). It also
 bounds each server's memory (``mem_limit``) with a cgroup where the machine
-allows (:mod:`labkit.workshop.memory`), which LocalProcessSpawner never does.
+allows (:mod:`labkit.workshop.memory`), which LocalProcessSpawner never does. And every server it starts is
+read-only to anyone but its learner (:mod:`labkit.workshop.look`): an instructor she shares it with may look, not type.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from traitlets import Integer, Unicode
 
 from labkit.workshop.accounts import remove_account
 from labkit.workshop.limits import KEEP_FREE, PROCESSES, bound_processes, pids_cgroups, private_folders, short_of_space
+from labkit.workshop.look import server_arguments
 from labkit.workshop.memory import memory_cgroups
 from labkit.workshop.settings import ACCOUNT_PREFIX
 
@@ -40,6 +42,11 @@ class LearnerSpawner(LocalProcessSpawner):
     @property
     def account(self) -> str:
         return f"{self.account_prefix}{self.user.name}"
+
+    def get_args(self) -> list[str]:
+        """JupyterHub's arguments, then the read-only look's (last: no ``Spawner.args`` of a config can undo them)."""
+        args: list[str] = [*super().get_args(), *server_arguments()]
+        return args
 
     def make_preexec_fn(self, name: str) -> Callable[[], None]:
         """As root, before any code of the server runs: join its cgroups, mount its own /tmp and /dev/shm, bound its

@@ -198,8 +198,96 @@ def wait_until(condition: object, what: str, seconds: float = REVOKED_SECONDS) -
         time.sleep(0.5)
 
 
+# Her own notebook, which she saves before she asks (the kernelspec makes JupyterLab try to start a kernel for it)
+HERS = "her-look.ipynb"
+NOTEBOOK = {"type": "notebook", "format": "json", "content": {
+    "cells": [{"cell_type": "code", "id": "her-cell", "source": "answer = 41 + 1\nprint(answer)", "metadata": {},
+               "outputs": [], "execution_count": None}],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
+    "nbformat": 4, "nbformat_minor": 5}}
+# What a look may not do in her server: (method, path, body); each is 403 to the instructor, and she may do each
+CHANGES = [("PUT", f"api/contents/{HERS}", NOTEBOOK), ("POST", "api/kernels", {"name": "python3"}),
+           ("POST", "api/terminals", {}),
+           ("POST", "api/sessions", {"path": HERS, "name": HERS, "type": "notebook", "kernel": {"name": "python3"}}),
+           # JupyterLab's own handlers, which never ask the authorizer (labkit.workshop.look.LookIdentityProvider)
+           ("PUT", "lab/api/settings/@jupyterlab/apputils-extension:themes", {"raw": "{}"}),
+           ("PUT", "lab/api/workspaces/default", {"data": {}, "metadata": {"id": "default"}})]
+
+
+def answer(room: Room, learner: str, token: str, method: str, path: str, body: object = None) -> tuple[int, Any]:
+    """The status (200 for any success) and reply of ``learner``'s server to one request with ``token``."""
+    try:
+        return 200, request(f"{room.hub.server_url(learner)}/{path}", method, body, token, room.hub.tls)
+    except urllib.error.HTTPError as refused:
+        return refused.code, None
+
+
+def refused_to(room: Room, learner: str, token: str) -> dict[str, int]:
+    """What each of :data:`CHANGES` answers ``token`` in ``learner``'s server (and her notebook's deletion)."""
+    tries = {f"{method} {path}": answer(room, learner, token, method, path, body)[0] for method, path, body in CHANGES}
+    tries[f"DELETE api/contents/{HERS}"] = answer(room, learner, token, "DELETE", f"api/contents/{HERS}")[0]
+    return tries
+
+
+def she_still_can(room: Room, learner: str) -> None:
+    """She does each of :data:`CHANGES` in her own server, and undoes what it started."""
+    token = room.tokens[learner]
+    for method, path, body in CHANGES:
+        status, reply = answer(room, learner, token, method, path, body)
+        assert status == 200, f"{learner}: {method} {path} answered {status}"
+        if path == "api/kernels":
+            answer(room, learner, token, "DELETE", f"api/kernels/{reply['id']}")
+        elif path == "api/terminals":
+            answer(room, learner, token, "DELETE", f"api/terminals/{reply['name']}")
+        elif path == "api/sessions":
+            answer(room, learner, token, "DELETE", f"api/sessions/{reply['id']}")
+
+
+def her_cells(room: Room, learner: str) -> list[str]:
+    status, model = answer(room, learner, room.tokens[learner], "GET", f"api/contents/{HERS}?content=1")
+    assert status == 200, status
+    return [cell["source"] for cell in model["content"]["cells"]]
+
+
+def open_her_notebook_read_only(look: Any, room: Room, learner: str) -> None:
+    """The instructor's JupyterLab shows her notebook; typing there and saving is refused, and no kernel starts."""
+    kernels = her_kernels(room, learner)
+    look.goto(f"{room.hub.server_url(learner)}/lab/tree/{HERS}")
+    look.wait_for_selector(".jp-Notebook .jp-Cell .jp-InputArea-editor:has-text('41 + 1')")  # her notebook renders
+    time.sleep(3)  # JupyterLab asks for a kernel for it (refused)
+    close_dialogs(look)
+    look.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
+    look.keyboard.press("End")
+    look.keyboard.type("  # the instructor's edit")
+    look.keyboard.press("Escape")
+    look.keyboard.press("Control+s")
+    look.wait_for_selector(".jp-Dialog:has-text('File Save Error')")
+    assert "may only look at this server" in look.inner_text(".jp-Dialog"), look.inner_text(".jp-Dialog")
+    close_dialogs(look)
+    assert her_cells(room, learner) == [NOTEBOOK["content"]["cells"][0]["source"]], "her notebook unchanged"
+    look.click(".jp-Notebook .jp-Cell .jp-InputArea-editor")
+    look.keyboard.press("Escape")
+    look.keyboard.press("Shift+Enter")  # run: JupyterLab has no kernel to run it in, and may start none
+    time.sleep(3)
+    assert her_kernels(room, learner) == kernels, "no kernel started"
+
+
+def her_kernels(room: Room, learner: str) -> set[str]:
+    return {kernel["id"] for kernel in answer(room, learner, room.tokens[learner], "GET", "api/kernels")[1]}
+
+
+def close_dialogs(look: Any) -> None:
+    """Close what JupyterLab says (it asks for a kernel for her notebook, and is refused one)."""
+    for _ in range(5):
+        if not look.locator(".jp-Dialog").count():
+            return
+        look.keyboard.press("Escape")
+        time.sleep(1)
+
+
 def test_a_look_lasts_while_she_asks_and_is_refused_once_the_instructor_closes(room: Room, page: object):
     teacher = room.tokens[INSTRUCTOR]
+    assert answer(room, "stuck", room.tokens["stuck"], "PUT", f"api/contents/{HERS}", NOTEBOOK)[0] == 200
     assert server_answers(room, "stuck", teacher) == 403, "the instructor holds no standing access to her server"
     said = learner_cell(room, "stuck", ASK.format(exercise="2.1", more=", share=True"))
     assert "number 1 in the queue for exercise 2.1" in said and "may open your notebooks" in said, said
@@ -219,14 +307,30 @@ def test_a_look_lasts_while_she_asks_and_is_refused_once_the_instructor_closes(r
         raise AssertionError(f"her notebook did not open at {look.url}:\n{look.content()[:3000]}") from None
     assert look.url.startswith(room.hub.server_url("stuck")), look.url
     her_lab = look.url
+
+    # The look is read-only: the instructor reads her notebook, and may neither change it nor run anything there
+    wait_until(lambda: server_answers(room, "stuck", teacher) == 200, "the instructor's token let in while she asks")
+    status, model = answer(room, "stuck", teacher, "GET", f"api/contents/{HERS}?content=1")
+    assert status == 200 and "41 + 1" in model["content"]["cells"][0]["source"], status
+    tries = refused_to(room, "stuck", teacher)
+    assert tries == dict.fromkeys(tries, 403), tries
+    learner_cell(room, "stuck", "open('.her-secret', 'w').write('a key')")  # as her kernels' connection files are
+    for path in ("api/contents/.her-secret", "files/.her-secret"):
+        assert answer(room, "stuck", teacher, "GET", path)[0] in (403, 404), f"a hidden file read by a look: {path}"
+    she_still_can(room, "stuck")
+    open_her_notebook_read_only(look, room, "stuck")
+
+    page.bring_to_front()  # type: ignore[attr-defined]  # the board's tab, behind hers meanwhile, redraws again
     page.click(row + " button.close")  # type: ignore[attr-defined]
     page.wait_for_selector(row, state="detached")  # type: ignore[attr-defined]
     wait_until(lambda: server_answers(room, "stuck", teacher) == 403, "the instructor's token refused after close")
+    assert set(refused_to(room, "stuck", teacher).values()) == {403}, "after close, as before the look"
     statuses: list[int] = []
     wait_until(lambda: statuses.append(look.goto(her_lab).status) or statuses[-1] == 403,
                "the instructor's browser refused her server after close")
     assert statuses[-1] == 403, statuses
     assert page.evaluate("window.__not_reloaded === true")  # type: ignore[attr-defined]
+    she_still_can(room, "stuck")
 
 
 def test_a_look_is_refused_after_she_cancels_and_after_the_time_limit(room: Room):
