@@ -25,6 +25,7 @@ PREFLIGHT_STATUSES = ("ready", "not ready")
 #: A solution event says the learner looked at the reference solution (``labkit.solution("1.2")``).
 STATUSES = {"check": CHECK_STATUSES, "preflight": PREFLIGHT_STATUSES, "hint": ("hint",), "solution": ("seen",)}
 PREFLIGHT = "preflight"  # the exercise id of notebook 00's preflight
+MAX_OPEN_HELP_REQUESTS = 3  # a learner's open help requests the board holds: the kernel and the board agree on it
 EXERCISE_PATTERN = re.compile(r"^\d{1,2}\.\d{1,2}$")
 #: ``1.2/groups``: the exercise, then a lowercase slug naming the mistake (see :mod:`labkit.progress.mistakes`).
 MISTAKE_PATTERN = re.compile(r"^\d{1,2}\.\d{1,2}/[a-z0-9][a-z0-9-]{0,47}$")

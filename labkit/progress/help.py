@@ -5,7 +5,8 @@ the request carries what the board may know (the exercise, the mistake id her la
 she reached) and never her code. Outside a room there is no queue: the answer says how to ask instead.
 
 ``share=True`` is her consent, for this request only, to a *look*: her server is shared with each of the room's
-instructors the board names (JupyterHub's sharing API, with her own token), and the board revokes that share when the
+instructors the board names (JupyterHub's sharing API, with her own token; her server lets anyone but her only read:
+:mod:`labkit.workshop.look`), and the board revokes that share when the
 request is closed, cancelled or runs past its time limit. ``cancel=True`` ends her open request on the exercise.
 """
 from __future__ import annotations
@@ -22,9 +23,10 @@ from urllib.parse import quote
 from labkit.core.errors import LabkitValueError
 from labkit.i18n.messages import _
 from labkit.progress import journal, sender
-from labkit.progress.events import EXERCISE_PATTERN
+from labkit.progress.events import EXERCISE_PATTERN, MAX_OPEN_HELP_REQUESTS
 
 TIMEOUT_S = 5.0
+TOO_MANY_OPEN = "too many open requests"  # what _post answers for the board's 429 on api/help
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,10 @@ def help(exercise: str, share: bool = False, cancel: bool = False) -> HelpAnswer
     mistake, hint_level = latest_of(exercise)
     reply = _post(board + "/api/help", {"exercise": exercise, "mistake": mistake, "hint_level": hint_level,
                                         "look": share})
+    if reply == TOO_MANY_OPEN:
+        return HelpAnswer(_("You already have {limit} open requests for help: cancel one with "
+                            "labkit.help(\"N.M\", cancel=True), or wait for the instructor, before asking about "
+                            "exercise {exercise}.").format(limit=MAX_OPEN_HELP_REQUESTS, exercise=exercise))
     if isinstance(reply, str):
         return HelpAnswer(_("The board could not take your request ({problem}): raise your hand.").format(problem=reply))
     if share:
@@ -76,7 +82,8 @@ def help(exercise: str, share: bool = False, cancel: bool = False) -> HelpAnswer
         text = _("You had already asked for help on exercise {exercise}: you are still number {place}.").format(
             exercise=exercise, place=reply["place"])
     if share:
-        text += " " + _("The instructors may open your notebooks until the request ends.")
+        text += " " + _("Until the request ends, the instructors may look at your notebooks: read them, never change "
+                        "or run them.")
     return HelpAnswer(text, reply["request"]["id"])
 
 
@@ -85,7 +92,7 @@ def help_pointer(exercise: str) -> str:
     if sender.board_url() is None:
         return ""
     return _("Still stuck? labkit.help(\"{exercise}\") puts you in the instructors' queue; with share=True they may "
-             "also open your notebook until your request ends.").format(exercise=exercise)
+             "also look at your notebook (read only) until your request ends.").format(exercise=exercise)
 
 
 def latest_of(exercise: str) -> tuple[str, int]:
@@ -129,7 +136,7 @@ def _post(url: str, body: dict[str, object], method: str = "POST") -> dict[str, 
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as reply:
             answer = json.loads(reply.read() or b"{}")
     except urllib.error.HTTPError as exc:
-        return f"{exc.code} {exc.reason}"
+        return TOO_MANY_OPEN if exc.code == 429 and url.endswith("/api/help") else f"{exc.code} {exc.reason}"
     except (OSError, ValueError) as exc:
         return str(exc)
     return answer if isinstance(answer, dict) else str(answer)

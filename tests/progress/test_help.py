@@ -45,3 +45,31 @@ def test_an_unreachable_board_is_one_sentence(offline: pytest.MonkeyPatch):
 def test_the_exercise_is_an_id():
     with pytest.raises(LabkitValueError, match="2.3"):
         labkit.help(2.3)  # type: ignore[arg-type]
+
+
+def test_a_fourth_open_request_is_told_in_her_language_how_to_free_one(offline: pytest.MonkeyPatch):
+    """The board answers 429 beyond MAX_OPEN_HELP_REQUESTS open requests: she reads why and what to do, not '429'."""
+    import http.server
+    import threading
+
+    class Full(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_error(429, "Too Many Requests")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Full)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for name, value in ROOM.items():
+            offline.setenv(name, value)
+        offline.setenv("LABKIT_BOARD_URL", f"http://127.0.0.1:{server.server_address[1]}/services/labkit-board")
+        offline.setenv("LABKIT_LANG", "en")
+        answer = str(labkit.help("2.3"))
+        assert "429" not in answer and "cancel=True" in answer and "3 open requests" in answer
+        offline.setenv("LABKIT_LANG", "zh")
+        assert "cancel=True" in str(labkit.help("2.3")) and "429" not in str(labkit.help("2.3"))
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from labkit.progress.events import EXERCISE_PATTERN, LEARNER_PATTERN, MISTAKE_PATTERN
+from labkit.progress.events import EXERCISE_PATTERN, LEARNER_PATTERN, MAX_OPEN_HELP_REQUESTS, MISTAKE_PATTERN
 
 Ending = Literal["", "closed", "cancelled", "expired"]
 MAX_HINT_LEVEL = 3
-MAX_OPEN_PER_LEARNER = 3  # an honest learner asks on the exercise she is at; a flood of asks must not bury the others
+# an honest learner asks on the exercise she is at; a flood of asks must not bury the others
+MAX_OPEN_PER_LEARNER = MAX_OPEN_HELP_REQUESTS
 INSTRUCTORS_SHARE_GROUP = "instructors"  # the hub group whose members a learner shares her server with
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS help_requests (
