@@ -7,6 +7,9 @@ every time: kernel ``python3``, the notebook's own folder as working directory
 in each notebook's first cell, and widget state stored so that the docs site
 shows each widget's last state without a kernel. A notebook is rewritten only
 after it ran to the end, atomically: an error leaves the stored copy untouched.
+Its kernel records no progress (``LABKIT_PROGRESS=off``): the solved labs'
+verdicts are nobody's, and every run of a reference notebook comes through here
+(``make notebooks``, ``labkit i18n build``, ``make bench``, ``labkit gpu-check``).
 
 Every path is validated before anything runs, so a typo cannot leave half the
 notebooks re-executed. Ctrl-C (SIGINT) or SIGTERM stops the whole run at once:
@@ -36,6 +39,7 @@ from nbclient import NotebookClient
 
 from labkit.core.errors import LabkitError, LabkitValueError
 from labkit.core.files import writable_target, write_file
+from labkit.progress import journal
 
 KERNEL = "python3"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -140,6 +144,14 @@ def _execute(path: Path, notebook: nbformat.NotebookNode, *, timeout: int) -> fl
     return seconds
 
 
+def kernel_environment() -> dict[str, str]:
+    """The environment a reference notebook's kernel starts with: this process's, progress recording off.
+
+    Why off whatever the caller's environment says: its checker cells judge the solved labs, and their verdicts
+    would otherwise join the author's own journal (outside a workspace, the platform's user data folder)."""
+    return {**os.environ, journal.ENVIRONMENT: "off"}
+
+
 def _store(path: Path, notebook: nbformat.NotebookNode) -> None:
     """Replace ``path`` atomically (through a symlink, never a special file)."""
     notebook.metadata.pop("papermill", None)
@@ -160,7 +172,7 @@ def _run_in_worker(client: NotebookClient) -> None:
         state["loop"], state["task"] = asyncio.get_running_loop(), asyncio.current_task()
         started.set()
         try:
-            await client.async_execute()
+            await client.async_execute(env=kernel_environment())
         finally:  # cancelled while the kernel was starting: nbclient does not clean up then
             km = client.km
             if km is not None and km.has_kernel:
@@ -240,7 +252,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``python -m labkit notebooks``: execute each notebook and store it with its outputs."""
-    os.environ.setdefault("LABKIT_PROGRESS", "off")  # the solved labs' verdicts are nobody's progress
     write = not args.no_write
     notebooks, problems = [], []
     for path in args.notebooks:

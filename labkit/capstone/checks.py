@@ -60,6 +60,7 @@ from labkit.core.checks import (
     CheckResult,
     LearnerError,
     call_learner,
+    case_draws,
     expect,
     is_learners_file,
     run_check,
@@ -571,9 +572,9 @@ def check_make_faster(
                 got = call_learner(faster, x.clone())
                 threads.expect_kept("Your callable")
                 reference.expect_match(got, x, expected, _("On the challenge input"))
-                # Fresh batches, from a generator of the checker's own: nothing can be cached or prepared.
-                generator = torch.Generator()
-                generator.seed()
+                # Fresh batches, from a generator of the checker's own, seeded anew on every attempt (fixed only by
+                # the tests' fixed_draws): nothing can be cached or prepared.
+                generator = torch.Generator().manual_seed(case_draws().randrange(2**63))
                 total = (WARMUP_ROUNDS + rounds) * CALLS_PER_ROUND
                 _timed_rounds(reference, faster, WARMUP_ROUNDS, threads, generator, x.shape, first=1, total=total)  # not counted
                 timed = _timed_rounds(reference, faster, rounds, threads, generator, x.shape,

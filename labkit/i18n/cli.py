@@ -6,7 +6,6 @@ Why a command: translators run ``update`` after an English change, ``build`` aft
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -52,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(changes) if changes else "catalogues already match the English notebooks and docs pages")
         return 0
     if args.action == "build":
-        os.environ.setdefault("LABKIT_PROGRESS", "off")  # as make notebooks: the solved labs' verdicts are nobody's progress
         failed = 0
         for line in notebooks.build(root, langs, execute=not args.no_execute, timeout=args.timeout,
                                      force=args.force):

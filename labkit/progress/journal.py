@@ -4,7 +4,8 @@ Why a local file first, even on a hub: the learner's table (``python -m labkit p
 offline, and the hub's board is sent what this file holds (:mod:`labkit.progress.sender`), so a
 board that was down misses nothing. Where it is:
 
-- ``LABKIT_PROGRESS=off``: nowhere (the tests and ``make notebooks`` run the solved labs);
+- ``LABKIT_PROGRESS=off``: nowhere (the tests, and every kernel that runs a reference notebook: they run the solved
+  labs, :func:`labkit.authoring.nbrun.kernel_environment`);
 - ``LABKIT_PROGRESS=/some/file.jsonl``: there;
 - otherwise in the workspace: the folder holding ``.labkit-manifest.json`` (:mod:`labkit.learner.workspace`)
   at or above the current folder, or the ``workspace/`` that ``labkit lab`` makes in it (so ``labkit progress``

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+import torch
+
 from labkit.core.checks import CheckResult, Status, fixed_draws
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,8 +58,10 @@ class Mistake:
         object.__setattr__(self, "answer", pinned)
 
     def on_draw(self, seed: int) -> CheckResult:
-        """The checker's verdict on this answer when it draws its cases with ``seed``."""
-        with fixed_draws(seed):
+        """The checker's verdict on this answer when it draws its cases with ``seed``, and torch's global generator (the
+        learner's random state, which a checker must not lean on) is seeded with ``seed`` too."""
+        with fixed_draws(seed), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
             return self._unpinned()  # type: ignore[attr-defined,no-any-return]
 
 

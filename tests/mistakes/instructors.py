@@ -9,15 +9,20 @@ closing "Your run_node starts at line N of its cell." and "Stuck? labkit.hint(..
 Some rows quote torch's own words, which change between releases, so the guide records the torch it
 was written with (``<!-- mistakes written with torch 2.14 -->``); the test compares on that torch or a
 newer one (where a changed message means: write the tables again) and skips on the older floor.
+
+Its checkers record nothing (``LABKIT_PROGRESS=off``, as under pytest): outside a workspace they would append every
+entry's verdict to the author's own journal, in the platform's user data folder.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 
 import torch
 
 from labkit.core.checks import CheckResult
+from labkit.progress import journal
 from tests.mistakes import ROOT, Mistake
 from tests.mistakes.catalogues import EXERCISES, all_mistakes
 
@@ -76,6 +81,7 @@ def render(guide: str, mistakes: list[Mistake]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    os.environ[journal.ENVIRONMENT] = "off"  # the catalogue's wrong answers are nobody's progress, the author's least
     current = GUIDE.read_text(encoding="utf-8")
     updated = render(current, all_mistakes())
     if "--check" in argv:

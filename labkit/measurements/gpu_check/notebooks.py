@@ -36,8 +36,9 @@ CELL_TIMEOUT_S = 300
 
 @contextmanager
 def kernel_environment(device: torch.device) -> Iterator[None]:
-    """``LABKIT_DEVICE`` (and progress off: a solved lab is nobody's progress) for kernels started in the block."""
-    wanted = {"LABKIT_DEVICE": device.type, "LABKIT_PROGRESS": "off"}
+    """``LABKIT_DEVICE`` for kernels started in the block (their progress is off whatever the environment says:
+    :func:`labkit.authoring.nbrun.kernel_environment`)."""
+    wanted = {"LABKIT_DEVICE": device.type}
     saved = {name: os.environ.get(name) for name in wanted}
     os.environ.update(wanted)
     try:
