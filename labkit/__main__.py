@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from labkit import __version__
 from labkit.core.columns import fill
 from labkit.core.errors import LabkitError
+from labkit.i18n.argparse_words import learners_words
 from labkit.i18n.messages import N_, _
 
 COMMANDS = {
@@ -138,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: list[str]) -> int:
     selected = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(selected if selected in COMMANDS else None).parse_args(argv)
+    with learners_words():
+        args = build_parser(selected if selected in COMMANDS else None).parse_args(argv)
     try:
         return int(args.run(args))
     except LabkitError as error:  # a mistake in the arguments: one line, no traceback

@@ -61,6 +61,7 @@ if settings.password:
 else:
     c.JupyterHub.authenticator_class = "labkit.workshop.auth.WorkshopAuthenticator"  # NativeAuthenticator, hardened
     c.WorkshopAuthenticator.instructors = {settings.admin}  # approved at sign-up, 12+ characters
+    c.WorkshopAuthenticator.language = settings.language  # the log-in pages in the room's language
     c.WorkshopAuthenticator.attempts_per_minute = settings.login_attempts_per_minute  # per client address, then 429
     c.WorkshopAuthenticator.max_pending_sign_ups = settings.max_pending_sign_ups  # waiting for approval, at most
     # Whose X-Forwarded-For names the client: believed only with the secret the front proxy's config holds (Security).

@@ -14,25 +14,25 @@ from typing import Any, Union
 import torch
 
 from labkit.core.errors import LabkitTypeError, LabkitValueError
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _
 
 Tensors = Union[torch.Tensor, Sequence[torch.Tensor]]
 def _as_tuple(value: Tensors, what: str, argument: str | None = None) -> tuple[torch.Tensor, ...]:
     """``value`` as a tuple of tensors; ``argument`` names the parameter in the error."""
     if not isinstance(value, (torch.Tensor, tuple, list)):
         kind = type(value).__name__
-        article = "an" if kind[:1].lower() in "aeiou" else "a"
-        raise LabkitTypeError(
-            f"{argument or what} is {article} {kind}, not a torch.Tensor; pass a tensor or a tuple of tensors, "
-            f"e.g. torch.tensor(1.0) instead of 1.0."
-        )
+        message = (_("{argument} is an {kind}, not a torch.Tensor; pass a tensor or a tuple of tensors, e.g. "
+                     "torch.tensor(1.0) instead of 1.0.") if kind[:1].lower() in "aeiou" else
+                   _("{argument} is a {kind}, not a torch.Tensor; pass a tensor or a tuple of tensors, e.g. "
+                     "torch.tensor(1.0) instead of 1.0."))  # English's article; one sentence in zh and ru
+        raise LabkitTypeError(message.format(argument=argument or _(what), kind=kind))
     items = (value,) if isinstance(value, torch.Tensor) else tuple(value)
     for index, item in enumerate(items):
         if not isinstance(item, torch.Tensor):
-            raise LabkitTypeError(
-                f"{what} {index} is a {type(item).__name__}, not a torch.Tensor; "
-                f"pass a tensor or a tuple of tensors (e.g. torch.tensor([1.0]))."
-            )
+            raise LabkitTypeError(_(
+                "{what} {index} is a {kind}, not a torch.Tensor; "
+                "pass a tensor or a tuple of tensors (e.g. torch.tensor([1.0]))."
+            ).format(what=_(what), index=index, kind=type(item).__name__))
     return items
 
 
@@ -96,7 +96,7 @@ def _split_output(output: Any) -> tuple[tuple[torch.Tensor, ...], bool]:
         raise LabkitTypeError(
             f"The function returned a {type(output).__name__}; jvp needs a tensor or a tuple of tensors."
         )
-    return _as_tuple(output, "Output"), is_tensor
+    return _as_tuple(output, N_("Output")), is_tensor
 def _fork_rng(tensors: Iterable[torch.Tensor]) -> AbstractContextManager[None]:
     """``torch.random.fork_rng`` for the CPU and the CUDA devices these tensors live on."""
     devices = sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})

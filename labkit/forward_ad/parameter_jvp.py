@@ -34,6 +34,7 @@ from labkit.forward_ad.inputs import (
 )
 from labkit.forward_ad.model_kinds import higher_order_explained, refuse_unsupported_module
 from labkit.fx.model_inputs import keyword_inputs, refuse_unknown_keywords
+from labkit.i18n.messages import N_
 
 Method = Literal["swap", "functional_call"]
 
@@ -101,9 +102,9 @@ def module_jvp(
             raise LabkitValueError("tangents is empty; map at least one parameter name to a tangent, e.g. {'0.weight': v}.")
         _validate_pairs(
             tuple(parameters[n].detach() for n in names.values()),
-            _as_tuple([tangents[n] for n in names], "Tangent", "tangents"),
+            _as_tuple([tangents[n] for n in names], N_("Tangent"), "tangents"),
         )
-        input_tuple = _as_tuple(inputs, "Input", "inputs")
+        input_tuple = _as_tuple(inputs, N_("Input"), "inputs")
         refuse_unknown_keywords(model, keywords, input_tuple)
         keyword_tensors = [leaf for leaf in tree_leaves(keywords) if isinstance(leaf, torch.Tensor)]
         warn_hooks_reaching_out(model, stacklevel=2)

@@ -180,11 +180,13 @@ def _odd_note(odd: tuple[str, ...] | None) -> str:
 
 def _positive_finite(name: str, value: float, *, zero_ok: bool = False) -> None:
     """Reject a step size or tolerance that would make the verification meaningless (nan, 0, negative)."""
-    wanted = "a finite number >= 0" if zero_ok else "a positive finite number"
+    wanted = _("a finite number >= 0") if zero_ok else _("a positive finite number")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise LabkitTypeError(f"{name} must be {wanted}, got {value!r} ({type(value).__name__}).")
+        raise LabkitTypeError(_("{name} must be {wanted}, got {value} ({type}).").format(
+            name=name, wanted=wanted, value=repr(value), type=type(value).__name__))
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
-        raise LabkitValueError(f"{name} must be {wanted}, got {value!r}; the default is a good start.")
+        raise LabkitValueError(_("{name} must be {wanted}, got {value}; the default is a good start.").format(
+            name=name, wanted=wanted, value=repr(value)))
 
 
 def verify_jvp(
@@ -247,10 +249,10 @@ def verify_jvp(
             warn_hooks_reaching_out(fn)  # its hooks run on the copy: one holding the learner's object reaches it
             fn = private_copy(fn, share_parameters=False).double()  # own buffers, attributes and parameters; its hooks
         if primal_tuple and all(p.numel() == 0 for p in primal_tuple):
-            raise LabkitValueError(
+            raise LabkitValueError(_(
                 "verify_jvp cannot verify an empty input: the primals have no elements, so there is no direction to "
                 "differentiate along and every method would trivially agree. Pass primals with at least one element."
-            )
+            ))
         xs = tuple(_wide(p) for p in primal_tuple)
         ts = tuple(_wide(t) for t in tangent_tuple)
 
@@ -264,20 +266,20 @@ def verify_jvp(
             keep = [i for i, out in enumerate(first) if _differentiable(out)]
             if not keep:
                 dtypes = ", ".join(str(out.dtype) for out in first)
-                raise LabkitTypeError(
-                    f"fn returns only bool or integer tensors ({dtypes}), which are not differentiable: there is no "
+                raise LabkitTypeError(_(
+                    "fn returns only bool or integer tensors ({dtypes}), which are not differentiable: there is no "
                     "JVP to verify. Verify a function with a floating-point output."
-                )
+                ).format(dtypes=dtypes))
 
             def outputs_of(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
                 outs = all_outputs(*args)
                 return tuple(outs[i] for i in keep)
 
             if not any(first[i].numel() for i in keep):
-                raise LabkitValueError(
+                raise LabkitValueError(_(
                     "verify_jvp cannot verify fn here: its floating-point outputs are empty, so there is no JVP entry to "
                     "compare and every method would trivially agree. Verify it at an input where fn's output has elements."
-                )
+                ))
             notes = [_("output {index} is {dtype}: not differentiable, skipped").format(index=i, dtype=out.dtype)
                      for i, out in enumerate(first) if i not in keep]
             report = _compare(outputs_of, xs, ts, eps, exact_tolerance, fd_tolerance, in_training, notes)
@@ -377,10 +379,10 @@ def _compare(
 
     def reverse() -> tuple[torch.Tensor, ...]:
         if any(x.is_complex() for x in xs):
-            raise _Unavailable(
+            raise _Unavailable(_(
                 "a primal is complex, and jacrev's Jacobian then follows the conjugate (Wirtinger) convention, "
                 "which is not J applied to the tangent"
-            )
+            ))
 
         def real_outputs(*args: torch.Tensor) -> tuple[torch.Tensor, ...]:
             return tuple(torch.view_as_real(o.resolve_conj()) if o.is_complex() else o for o in outputs_of(*args))
@@ -480,11 +482,12 @@ def _raise_if_fn_now_fails(
             warnings.simplefilter("ignore")  # a diagnostic rerun: fn's warnings were shown by the first run
             outputs_of(*xs)
     except Exception as again:  # noqa: BLE001 - any failure of a plain call means fn changed between calls
-        raise LabkitValueError(
-            f"fn ran on verify_jvp's first calls but fails on a later one (while computing {method}: "
-            f"{_first_line(exc)}; a plain call at the same input now raises {type(again).__name__}: "
-            f"{_first_line(again)}). verify_jvp calls fn once per method, so it cannot verify a fn that changes "
-            "between calls: remove the state it keeps (a counter, an iterator, a cache) and call verify_jvp again."
+        raise LabkitValueError(_(
+            "fn ran on verify_jvp's first calls but fails on a later one (while computing {method}: "
+            "{error}; a plain call at the same input now raises {again}). verify_jvp calls fn once per method, so "
+            "it cannot verify a fn that changes between calls: remove the state it keeps (a counter, an iterator, "
+            "a cache) and call verify_jvp again.").format(
+                method=_(method), error=_first_line(exc), again=f"{type(again).__name__}: {_first_line(again)}")
         ) from None
 
 
@@ -496,10 +499,10 @@ def _in_place_explained(in_training: bool) -> Iterator[None]:
     except RuntimeError as exc:
         if not (in_training and "in-place operation" in str(exc)):
             raise
-        raise LabkitValueError(
+        raise LabkitValueError(_(
             "The model is in training mode, where BatchNorm updates its running statistics in place on every "
             "call, and torch.func (jvp, jacrev) refuses to differentiate through that: call model.eval() first."
-        ) from None
+        )) from None
 
 
 def _deterministic_float64_outputs(
@@ -511,33 +514,34 @@ def _deterministic_float64_outputs(
     except RuntimeError as exc:
         if not re.search(r"dtype|scalar type", str(exc)):
             raise
-        raise LabkitTypeError(
+        raise LabkitTypeError(_(
             "verify_jvp runs fn in float64, but fn mixes in a tensor of another dtype (e.g. float32) that it "
             "does not receive as a primal: a tensor captured by a closure, or a module attribute. Make it "
             "float64 (w.double()), pass it as a primal, or make it a parameter or buffer of an nn.Module, "
-            f"which verify_jvp converts. torch said: {exc}"
+            "which verify_jvp converts. torch said: {error}").format(error=exc)
         ) from None
     sparse = sorted({str(out.layout) for out in first if out.layout != torch.strided})
     if sparse:
-        raise LabkitTypeError(
-            f"fn returns a {', '.join(sparse)} tensor; verify_jvp compares dense outputs element by element. "
-            "Return out.to_dense() from fn to verify its JVP."
+        raise LabkitTypeError(_(
+            "fn returns a {layout} tensor; verify_jvp compares dense outputs element by element. "
+            "Return out.to_dense() from fn to verify its JVP.").format(layout=", ".join(sparse))
         )
     lower = sorted({str(out.dtype) for out in first if out.is_floating_point() and out.dtype != torch.float64})
     if lower:
-        raise LabkitTypeError(
-            f"fn returned {', '.join(lower)} for float64 primals, so verify_jvp cannot compare in float64; "
-            "remove the conversion inside fn (e.g. .float()), or compute in the input's dtype."
+        raise LabkitTypeError(_(
+            "fn returned {dtypes} for float64 primals, so verify_jvp cannot compare in float64; "
+            "remove the conversion inside fn (e.g. .float()), or compute in the input's dtype.").format(
+                dtypes=", ".join(lower))
         )
     second = outputs_of(*xs)
     if all(torch.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True) for a, b in zip(first, second)):
         return first
     cause = (
-        "The model is in training mode, where e.g. Dropout draws a new mask on every call: call model.eval() first."
+        _("The model is in training mode, where e.g. Dropout draws a new mask on every call: call model.eval() first.")
         if in_training
-        else "Remove the randomness (e.g. torch.manual_seed(0) inside fn), or verify a deterministic function."
+        else _("Remove the randomness (e.g. torch.manual_seed(0) inside fn), or verify a deterministic function.")
     )
-    raise LabkitValueError(
-        f"fn gives different outputs for the same input, so its JVP changes from call to call and the methods "
-        f"cannot agree. {cause}"
+    raise LabkitValueError(_(
+        "fn gives different outputs for the same input, so its JVP changes from call to call and the methods "
+        "cannot agree. {cause}").format(cause=cause)
     )

@@ -225,12 +225,13 @@ def fuse_exported(model: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | No
         try:
             program = _export(model, tuple(inputs), keywords)
         except Exception as exc:  # noqa: BLE001 - export raises many types; the message says which
-            raise ExportFusionError(
-                f"Fusion rewrites a graph, and neither symbolic_trace nor torch.export captured {type(model).__name__} "
-                f"(torch.export: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). Such a model "
-                "profiles by module hooks, which time modules but give no graph to rewrite: fuse a submodule that "
-                "traces (labkit.fx.tracing.traceable_children(model) lists them), or fold a pair by hand with "
-                "torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)."
+            raise ExportFusionError(_(
+                "Fusion rewrites a graph, and neither symbolic_trace nor torch.export captured {model} "
+                "(torch.export: {error}). Such a model profiles by module hooks, which time modules but give no "
+                "graph to rewrite: fuse a submodule that traces (labkit.fx.tracing.traceable_children(model) lists "
+                "them), or fold a pair by hand with torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn).").format(
+                    model=type(model).__name__,
+                    error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
             ) from exc
         graph_module = program.module()
         # torch.export's own pre-hook checks each call's inputs against the captured ones; a copy loses the flag it reads.
@@ -239,10 +240,10 @@ def fuse_exported(model: nn.Module, *inputs: Any, kwargs: Mapping[str, Any] | No
         fold_batch_norms(graph_module)
         verdict = verify_fusion(model, graph_module, *inputs, kwargs=keywords)
         if not verdict.allclose:
-            raise ExportFusionError(
-                f"The exported graph with its BatchNorms folded does not compute what the model does: {verdict}. "
+            raise ExportFusionError(_(
+                "The exported graph with its BatchNorms folded does not compute what the model does: {verdict}. "
                 "Report this with the model; meanwhile fuse with torch.nn.utils.fusion.fuse_conv_bn_eval by hand."
-            )
+            ).format(verdict=verdict))
         return graph_module
 
 

@@ -49,6 +49,9 @@ class FusionSkippedWarning(UserWarning):
     """A layer-BatchNorm pair was left unfused; the message says which and why."""
 
 
+FUSED_MODEL = N_("the fused model")  # what compare_outputs calls the second model by default, in its messages
+
+
 class UnsafeFusionError(LabkitValueError):
     """torch's ``fuse`` would silently change the model's output (a layer used by more than one node)."""
 
@@ -60,16 +63,17 @@ def require_eval_module(model: Any) -> None:
     modules, may be in train mode without changing what fusion folds.
     """
     if not isinstance(model, nn.Module):
-        raise LabkitTypeError(f"Fusion needs a torch.nn.Module, got {type(model).__name__}.")
+        raise LabkitTypeError(_("Fusion needs a torch.nn.Module, got {type}.").format(type=type(model).__name__))
     training = [
-        repr(name) if name else "the model"
+        repr(name) if name else _("the model")
         for name, module in model.named_modules()
         if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.training
     ]
     if training:
-        raise LabkitValueError(
+        raise LabkitValueError(_(
             "Conv-BN fusion is only valid in inference: BatchNorm in training mode uses batch statistics. "
-            f"In training mode: {', '.join(training[:3])}{' ...' if len(training) > 3 else ''}. Call model.eval() first."
+            "In training mode: {modules}. Call model.eval() first.").format(
+                modules=", ".join(training[:3]) + (" ..." if len(training) > 3 else ""))
         )
 
 
@@ -183,10 +187,10 @@ def _refuse_root_hooks(model: nn.Module) -> None:
     """symbolic_trace traces the model's ``forward``, not its ``__call__``: hooks on the model itself would be lost."""
     kinds = hooked_modules(model).get("")
     if kinds:
-        raise LabkitValueError(
-            f"The model itself has {kinds}, and a traced graph holds only its forward, so the fused model would "
+        raise LabkitValueError(_(
+            "The model itself has {kinds}, and a traced graph holds only its forward, so the fused model would "
             "compute something else. Fuse the model without its hooks, or wrap it: "
-            "fuse_safely(nn.Sequential(model)) traces through the hooks of a submodule."
+            "fuse_safely(nn.Sequential(model)) traces through the hooks of a submodule.").format(kinds=kinds)
         )
 
 
@@ -198,20 +202,22 @@ def fold_bn_into_conv(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     so scale the conv's weights per output channel and fix up its bias.
     """
     if not isinstance(conv, nn.Conv2d) or not isinstance(bn, nn.BatchNorm2d):
-        raise LabkitTypeError(
-            f"fold_bn_into_conv(conv, bn) needs an nn.Conv2d and an nn.BatchNorm2d, got {type(conv).__name__} and "
-            f"{type(bn).__name__}. For other layer types use torch.fx.experimental.optimization.fuse."
+        raise LabkitTypeError(_(
+            "fold_bn_into_conv(conv, bn) needs an nn.Conv2d and an nn.BatchNorm2d, got {conv} and {bn}. For other "
+            "layer types use torch.fx.experimental.optimization.fuse.").format(
+                conv=type(conv).__name__, bn=type(bn).__name__)
         )
     if bn.num_features != conv.out_channels:
-        raise LabkitValueError(
-            f"bn has {bn.num_features} features but conv has {conv.out_channels} output channels: "
-            "pass the BatchNorm that directly follows this conv."
+        raise LabkitValueError(_(
+            "bn has {features} features but conv has {channels} output channels: "
+            "pass the BatchNorm that directly follows this conv.").format(
+                features=bn.num_features, channels=conv.out_channels)
         )
     if bn.running_mean is None or bn.running_var is None:
-        raise LabkitValueError(
+        raise LabkitValueError(_(
             "bn has no running statistics (track_running_stats=False), so there is nothing to fold: "
             "it normalises with each batch's statistics even in eval mode. Keep that BatchNorm unfused."
-        )
+        ))
     gamma = bn.weight if bn.weight is not None else torch.ones_like(bn.running_mean)
     beta = bn.bias if bn.bias is not None else torch.zeros_like(bn.running_mean)
     bias = conv.bias if conv.bias is not None else torch.zeros_like(bn.running_mean)
@@ -335,11 +341,10 @@ def _fuse_library(model: nn.Module, nones: Mapping[str, None]) -> torch.fx.Graph
         elif (hooked := _hooked_pair(graph_module, node)) is not None:
             unsafe.append(f"BatchNorm {node.target!r}: {hooked}")
     if unsafe:
-        raise UnsafeFusionError(
-            "torch.fx.experimental.optimization.fuse would silently change this model's output: "
-            + "; ".join(unsafe)
-            + ". Use labkit.fx.fusion.fuse_conv_bn_teaching(model) (or fuse_safely), which leaves such pairs unfused."
-        )
+        raise UnsafeFusionError(_(
+            "torch.fx.experimental.optimization.fuse would silently change this model's output: {pairs}. Use "
+            "labkit.fx.fusion.fuse_conv_bn_teaching(model) (or fuse_safely), which leaves such pairs unfused."
+        ).format(pairs="; ".join(unsafe)))
     return cast(torch.fx.GraphModule, fuse(graph_module, inplace=True, no_trace=True))  # the graph checked above
 
 
@@ -369,8 +374,8 @@ def fuse_safely(
             except (TraceFailedError, _TracedGraphDiffers) as exc:
                 if not inputs and not kwargs:
                     raise TraceFailedError(  # the same type: callers catch a failed trace as such
-                        f"{exc}\nTo fuse in the graph torch.export captures instead, pass example inputs: "
-                        "fuse_safely(model, x)."
+                        f"{exc}\n" + _("To fuse in the graph torch.export captures instead, pass example inputs: "
+                                       "fuse_safely(model, x).")
                     ) from exc
                 from labkit.fx.aten_fusion import exported_input_shapes, fuse_exported  # they build on this module
 
@@ -422,7 +427,7 @@ def count_nodes(model: nn.Module, op_type: type[nn.Module] | None = None) -> int
     """Nodes of the traced model (a copy: tracing runs ``forward``); with ``op_type``, only call_module nodes of that class."""
     with left_as_found():
         if not isinstance(model, nn.Module):
-            raise LabkitTypeError(f"count_nodes needs a torch.nn.Module, got {type(model).__name__}.")
+            raise LabkitTypeError(_("count_nodes needs a torch.nn.Module, got {type}.").format(type=type(model).__name__))
         graph_module = model if isinstance(model, torch.fx.GraphModule) else trace(private_copy(model, share_parameters=False))
         if op_type is None:
             return len(graph_module.graph.nodes)
@@ -490,9 +495,11 @@ class FusionVerification:
 def validate_tolerance(name: str, value: Any) -> float:
     """``value`` as a float, or a labkit error naming ``name`` when it is not a finite number >= 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise LabkitTypeError(f"{name} must be a number such as 1e-4, got {type(value).__name__}.")
+        raise LabkitTypeError(_("{name} must be a number such as 1e-4, got {type}.").format(
+            name=name, type=type(value).__name__))
     if not (math.isfinite(value) and value >= 0):
-        raise LabkitValueError(f"{name} must be a finite number >= 0 such as 1e-4, got {value}.")
+        raise LabkitValueError(_("{name} must be a finite number >= 0 such as 1e-4, got {value}.").format(
+            name=name, value=value))
     return float(value)
 
 
@@ -501,7 +508,7 @@ def _shape_of(output: Any, spec: Any) -> str:
 
 
 def compare_outputs(
-    expected: Any, actual: Any, *, rtol: float, atol: float, actual_name: str = "the fused model"
+    expected: Any, actual: Any, *, rtol: float, atol: float, actual_name: str = FUSED_MODEL
 ) -> tuple[float, bool]:
     """``(largest |difference|, same?)`` over every tensor of two model outputs of the same structure.
 
@@ -524,15 +531,16 @@ def _compare(expected: Any, actual: Any, *, rtol: float, atol: float, actual_nam
     actual_leaves, actual_spec = tree_flatten_with_path(actual)
     # Paths, not container types: a traced GraphModule returns a dict where the model returned an OrderedDict.
     if [keystr(path) for path, _leaf in expected_leaves] != [keystr(path) for path, _leaf in actual_leaves]:
-        raise LabkitValueError(
-            f"The outputs differ in structure: the original returns {_shape_of(expected, expected_spec)}, "
-            f"{actual_name} {_shape_of(actual, actual_spec)}. Compare two models that return the same kind of output."
+        raise LabkitValueError(_(
+            "The outputs differ in structure: the original returns {expected}, {name} {actual}. Compare two models "
+            "that return the same kind of output.").format(
+                expected=_shape_of(expected, expected_spec), name=_(actual_name), actual=_shape_of(actual, actual_spec))
         )
     if not any(isinstance(leaf, torch.Tensor) and leaf.numel() for _path, leaf in expected_leaves):
-        raise LabkitValueError(
+        raise LabkitValueError(_(
             "The original model's output has no elements, so there is nothing to compare: "
             "pass inputs with a batch of at least one example."
-        )
+        ))
     largest, differs_at, alike = 0.0, "", 0
     for (path, a), (_same_path, b) in zip(expected_leaves, actual_leaves, strict=True):  # same paths, checked above
         if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
@@ -540,10 +548,9 @@ def _compare(expected: Any, actual: Any, *, rtol: float, atol: float, actual_nam
                 differs_at = differs_at or f"output{keystr(path)}"
             continue
         if a.shape != b.shape:
-            raise LabkitValueError(
-                f"{actual_name.capitalize()} returns shape {tuple(b.shape)}, "
-                f"the original {tuple(a.shape)} (output{keystr(path)})."
-            )
+            raise LabkitValueError(_("{name} returns shape {shape}, the original {expected} ({output}).").format(
+                name=_(actual_name).capitalize(), shape=tuple(b.shape), expected=tuple(a.shape),
+                output=f"output{keystr(path)}"))
         if a.numel() == 0:
             continue
         dtype = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
@@ -582,13 +589,13 @@ def verify_fusion(
         keywords = keyword_inputs("verify_fusion", kwargs, stray, ("kwargs", "rtol", "atol"))
         rtol, atol = validate_tolerance("rtol", rtol), validate_tolerance("atol", atol)
         if not inputs and not keywords:
-            raise LabkitValueError(
+            raise LabkitValueError(_(
                 "verify_fusion needs the example inputs to run both models on: verify_fusion(model, fused, x)."
-            )
+            ))
         if not isinstance(original, nn.Module) or not isinstance(fused, nn.Module):
-            raise LabkitTypeError(
-                f"verify_fusion(original, fused, x) needs two torch.nn.Modules, got {type(original).__name__} and "
-                f"{type(fused).__name__}."
+            raise LabkitTypeError(_(
+                "verify_fusion(original, fused, x) needs two torch.nn.Modules, got {original} and {fused}.").format(
+                    original=type(original).__name__, fused=type(fused).__name__)
             )
         refuse_unknown_keywords(original, keywords, inputs)
         warn_hooks_reaching_out(original)
@@ -599,7 +606,7 @@ def verify_fusion(
             args, kwargs_copy = fresh_call(inputs, keywords)
             actual = as_the_user_runs_it(fused)(*args, **kwargs_copy)
             nodes = (_nodes_or_none(original), _nodes_or_none(fused), _nodes_or_none(fused, nn.BatchNorm2d))  # traces run forward
-        max_abs_diff, differs_at, alike = _compare(expected, actual, rtol=rtol, atol=atol, actual_name="the fused model")
+        max_abs_diff, differs_at, alike = _compare(expected, actual, rtol=rtol, atol=atol, actual_name=FUSED_MODEL)
         return FusionVerification(
             nodes_before=nodes[0],
             nodes_after=nodes[1],

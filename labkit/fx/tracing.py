@@ -30,7 +30,7 @@ import torch.fx
 
 from labkit.core.errors import LabkitError, LabkitTypeError, LabkitValueError
 from labkit.fx.model_inputs import graph_arguments, refuse_unknown_keywords
-from labkit.i18n.messages import _
+from labkit.i18n.messages import N_, _
 
 #: What ``leaf_modules=`` accepts: module classes, class names ("MultiScaleRoIAlign") or
 #: qualified submodule names ("backbone.body").
@@ -72,15 +72,13 @@ def describe_failure_site(exc: BaseException) -> str:
     return where + (f": `{source}`" if source else "")
 
 
-_LEAF_OR_NO_TRACE = (
+_LEAF_OR_NO_TRACE = N_(
     "make the offending submodule a leaf (profile_model(..., leaf_modules=['its.name']), or your own "
     "torch.fx.Tracer with tracer=), or time it without a trace: module by module with mode='modules' "
     "(profile_model falls back to it), or per aten operator with torch.profiler."
 )
-_TRACE_OPTIONS = (
-    "Options: fix the branch with concrete_args (e.g. profile_model(model, x, concrete_args={'flag': True})), "
-    + _LEAF_OR_NO_TRACE
-)
+_TRACE_OPTIONS = N_("Options: fix the branch with concrete_args (e.g. profile_model(model, x, concrete_args={{'flag': True}})), "
+                    "or {leaf_or_no_trace}")
 
 
 def could_not_trace(error: str) -> str:
@@ -113,26 +111,31 @@ def _explain_trace_failure(exc: BaseException, source: str) -> str:
     """
     message = str(exc)
     if source.startswith("assert ") or "_assert(" in source:
-        return (
+        return _(
             "The failing line checks a shape or value (assert / torch._assert). While tracing, inputs are "
             "torch.fx Proxies: their shapes and values are not numbers yet, so a Python assert, len() of a "
             "shape or bool() of a comparison cannot run. Options: write the check as "
             "torch._assert(tensor_condition, message) on tensors only (fx records it as a node), drop it from "
-            "the traced forward, or " + _LEAF_OR_NO_TRACE
-        )
+            "the traced forward, or {leaf_or_no_trace}"
+        ).format(leaf_or_no_trace=_(_LEAF_OR_NO_TRACE))
     if "cannot be iterated" in message:
-        return (
+        return _(
             "The model loops over (or unpacks) a traced value: a Proxy has no length while tracing. This is "
             "typical of a model that takes a list of tensors, e.g. torchvision's detection models take a list "
             "of images. Options: profile a part that takes one tensor (e.g. profile_model(model.backbone, x)), "
-            "or " + _LEAF_OR_NO_TRACE
-        )
+            "or {leaf_or_no_trace}"
+        ).format(leaf_or_no_trace=_(_LEAF_OR_NO_TRACE))
     if "control flow" in message:
-        return "Symbolic tracing cannot follow Python control flow that depends on tensor values. " + _TRACE_OPTIONS
-    return (
+        return _("Symbolic tracing cannot follow Python control flow that depends on tensor values. ") + _options()
+    return _(
         "While tracing, inputs are torch.fx Proxies, not tensors: code that needs a concrete value "
-        "(an if, a loop, a Python number) cannot run. " + _TRACE_OPTIONS
-    )
+        "(an if, a loop, a Python number) cannot run. "
+    ) + _options()
+
+
+def _options() -> str:
+    """The way out of an untraceable branch, in the learner's language."""
+    return _(_TRACE_OPTIONS).format(leaf_or_no_trace=_(_LEAF_OR_NO_TRACE))
 
 
 _TORCH_NN_PREFIXES = ("torch.nn.", "torch.ao.nn.")

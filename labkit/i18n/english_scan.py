@@ -176,7 +176,7 @@ def is_python_source(text: str) -> bool:
 
 def _not_a_gloss(phrase: str, terms: frozenset[str]) -> bool:
     words = phrase.lower()
-    return words not in terms and words.removesuffix("s") not in terms
+    return all(plural not in terms for plural in (words, words.removesuffix("s"), words.removesuffix("es")))
 
 
 def scan(path: Path, terms: frozenset[str] | None = None) -> list[Finding]:

@@ -25,7 +25,7 @@ from labkit.i18n.messages import DOMAIN, LANGUAGES, LOCALE_DIR, SOURCE_LANGUAGE
 
 TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 SOURCE_DIR = LOCALE_DIR.parent  # the labkit package, where the marked messages are
-METHOD_MAP = [("**.py", "python")]  # as babel.cfg says
+METHOD_MAP = [("**.py", "python"), ("workshop/templates/**.html", "jinja2")]  # as babel.cfg says
 TRANSLATED = tuple(code for code in LANGUAGES if code != SOURCE_LANGUAGE)
 
 

@@ -236,10 +236,11 @@ class _RecordingMode(TorchFunctionMode):
             self._inspect(func, args, kwargs, result)
         except Exception as error:
             self.stopped = True
-            raise FormatTrackerError(
-                f"FormatTracker could not record the call to {_operator_name(func)} ({type(error).__name__}: {error}), so it "
-                f"stopped recording: later calls run untracked, and tracker.records keeps what came before. "
-                f"This is a labkit bug; please report it with the operator's name."
+            raise FormatTrackerError(_(
+                "FormatTracker could not record the call to {operator} ({error}), so it stopped recording: later "
+                "calls run untracked, and tracker.records keeps what came before. This is a labkit bug; please "
+                "report it with the operator's name.").format(
+                    operator=_operator_name(func), error=f"{type(error).__name__}: {error}")
             ) from error
         return result
 
@@ -307,7 +308,7 @@ class FormatTracker:
 
     def __enter__(self) -> FormatTracker:
         if self._mode is not None:
-            raise FormatTrackerError("This FormatTracker is already active; create a new FormatTracker() to nest one.")
+            raise FormatTrackerError(_("This FormatTracker is already active; create a new FormatTracker() to nest one."))
         self.records = []
         mode = _RecordingMode(self.records)
         mode.__enter__()
@@ -325,11 +326,11 @@ class FormatTracker:
             return
         if stack[-1] is not mode:
             # torch pops whatever mode is on top, so exiting now would remove the inner one.
-            raise FormatTrackerError(
+            raise FormatTrackerError(_(
                 "This FormatTracker is being exited while an inner FormatTracker (or another torch "
                 "function mode) entered after it is still active; exit the inner one first. "
                 "Nested `with` blocks always do that."
-            )
+            ))
         self._mode = None
         mode.__exit__(*exc_info)
 
@@ -340,10 +341,10 @@ class FormatTracker:
 
     def _require_used(self, what: str) -> None:
         if not self._used:
-            raise FormatTrackerError(
-                f"FormatTracker.{what}() has nothing to show: run your code inside "
-                f"`with FormatTracker() as tracker:` first, then call tracker.{what}()."
-            )
+            raise FormatTrackerError(_(
+                "FormatTracker.{what}() has nothing to show: run your code inside "
+                "`with FormatTracker() as tracker:` first, then call tracker.{what}()."
+            ).format(what=what))
 
     def _of_kind(self, what: str, *kinds: RecordKind) -> list[FormatRecord]:
         self._require_used(what)

@@ -106,6 +106,7 @@ from tornado.escape import url_escape
 from tornado.httputil import url_concat
 from traitlets import Bool, Integer, Set, Unicode
 
+from labkit.i18n.messages import N_, SOURCE_LANGUAGE, translation
 from labkit.workshop.peers import peer_uid
 from labkit.workshop.settings import (
     INSTRUCTOR_PASSWORD_MIN,
@@ -176,15 +177,22 @@ def _peer(request: Any, local: bool = False) -> tuple[str, int] | None:
     return str(address[0]), int(address[1])
 
 
-_overlays: weakref.WeakKeyDictionary[Environment, Environment] = weakref.WeakKeyDictionary()
+_overlays: weakref.WeakKeyDictionary[Environment, dict[str, Environment]] = weakref.WeakKeyDictionary()
 
 
-def templates_first(environment: Environment) -> Environment:
-    """The hub's jinja ``environment``, looking in labkit's templates first (an overlay: the hub's own is unchanged)."""
-    overlay = _overlays.get(environment)
+def templates_first(environment: Environment, language: str = SOURCE_LANGUAGE) -> Environment:
+    """The hub's jinja ``environment``, looking in labkit's templates first, their words (``_()``) in the room's
+    ``language`` (an overlay per language: the hub's own environment, its globals included, is unchanged)."""
+    overlays = _overlays.setdefault(environment, {})
+    overlay = overlays.get(language)
     if overlay is None:
         loader = ChoiceLoader([FileSystemLoader(str(TEMPLATES)), environment.loader])  # type: ignore[list-item]
-        overlay = _overlays[environment] = environment.overlay(loader=loader)
+        overlay = environment.overlay(loader=loader)
+        overlay.globals = dict(environment.globals)  # an overlay shares the hub's dict: labkit's gettext goes in a copy
+        overlay.add_extension("jinja2.ext.i18n")
+        words = translation(language)
+        overlay.install_gettext_callables(words.gettext, words.ngettext, newstyle=True)  # type: ignore[attr-defined]
+        overlays[language] = overlay
     return overlay
 
 
@@ -202,6 +210,7 @@ class WorkshopAuthenticator(NativeAuthenticator):
     proxies_in_front = Integer(0, config=True, help="Reverse proxies before the hub's own, each adding X-Forwarded-For.")
     front_proxy_secret = Unicode("", config=True, help=f"What the proxy in front sends in {FRONT_PROXY_HEADER}.")
     max_pending_sign_ups = Integer(MAX_PENDING_SIGN_UPS, config=True, help="Sign-ups waiting for approval at most.")
+    language = Unicode(SOURCE_LANGUAGE, config=True, help="The room's language: the words of the log-in pages.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -394,7 +403,8 @@ class _LabkitTemplates(BaseHandler):
     """Renders labkit's copy of a template where there is one (see :func:`templates_first`)."""
 
     def get_template(self, name: str, sync: bool = False) -> Template:
-        return templates_first(self.settings["jinja2_env_sync" if sync else "jinja2_env"]).get_template(name)
+        language = getattr(self.authenticator, "language", SOURCE_LANGUAGE)
+        return templates_first(self.settings["jinja2_env_sync" if sync else "jinja2_env"], language).get_template(name)
 
     async def refuse(self, template: str, message: str, **namespace: Any) -> None:
         """Show ``template`` again with ``message`` as its error, nothing changed."""
@@ -440,8 +450,9 @@ class LogIn(_LabkitTemplates, LoginHandler):
             self._jupyterhub_user = user
             self.redirect(self.get_next_url(user))
             return
-        error = (f"User {username} has not been authorized by an administrator yet." if self.unapproved
-                 else "Invalid username or password.")
+        say = translation(getattr(self.authenticator, "language", SOURCE_LANGUAGE)).gettext
+        error = (say(N_("User {username} has not been authorized by an administrator yet.")).format(username=username)
+                 if self.unapproved else say(N_("Invalid username or password.")))
         self.finish(await self._render(login_error=error, username=username))
 
 
@@ -450,7 +461,8 @@ class SignUp(_LabkitTemplates, SignUpHandler):
 
     @property
     def template_namespace(self) -> dict[str, Any]:
-        return {**super().template_namespace, "username_rule": USERNAME_RULE}
+        language = getattr(self.authenticator, "language", SOURCE_LANGUAGE)
+        return {**super().template_namespace, "username_rule": translation(language).gettext(USERNAME_RULE)}
 
     async def post(self) -> None:
         authenticator = self.authenticator

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from labkit.core.errors import LabkitValueError
-from labkit.i18n.messages import LANGUAGES
+from labkit.i18n.messages import LANGUAGES, N_
 from labkit.learner.tracks import TRACKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,8 @@ PREFIX = "LABKIT_WORKSHOP_"
 # No whitespace, no markup, nothing a page or a shell could misread; short enough that ACCOUNT_PREFIX + name
 # is a valid Unix account name (32 characters at most).
 USERNAME_PATTERN = r"^[a-z][a-z0-9_-]{0,23}$"
-USERNAME_RULE = "a lowercase letter, then up to 23 lowercase letters, digits, '-' or '_'"
+# the sign-up page shows it in the room's language (labkit/workshop/auth.py)
+USERNAME_RULE = N_("a lowercase letter, then up to 23 lowercase letters, digits, '-' or '_'")
 ACCOUNT_PREFIX = "labkit-"  # learner NAME's Unix account (system-users): never collides with a system account
 ACCOUNT_PREFIX_PATTERN = r"^[a-z][a-z0-9-]{0,7}$"  # at most 8 characters: with a 24-character name, 32 in all
 # LEARNERS_DOMAIN: two or more lowercase DNS labels, no scheme, port or trailing dot

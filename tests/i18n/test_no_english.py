@@ -74,3 +74,12 @@ def test_an_output_echoing_the_cells_own_string_literals_is_code_but_labkits_wor
 def test_printed_python_source_is_code_but_a_printed_sentence_is_not() -> None:
     assert is_python_source('class Exp:\n    """exp with its own rules."""\n    def jvp(ctx, t):\n        return t\n')
     assert not is_python_source("the shares agree within 5 points")
+
+
+def test_a_gloss_may_be_the_plural_of_a_glossary_term(tmp_path: Path) -> None:
+    cell = {"cell_type": "markdown", "id": "a1", "metadata": {},
+            "source": "прямые проходы (forward passes), хуки (forward hooks), пулинг (average pooling)"}
+    path = tmp_path / "ru" / "01.ipynb"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    assert [finding.phrase for finding in scan(path, frozenset({"forward pass", "forward hook"}))] == ["average pooling"]

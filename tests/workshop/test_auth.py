@@ -2,6 +2,7 @@
 with hostile names (every attribute quoted, every name escaped, approval by POST forms only)."""
 from __future__ import annotations
 
+import json
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
@@ -71,8 +72,8 @@ def hub_environment(**templates: str) -> Environment:
     return Environment(loader=DictLoader({"page.html": PAGE, **templates}), autoescape=True)
 
 
-def render(name: str, base: Environment | None = None, **namespace: object) -> str:
-    environment = auth.templates_first(base or hub_environment())
+def render(name: str, base: Environment | None = None, language: str = "en", **namespace: object) -> str:
+    environment = auth.templates_first(base or hub_environment(), language)
     defaults = {"base_url": "/hub/", "xsrf": "the-xsrf-token", "login_url": "/hub/login"}
     return environment.get_template(name).render(**{**defaults, **namespace})
 
@@ -201,6 +202,25 @@ def test_the_other_pages_quote_and_escape_a_name(name: str):
 def test_the_sign_up_page_states_the_rule():
     html = render("signup.html", username_rule=USERNAME_RULE)
     assert "A username is a lowercase letter" in html
+
+
+@pytest.mark.parametrize(("language", "words"), [
+    ("zh", ["登录", "用户名：", "密码：", json.dumps("隐藏"), json.dumps("显示"), '<a href="/hub/signup">注册</a>']),
+    ("ru", ["Войти", "Имя пользователя:", "Пароль:", json.dumps("Скрыть"), json.dumps("Показать"),
+            '<a href="/hub/signup">Зарегистрируйтесь</a>']),
+])
+def test_the_log_in_pages_speak_the_rooms_language(language: str, words: list[str]):
+    """The words, the button's Show/Hide (a JSON string in the page's script) and the links, in the room's language."""
+    base = hub_environment()
+    login = render("native-login.html", base, language, enable_signup=True, login_error="x")
+    assert all(word in login for word in words), [word for word in words if word not in login]
+    assert not any(english in login for english in ("Password:", "Username:", '"Hide"', "Sign In")), login
+    signup = render("signup.html", base, language, username_rule=USERNAME_RULE)
+    assert "Password:" not in signup and "A username is" not in signup
+    change = render("change-password.html", base, language, user_name="<b>ada</b>")
+    assert "&lt;b&gt;ada&lt;/b&gt;" in change and "Old password:" not in change, "the name still escaped, the words translated"
+    assert "_" not in base.globals and "gettext" not in base.globals, "the hub's own environment is left as it was"
+    assert "Password:" in render("native-login.html", base), "an English room's pages as before"
 
 
 def test_the_instructors_name_needs_the_sign_up_code(authenticator: auth.WorkshopAuthenticator):
