@@ -173,9 +173,10 @@ _draw_seed: ContextVar[int | None] = ContextVar("labkit_check_draw_seed", defaul
 
 
 def case_draws() -> random.Random:
-    """The generator a checker draws one attempt's cases from (sizes, channels, shapes, input batches): fresh on every attempt, so an
-    answer must compute, not recall what the checker asked last time. Its own ``random.Random``: the learner's random
-    state is left as it was."""
+    """The generator a checker draws one attempt's cases from (sizes, channels, shapes, input batches).
+
+    Fresh on every attempt, so an answer must compute, not recall what the checker asked last time. Its own
+    ``random.Random``: the learner's random state is left as it was."""
     seed = _draw_seed.get()
     return random.Random(secrets.randbits(64) if seed is None else seed)
 
