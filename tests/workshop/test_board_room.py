@@ -290,7 +290,8 @@ def test_a_look_lasts_while_she_asks_and_is_refused_once_the_instructor_closes(r
     assert answer(room, "stuck", room.tokens["stuck"], "PUT", f"api/contents/{HERS}", NOTEBOOK)[0] == 200
     assert server_answers(room, "stuck", teacher) == 403, "the instructor holds no standing access to her server"
     said = learner_cell(room, "stuck", ASK.format(exercise="2.1", more=", share=True"))
-    assert "number 1 in the queue for exercise 2.1" in said and "may open your notebooks" in said, said
+    assert "number 1 in the queue for exercise 2.1" in said, said
+    assert "may look at your notebooks: read them, never change or run them" in said, said
     row = QUEUE_ROW.format(name="stuck")
     page.wait_for_selector(row)  # type: ignore[attr-defined]
     assert "2.1" in page.inner_text(row)  # type: ignore[attr-defined]
